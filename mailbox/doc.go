@@ -1,0 +1,24 @@
+// Package mailbox holds the queues that carry messages to Troupe's actors.
+//
+// Queue is the default: a lock-free, unbounded, multi-producer single-consumer FIFO
+// built for one job, being embedded by value in every actor. Its zero value is ready to
+// use and costs two pointers (16 bytes); it allocates nothing until the first Push.
+// While the consumer keeps up, Push and Pop reuse one small segment and allocate
+// nothing; under a backlog the queue grows by linked segments of doubling size (4 to
+// 256 elements), and Shrink gives the grown memory back when the consumer turns idle.
+//
+// Bounded and Priority are the alternatives an actor can choose. Bounded holds at most a
+// fixed number of elements and applies an Overflow policy when full (drop the newest,
+// drop the oldest, or reject). Priority pops the highest priority first and keeps
+// arrival order among equals. Both are guarded by a mutex: they trade some speed for
+// their extra guarantees and are not on the default path.
+//
+// All three satisfy Mailbox, the interface the actor runtime uses for a mailbox. The
+// runtime's contract with every one of them is the same: any goroutine may offer, one
+// consumer at a time pops, and a sender wakes the consumer after each offer. For Queue
+// that contract matters: an element is sure to be visible once its own Push and every
+// Push that began before it have returned, so a consumer that checks Empty after each
+// wake-up never misses one.
+//
+// The package imports nothing from the rest of Troupe.
+package mailbox

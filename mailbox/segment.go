@@ -1,0 +1,123 @@
+package mailbox
+
+import "sync/atomic"
+
+const (
+	// minSegment is the capacity of the first segment of a queue, and of the segment a
+	// producer installs after the consumer released the previous one with Shrink.
+	minSegment = 4
+	// maxSegment caps the doubling of segment capacities under a backlog.
+	maxSegment = 256
+	// closed is what Shrink stores in a caught-up segment's enq, so that every later
+	// fetch-and-add lands far past the slots and its producer moves on. The counter
+	// cannot wrap from there: a goroutine fails on a given segment at most once, since
+	// it moves the tail away from that segment for good before it looks again.
+	closed = 1 << 62
+	// cacheLine is the padding unit that keeps producer-written and consumer-written
+	// fields of a segment on different cache lines.
+	cacheLine = 64
+)
+
+// segment is one array of slots in the queue's linked list.
+//
+// Producers reserve slots with a fetch-and-add on enq; the consumer reads them in order
+// with deq. The consumer may reset both to zero ("rewind") when it has caught up, so one
+// segment can serve a queue forever without allocating.
+//
+// A segment whose next points to itself has been released by Shrink: no producer may
+// use it again, and a producer that finds it helps to clear the queue's tail and
+// installs a fresh segment. A self link stands in for a package-level sentinel, which
+// Go cannot declare for a generic type.
+//
+// The fields fall on two cache lines: the first is written by producers (enq on every
+// Push), the second only by the consumer (deq on every Pop), so neither side's writes
+// evict the other's hot fields. Each side has its own copy of the slice header for the
+// same reason; the padding they fill would be there anyway.
+type segment[T any] struct {
+	// Written by producers.
+	next  atomic.Pointer[segment[T]]
+	enq   atomic.Uint64 // slot reservations; may run past len(slots), or hold closed+k
+	slots []slot[T]     // the producers' copy of buf
+	_     [cacheLine - 40]byte
+
+	// Written by the consumer only.
+	deq uint64    // index of the next slot to read; len(buf) once the segment is spent
+	buf []slot[T] // the consumer's copy of slots
+}
+
+// slot holds one element. ready is 1 from the moment a producer has written val until
+// the consumer rewinds the segment; the atomic store of ready publishes the plain write
+// of val. The consumer never writes a slot one at a time: a rewind clears all the slots
+// it has read at once, values and flags together, which is also what lets the garbage
+// collector have the values.
+type slot[T any] struct {
+	ready atomic.Uint32
+	val   T
+}
+
+// firstSegment puts a minimum-size segment and its slots in one allocation, so an actor
+// that received a message costs one object, not two.
+type firstSegment[T any] struct {
+	seg   segment[T]
+	slots [minSegment]slot[T]
+}
+
+// newSegment returns an unpublished segment of capacity n whose slot 0 already holds v,
+// as if one producer had reserved and written it.
+func newSegment[T any](n int, v T) *segment[T] {
+	var s *segment[T]
+	if n == minSegment {
+		f := new(firstSegment[T])
+		f.seg.slots = f.slots[:]
+		s = &f.seg
+	} else {
+		s = &segment[T]{slots: make([]slot[T], n)}
+	}
+	s.buf = s.slots
+	s.slots[0].val = v
+	s.slots[0].ready.Store(1)
+	s.enq.Store(1)
+	return s
+}
+
+// reuse returns spare when it is an unpublished segment of capacity n (left over from a
+// lost compare-and-swap, so it already holds v in slot 0), and a new segment otherwise.
+func reuse[T any](spare *segment[T], n int, v T) *segment[T] {
+	if spare != nil && len(spare.slots) == n {
+		return spare
+	}
+	return newSegment(n, v)
+}
+
+// grow returns the capacity of the segment that follows a full one of capacity n.
+func grow(n int) int {
+	if n >= maxSegment/2 {
+		return maxSegment
+	}
+	return 2 * n
+}
+
+// rewind resets a segment that the consumer has caught up with, at read index d, so that
+// the next producers write from slot 0 again. Only the consumer calls it.
+//
+// enq == d means every reservation ever made in this segment has been written and
+// consumed: no producer is between its fetch-and-add and its ready store here, and none
+// can touch slots [0, d) until enq is reset. So the consumer first clears those slots
+// (values for the garbage collector, ready flags for the next round), then moves enq
+// from d to 0 with a compare-and-swap. A producer that reserved in the meantime made
+// enq > d and the compare-and-swap fails harmlessly (the cleared slots stay behind the
+// read index); a producer that reserves afterwards gets index 0, which is where the
+// consumer reads next. Slots at d and beyond were never written since the last rewind,
+// so they are clear already.
+//
+// A segment with a successor never rewinds: the successor was linked by a producer whose
+// fetch-and-add took enq past len(slots), where only a rewind could bring it back, while
+// d never exceeds len(slots). A closed segment's enq is likewise far above any d.
+func (s *segment[T]) rewind(d uint64) {
+	if d > 0 && s.enq.Load() == d {
+		clear(s.buf[:d])
+		if s.enq.CompareAndSwap(d, 0) {
+			s.deq = 0
+		}
+	}
+}
