@@ -1,0 +1,80 @@
+package actor
+
+import (
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Config configures a System. The zero value is valid: every zero field means its
+// documented default.
+type Config struct {
+	// Logger receives the runtime's logs; nil means a no-op logger.
+	Logger *zap.Logger
+	// Throughput is how many messages an actor handles before yielding its goroutine to
+	// other actors. Default 300.
+	Throughput int
+	// StashCapacity is the default stash bound per actor. Default 10,000.
+	StashCapacity int
+	// DeadLetterLogLimit is how many dead letters are logged per
+	// DeadLetterLogInterval; the rest are counted and summarised. Default 10; negative
+	// turns dead-letter logging off (subscribers still see every DeadLetter).
+	DeadLetterLogLimit int
+	// DeadLetterLogInterval is the window of DeadLetterLogLimit. Default 1s.
+	DeadLetterLogInterval time.Duration
+	// PhaseTimeout bounds each coordinated-shutdown phase. Default 10s.
+	PhaseTimeout time.Duration
+	// PhaseTimeouts overrides PhaseTimeout for single phases.
+	PhaseTimeouts map[Phase]time.Duration
+}
+
+// DefaultConfig returns a Config with every default filled in.
+func DefaultConfig() Config {
+	return Config{}.withDefaults()
+}
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Throughput == 0 {
+		c.Throughput = 300
+	}
+	if c.StashCapacity == 0 {
+		c.StashCapacity = 10_000
+	}
+	if c.DeadLetterLogLimit == 0 {
+		c.DeadLetterLogLimit = 10
+	}
+	if c.DeadLetterLogInterval == 0 {
+		c.DeadLetterLogInterval = time.Second
+	}
+	if c.PhaseTimeout == 0 {
+		c.PhaseTimeout = 10 * time.Second
+	}
+	return c
+}
+
+// Validate reports fields out of range.
+func (c Config) Validate() error {
+	switch {
+	case c.Throughput < 0:
+		return fmt.Errorf("%w: negative Throughput %d", ErrInvalidConfig, c.Throughput)
+	case c.StashCapacity < 0:
+		return fmt.Errorf("%w: negative StashCapacity %d", ErrInvalidConfig, c.StashCapacity)
+	case c.DeadLetterLogInterval < 0:
+		return fmt.Errorf("%w: negative DeadLetterLogInterval", ErrInvalidConfig)
+	case c.PhaseTimeout < 0:
+		return fmt.Errorf("%w: negative PhaseTimeout", ErrInvalidConfig)
+	}
+	for p, d := range c.PhaseTimeouts {
+		if !knownPhase(p) {
+			return fmt.Errorf("%w: %w %q", ErrInvalidConfig, ErrUnknownPhase, p)
+		}
+		if d <= 0 {
+			return fmt.Errorf("%w: phase %q timeout %v", ErrInvalidConfig, p, d)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+// Package actor is Troupe's actor runtime: systems, actors, refs, mailboxes,
+// supervision, death watch, ask, timers, stash and coordinated shutdown.
+//
+// # Actors
+//
+// An actor implements one method, Receive(ctx Context), and handles ctx.Message() with
+// a type switch. Lifecycle events arrive as messages: Started before anything else,
+// Restarting on the failing instance before a restart, Stopping when a stop begins, and
+// Stopped exactly once, last, after every child has stopped.
+//
+//	type counter struct{ n int }
+//
+//	func (c *counter) Receive(ctx actor.Context) {
+//		switch ctx.Message().(type) {
+//		case inc:
+//			c.n++
+//		case get:
+//			ctx.Respond(c.n)
+//		}
+//	}
+//
+// Spawn actors from Props, which carry the producer of fresh instances and the mailbox,
+// supervision and throughput settings. Names are unique among siblings; paths look like
+// "/user/parent/child". Troupe's own actors live under "/system".
+//
+// # Scheduling
+//
+// An idle actor holds no goroutine. Its mailbox is a pair of lock-free queues (system
+// messages first, then user messages) and an atomic flag. The sender that sets the flag
+// hands the actor to the system's dispatcher: up to GOMAXPROCS worker goroutines that
+// each run an actor for up to Throughput messages and then take the next one. A monitor
+// adds workers while queued actors make no progress, so an actor that blocks cannot
+// starve the others. A blocking Ask that finds its recipient idle runs it on the asking
+// goroutine for a few messages instead, since that goroutine would only wait. Tell of a
+// pointer message does not allocate.
+//
+// # Failure
+//
+// A panic in Receive is recovered (with its stack, as a *supervision.PanicError) and
+// suspends the actor; its parent's supervision.Strategy decides to resume it, restart
+// it (a fresh instance from Props; the mailbox is kept, the failing message is not
+// redelivered), stop it, or escalate. Nothing in this package panics on bad input:
+// errors are returned, and undeliverable messages become DeadLetter events.
+//
+// # Asking, watching, timing
+//
+// Ref.Ask returns a Future; the generic Ask[T] waits for a typed reply. An Ask whose
+// request becomes a dead letter fails at once with ErrDeadLetter. Context.Watch
+// delivers Terminated when a watched actor stops. Keyed timers, a receive timeout,
+// a bounded stash and stacked behaviors are on Context.
+//
+// # Shutdown
+//
+// System.Shutdown runs coordinated shutdown: named phases in order, each with tasks
+// registered by the layers above and a timeout, then stops user actors, system actors
+// and the guardians.
+package actor

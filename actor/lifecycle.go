@@ -1,0 +1,298 @@
+package actor
+
+import (
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/troupe-go/troupe/supervision"
+	"go.uber.org/zap"
+)
+
+func panicReason(r any) error {
+	return supervision.NewPanicError(r, debug.Stack())
+}
+
+func (c *cell) throughput() int {
+	if c.props.Throughput > 0 {
+		return c.props.Throughput
+	}
+	return c.sys.cfg.Throughput
+}
+
+// start creates the first instance and delivers Started. A failure to start (a panic in
+// the producer or in the handling of Started) stops the actor: restarting would fail the
+// same way.
+func (c *cell) start() {
+	c.state.Store(stateRunning)
+	if err := c.newInstance(); err != nil {
+		c.logger().Error("actor failed to start; stopping it", zap.Error(err))
+		c.beginStop()
+	}
+}
+
+func (c *cell) newInstance() (err error) {
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				err = panicReason(r)
+			}
+		}()
+		c.actor = c.props.Producer()
+	}()
+	if err != nil {
+		return err
+	}
+	if c.actor == nil {
+		return fmt.Errorf("%w: producer returned nil", ErrInvalidProps)
+	}
+	return c.deliver(Started{})
+}
+
+// fail suspends the actor and reports reason to the parent, which decides.
+func (c *cell) fail(reason error) {
+	if c.state.Load() != stateRunning {
+		return
+	}
+	c.state.Store(stateSuspended)
+	if c.parent == nil {
+		c.logger().Error("root guardian failed; stopping it", zap.Error(reason))
+		c.beginStop()
+		return
+	}
+	c.parent.sendSystem(sysFailed{child: c, reason: reason})
+}
+
+func (c *cell) handleSystem(m sysMsg) {
+	switch m := m.(type) {
+	case sysStop:
+		c.beginStop()
+	case sysWatch:
+		c.addWatcher(m.watcher)
+	case sysUnwatch:
+		if x := c.x.Load(); x != nil {
+			delete(x.watchers, m.watcher)
+		}
+	case sysDeath:
+		c.watchedDied(m)
+	case sysFailed:
+		c.childFailed(m.child, m.reason)
+	case sysResume:
+		if c.state.Load() == stateSuspended {
+			c.state.Store(stateRunning)
+		}
+	case sysRestart:
+		c.restart(m.reason)
+	case sysChildTerminated:
+		c.childTerminated(m.child)
+	}
+}
+
+// childFailed applies the supervision strategy to a failed child.
+func (c *cell) childFailed(child *cell, reason error) {
+	x := c.x.Load()
+	if x == nil || !c.hasChild(child) {
+		return // already gone
+	}
+	st := c.props.Strategy
+	if ob, ok := c.actor.(failureObserver); ok {
+		st = ob.supervisorStrategy()
+	}
+	if st == nil {
+		st = supervision.DefaultStrategy()
+	}
+	if x.stats == nil {
+		x.stats = make(map[*cell]*supervision.RetryStats)
+	}
+	stats := x.stats[child]
+	if stats == nil {
+		stats = &supervision.RetryStats{}
+		x.stats[child] = stats
+	}
+	d := st.Decide(stats, reason, time.Now())
+	log := c.sys.log.With(zap.String("actor", child.path()), zap.Error(reason))
+	if d.DeciderErr != nil {
+		log.Error("supervision decider failed; stopping the child", zap.NamedError("decider", d.DeciderErr))
+	}
+	directive := d.Directive
+	if directive == supervision.Escalate && c.isGuardian() {
+		directive = supervision.Stop
+	}
+	log.Warn("actor failed", zap.Stringer("directive", directive))
+	if ob, ok := c.actor.(failureObserver); ok {
+		ob.childFailed(Ref{child}, reason, directive)
+	}
+	targets := []*cell{child}
+	if d.AllChildren && directive != supervision.Resume {
+		targets = c.childCells()
+	}
+	for _, t := range targets {
+		switch directive {
+		case supervision.Resume:
+			t.sendSystem(sysResume{})
+		case supervision.Restart:
+			t.sendSystem(sysRestart{reason: reason})
+		case supervision.Stop:
+			t.sendSystem(sysStop{})
+		}
+	}
+	if directive == supervision.Escalate {
+		c.fail(reason)
+	}
+}
+
+func (c *cell) isGuardian() bool {
+	return c.parent == nil || c.parent.parent == nil
+}
+
+// restart replaces the instance: Restarting to the old one, children stopped, then a
+// fresh instance from Props with Started. The mailbox is kept; the failing message is
+// not redelivered.
+func (c *cell) restart(reason error) {
+	switch c.state.Load() {
+	case stateRunning, stateSuspended:
+	default:
+		return
+	}
+	c.state.Store(stateRestarting)
+	if err := c.deliver(Restarting{Reason: reason}); err != nil {
+		c.logger().Error("panic while handling Restarting", zap.Error(err))
+	}
+	x := c.x.Load()
+	if x != nil {
+		c.cancelAllTimers()
+		c.cancelReceiveTimeout()
+		x.behaviors = nil
+		c.unstashAll()
+	}
+	if c.stopChildren() == 0 {
+		c.finishRestart()
+	}
+}
+
+func (c *cell) finishRestart() {
+	c.state.Store(stateRunning)
+	c.actor = nil
+	if err := c.newInstance(); err != nil {
+		c.logger().Error("actor failed to restart; stopping it", zap.Error(err))
+		c.beginStop()
+	}
+}
+
+// beginStop starts stopping: Stopping to the instance, then the children; the actor
+// finishes once the last child has stopped.
+func (c *cell) beginStop() {
+	switch c.state.Load() {
+	case stateStopping, stateDead:
+		return
+	}
+	c.state.Store(stateStopping)
+	if x := c.x.Load(); x != nil {
+		c.cancelAllTimers()
+		c.cancelReceiveTimeout()
+	}
+	if err := c.deliver(Stopping{}); err != nil {
+		c.logger().Error("panic while handling Stopping", zap.Error(err))
+	}
+	if x := c.x.Load(); x != nil {
+		x.mu.Lock()
+		x.closed = true // System.Spawn and Resolve look at guardians from other goroutines
+		x.mu.Unlock()
+	}
+	if c.stopChildren() == 0 {
+		c.finishStop()
+	}
+}
+
+// finishStop delivers Stopped, tells watchers and the parent, and routes what is left.
+func (c *cell) finishStop() {
+	if err := c.deliver(Stopped{}); err != nil {
+		c.logger().Error("panic while handling Stopped", zap.Error(err))
+	}
+	c.actor = nil
+	c.state.Store(stateDead)
+	self := Ref{c}
+	if x := c.x.Load(); x != nil {
+		for w := range x.watchers {
+			w.p.sendSystem(sysDeath{ref: self})
+		}
+		for w := range x.watching {
+			w.p.sendSystem(sysUnwatch{watcher: self})
+		}
+		x.watchers, x.watching, x.termQueued = nil, nil, nil
+		for _, env := range x.stash {
+			c.sys.deadLetter(self, env.msg, env.sender)
+		}
+		x.stash, x.behaviors = nil, nil
+	}
+	if c.parent != nil {
+		c.parent.sendSystem(sysChildTerminated{child: c})
+	}
+	c.sys.cellStopped(c)
+}
+
+// stopChildren asks every child to stop and returns how many there are.
+func (c *cell) stopChildren() int {
+	kids := c.childCells()
+	for _, k := range kids {
+		k.sendSystem(sysStop{})
+	}
+	return len(kids)
+}
+
+func (c *cell) childTerminated(child *cell) {
+	x := c.x.Load()
+	if x == nil {
+		return
+	}
+	x.mu.Lock()
+	if x.children[child.name] == child {
+		delete(x.children, child.name)
+	}
+	left := len(x.children)
+	x.mu.Unlock()
+	delete(x.stats, child)
+	if left > 0 {
+		return
+	}
+	switch c.state.Load() {
+	case stateStopping:
+		c.finishStop()
+	case stateRestarting:
+		c.finishRestart()
+	}
+}
+
+func (c *cell) hasChild(child *cell) bool {
+	x := c.x.Load()
+	if x == nil {
+		return false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.children[child.name] == child
+}
+
+func (c *cell) childCells() []*cell {
+	x := c.x.Load()
+	if x == nil {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.children) == 0 {
+		return nil
+	}
+	kids := make([]*cell, 0, len(x.children))
+	for _, k := range x.children {
+		kids = append(kids, k)
+	}
+	return kids
+}
+
+// failureObserver is implemented by runtime actors (the backoff supervisor) that choose
+// the strategy and watch the decisions about their children.
+type failureObserver interface {
+	supervisorStrategy() supervision.Strategy
+	childFailed(child Ref, reason error, d supervision.Directive)
+}

@@ -1,0 +1,104 @@
+package actor
+
+import "time"
+
+// process is what a Ref delivers to: a local actor cell, an ask future, the dead-letter
+// sink, and later the remote layer's proxies.
+type process interface {
+	// sendUser queues an ordinary message. It returns an error only for a full bounded
+	// mailbox that rejects; delivery to a stopped actor becomes a dead letter.
+	sendUser(msg any, sender Ref) error
+	// sendSystem queues a runtime message (watch, stop, failure, ...).
+	sendSystem(m sysMsg)
+	// path is the actor's path, such as "/user/a/b".
+	path() string
+	// system is the actor system the process belongs to.
+	system() *System
+	// isDead reports whether the process can no longer receive messages.
+	isDead() bool
+}
+
+// Ref is a handle to an actor. It is a small comparable value: use it as a map key,
+// compare it with ==, and send it inside messages. Two Refs are equal when they denote
+// the same actor incarnation: an actor spawned again under the same name gets a new,
+// different Ref. The zero Ref denotes nobody (see IsZero).
+type Ref struct {
+	p process
+}
+
+// IsZero reports whether r is the zero Ref, which denotes no actor.
+func (r Ref) IsZero() bool { return r.p == nil }
+
+// Path returns the actor's path, such as "/user/orders/o-17", or "" for the zero Ref.
+func (r Ref) Path() string {
+	if r.p == nil {
+		return ""
+	}
+	return r.p.path()
+}
+
+// String returns the path, or "nobody" for the zero Ref.
+func (r Ref) String() string {
+	if r.p == nil {
+		return "nobody"
+	}
+	return r.p.path()
+}
+
+// Tell sends msg with no sender. It never blocks. A message for a stopped actor goes to
+// dead letters and Tell returns nil, as delivery is never guaranteed; Tell returns an
+// error only for a nil message, the zero Ref, or a bounded mailbox that rejects.
+func (r Ref) Tell(msg any) error {
+	return r.Send(msg, Ref{})
+}
+
+// Send sends msg with sender as the sender, so that the recipient's Respond reaches it.
+// It behaves as Tell otherwise.
+func (r Ref) Send(msg any, sender Ref) error {
+	if r.p == nil {
+		return ErrNoRecipient
+	}
+	if msg == nil {
+		return ErrNilMessage
+	}
+	return r.p.sendUser(msg, sender)
+}
+
+// Ask sends msg with a temporary reply address and returns a Future completed by the
+// first reply, or failed with ErrAskTimeout after timeout, or failed at once with
+// ErrDeadLetter if the request cannot be delivered. Timeouts have a resolution of 10ms.
+func (r Ref) Ask(msg any, timeout time.Duration) *Future {
+	if r.p == nil {
+		return failedFuture(ErrNoRecipient)
+	}
+	f := newFuture(r.p.system())
+	if err := r.Send(msg, Ref{f}); err != nil {
+		f.complete(nil, err)
+		return f
+	}
+	f.startTimeout(timeout)
+	return f
+}
+
+// ask is Ask for a caller that waits for the reply right away (the generic Ask): when
+// the recipient is a local idle actor, the caller runs it instead of starting a
+// goroutine, since it would only wait.
+func (r Ref) ask(msg any, timeout time.Duration) *Future {
+	c, local := r.p.(*cell)
+	if !local || msg == nil || c.box != nil || c.state.Load() == stateDead {
+		return r.Ask(msg, timeout)
+	}
+	f := newFuture(c.sys)
+	c.userq.Push(envelope{msg: msg, sender: Ref{f}})
+	if c.acquire() {
+		c.runInline()
+	}
+	f.startTimeout(timeout)
+	return f
+}
+
+func (f *Future) startTimeout(timeout time.Duration) {
+	if f.state.Load() == 0 {
+		f.startTimer(timeout)
+	}
+}

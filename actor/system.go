@@ -1,0 +1,197 @@
+package actor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+)
+
+// System is a running actor system: the guardians, the dead-letter sink, the event
+// stream, extensions and coordinated shutdown. Create it with New and stop it with
+// Shutdown.
+type System struct {
+	name string
+	cfg  Config
+	log  *zap.Logger
+
+	root, user, sysg *cell
+	userDone         chan struct{}
+	sysDone          chan struct{}
+	rootDone         chan struct{}
+
+	nextID      atomic.Uint64
+	deadLetters Ref
+	events      *EventStream
+	dl          deadLetterLog
+	shutdown    *CoordinatedShutdown
+	asks        askTimeouts
+	disp        *dispatcher
+
+	extMu sync.Mutex
+	exts  map[any]*extensionSlot
+}
+
+// New starts an actor system. The name appears in logs and, later, in remote addresses:
+// letters, digits, '-' and '_' only.
+func New(name string, cfg Config) (*System, error) {
+	if err := validateSystemName(name); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	s := &System{
+		name:     name,
+		cfg:      cfg,
+		log:      cfg.Logger.With(zap.String("system", name)),
+		userDone: make(chan struct{}),
+		sysDone:  make(chan struct{}),
+		rootDone: make(chan struct{}),
+		exts:     make(map[any]*extensionSlot),
+		disp:     newDispatcher(),
+	}
+	s.deadLetters = Ref{&deadLetterSink{sys: s}}
+	s.events = newEventStream()
+	s.dl.init(cfg)
+	s.shutdown = newCoordinatedShutdown(s)
+
+	guardian := &Props{Producer: func() Actor { return ReceiveFunc(func(Context) {}) }}
+	s.root = &cell{sys: s, props: guardian}
+	s.user = &cell{sys: s, parent: s.root, props: guardian, name: "user"}
+	s.sysg = &cell{sys: s, parent: s.root, props: guardian, name: "system"}
+	for _, g := range []*cell{s.root, s.user, s.sysg} {
+		g.x.Store(&extras{})
+	}
+	s.root.x.Load().children = map[string]*cell{"user": s.user, "system": s.sysg}
+	for _, g := range []*cell{s.root, s.user, s.sysg} {
+		g.sched.Store(schedRunning)
+		s.disp.submit(g)
+	}
+	return s, nil
+}
+
+func validateSystemName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty system name", ErrInvalidName)
+	}
+	for _, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
+		if !ok {
+			return fmt.Errorf("%w: system name %q has %q", ErrInvalidName, name, r)
+		}
+	}
+	return nil
+}
+
+// Name returns the system's name.
+func (s *System) Name() string { return s.name }
+
+// Logger returns the system's logger.
+func (s *System) Logger() *zap.Logger { return s.log }
+
+// Config returns the configuration in force, defaults filled in.
+func (s *System) Config() Config { return s.cfg }
+
+// EventStream returns the system's publish/subscribe bus.
+func (s *System) EventStream() *EventStream { return s.events }
+
+// DeadLetters returns the Ref of the dead-letter sink: messages sent to it are published
+// as DeadLetter, and watching it yields Terminated at once.
+func (s *System) DeadLetters() Ref { return s.deadLetters }
+
+// CoordinatedShutdown returns the shutdown sequence, for registering tasks.
+func (s *System) CoordinatedShutdown() *CoordinatedShutdown { return s.shutdown }
+
+// Spawn starts a top-level actor under /user. Safe from any goroutine.
+func (s *System) Spawn(props *Props, name string) (Ref, error) {
+	return s.user.spawnChild(props, name)
+}
+
+// SpawnSystem starts an actor under /system. It is meant for Troupe's own layers
+// (sharding, cluster, ...), which must outlive user actors during shutdown.
+func (s *System) SpawnSystem(props *Props, name string) (Ref, error) {
+	return s.sysg.spawnChild(props, name)
+}
+
+// Stop asks a top-level actor (or any actor) to stop, asynchronously. Watch it, or use
+// testkit, to know when it has.
+func (s *System) Stop(ref Ref) {
+	if c, ok := ref.p.(*cell); ok && c.sys == s {
+		c.sendSystem(sysStop{})
+	}
+}
+
+// Resolve returns the live actor at path, such as "/user/a/b".
+func (s *System) Resolve(path string) (Ref, error) {
+	if path == "/" {
+		return Ref{s.root}, nil
+	}
+	if !strings.HasPrefix(path, "/") {
+		return Ref{}, fmt.Errorf("%w: %q is not absolute", ErrNotFound, path)
+	}
+	c := s.root
+	for _, name := range strings.Split(path[1:], "/") {
+		x := c.x.Load()
+		if x == nil {
+			return Ref{}, fmt.Errorf("%w: %s", ErrNotFound, path)
+		}
+		x.mu.Lock()
+		next := x.children[name]
+		x.mu.Unlock()
+		if next == nil {
+			return Ref{}, fmt.Errorf("%w: %s", ErrNotFound, path)
+		}
+		c = next
+	}
+	if c.isDead() {
+		return Ref{}, fmt.Errorf("%w: %s", ErrNotFound, path)
+	}
+	return Ref{c}, nil
+}
+
+// Shutdown runs coordinated shutdown: every phase in order, each with its tasks and
+// timeout, and finally stops all actors (user actors first, then system actors). It
+// returns the errors of tasks that failed or overran. A second call waits for the first
+// and returns the same result.
+func (s *System) Shutdown(ctx context.Context) error {
+	return s.shutdown.run(ctx)
+}
+
+// Terminated is closed when the system has shut down.
+func (s *System) Terminated() <-chan struct{} { return s.rootDone }
+
+// cellStopped marks the end of the guardians.
+func (s *System) cellStopped(c *cell) {
+	switch c {
+	case s.user:
+		close(s.userDone)
+	case s.sysg:
+		close(s.sysDone)
+	case s.root:
+		s.asks.stop()
+		s.disp.close()
+		close(s.rootDone)
+	}
+}
+
+// stopActors is the final task: user actors, then system actors, then the root.
+func (s *System) stopActors(ctx context.Context) error {
+	steps := []struct {
+		c    *cell
+		done chan struct{}
+	}{{s.user, s.userDone}, {s.sysg, s.sysDone}, {s.root, s.rootDone}}
+	for _, st := range steps {
+		st.c.sendSystem(sysStop{})
+		select {
+		case <-st.done:
+		case <-ctx.Done():
+			return fmt.Errorf("stopping %s: %w", st.c.path(), ctx.Err())
+		}
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package actor_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/testkit"
+)
+
+func TestWatchDeliversTerminated(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	probe := testkit.NewProbe(t, sys)
+	target := spawn(t, sys, actor.PropsFunc(func(actor.Context) {}), "target")
+	probe.Watch(target)
+	_ = target.Tell(actor.PoisonPill{})
+	term := probe.ExpectTerminated(target)
+	if term.AddressTerminated {
+		t.Fatal("local stop reported as address terminated")
+	}
+}
+
+// Watching an actor that is already dead yields Terminated at once.
+func TestWatchDeadActorYieldsTerminatedAtOnce(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	probe := testkit.NewProbe(t, sys)
+	target := spawn(t, sys, actor.PropsFunc(func(actor.Context) {}), "target")
+	probe.Watch(target)
+	sys.Stop(target)
+	probe.ExpectTerminated(target)
+
+	late := testkit.NewProbe(t, sys)
+	late.Watch(target)
+	late.ExpectTerminated(target, 500*time.Millisecond)
+
+	dl := testkit.NewProbe(t, sys)
+	dl.Watch(sys.DeadLetters())
+	dl.ExpectTerminated(sys.DeadLetters(), 500*time.Millisecond)
+}
+
+func TestUnwatchSuppressesTerminated(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	probe := testkit.NewProbe(t, sys)
+	target := spawn(t, sys, actor.PropsFunc(func(actor.Context) {}), "target")
+	probe.Watch(target)
+	probe.Unwatch(target)
+	other := testkit.NewProbe(t, sys)
+	other.Watch(target)
+	sys.Stop(target)
+	other.ExpectTerminated(target)
+	probe.ExpectNoMsg(50 * time.Millisecond)
+}
+
+func TestWatchFromActorAndChildTermination(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	probe := testkit.NewProbe(t, sys)
+	parent := spawn(t, sys, actor.PropsFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case actor.Started:
+			kid, _ := ctx.Spawn(actor.PropsFunc(func(actor.Context) {}), "kid")
+			ctx.Watch(kid)
+			ctx.Stop(kid)
+		case actor.Terminated:
+			_ = probe.Ref().Tell(m.Ref.Path())
+			if len(ctx.Children()) != 0 {
+				_ = probe.Ref().Tell("child still listed")
+			}
+		}
+	}), "parent")
+	probe.ExpectMsg("/user/parent/kid")
+	probe.ExpectNoMsg(20 * time.Millisecond)
+	_ = parent
+}
+
+// The temporary Ref of an Ask is an ordinary Ref: it can be watched, and it terminates
+// when the future completes.
+func TestWatchAskFuture(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	probe := testkit.NewProbe(t, sys)
+	var asker actor.Ref
+	watcher := spawn(t, sys, actor.PropsFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case string:
+			asker = ctx.Sender()
+			ctx.Watch(asker)
+			ctx.Respond("watching")
+		case actor.Terminated:
+			_ = probe.Ref().Tell(m.Ref == asker)
+		}
+	}), "watcher")
+	if r, err := watcher.Ask("hello", time.Second).Result(); err != nil || r != "watching" {
+		t.Fatalf("ask: %v %v", r, err)
+	}
+	probe.ExpectMsg(true)
+}
