@@ -1,0 +1,120 @@
+// Command benchmark measures Troupe's headline figures. Each scenario prints exactly
+// one JSON line with the keys scenario, n, seconds, ops_per_sec, ns_per_op and
+// allocs_per_op (plus scenario-specific keys such as bytes_per_actor).
+//
+//	go run ./examples/benchmark -scenario all
+//	go run ./examples/benchmark -scenario tell -n 2000000
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strings"
+	"time"
+)
+
+// result is one JSON line.
+type result map[string]any
+
+// scenario runs with n operations (0 means its default) and returns its figures.
+type scenario struct {
+	defaultN int
+	run      func(n int) (result, error)
+}
+
+var scenarios = map[string]scenario{
+	"chan":           {2_000_000, runChan},
+	"chan-roundtrip": {200_000, runChanRoundTrip},
+	"tell":           {2_000_000, runTell},
+	"tell-parallel":  {2_000_000, runTellParallel},
+	"ask":            {200_000, runAsk},
+	"spawn":          {100_000, runSpawn},
+}
+
+func main() {
+	name := flag.String("scenario", "all", "scenario to run, or all: "+strings.Join(names(), ", "))
+	n := flag.Int("n", 0, "operations (0: the scenario's default)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchmark:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "benchmark:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	list := []string{*name}
+	if *name == "all" {
+		list = names()
+	}
+	for _, s := range list {
+		sc, ok := scenarios[s]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "benchmark: unknown scenario %q (have %s)\n", s, strings.Join(names(), ", "))
+			pprof.StopCPUProfile()
+			os.Exit(2)
+		}
+		count := *n
+		if count <= 0 {
+			count = sc.defaultN
+		}
+		runtime.GC()
+		r, err := sc.run(count)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchmark: %s: %v\n", s, err)
+			pprof.StopCPUProfile()
+			os.Exit(1)
+		}
+		r["scenario"] = s
+		line, _ := json.Marshal(r)
+		fmt.Println(string(line))
+	}
+}
+
+func names() []string {
+	out := make([]string, 0, len(scenarios))
+	for k := range scenarios {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// measure times f and counts its allocations, returning the standard keys.
+func measure(n int, f func() error) (result, error) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	if err := f(); err != nil {
+		return nil, err
+	}
+	took := time.Since(start)
+	runtime.ReadMemStats(&after)
+	secs := took.Seconds()
+	return result{
+		"n":             n,
+		"seconds":       round(secs, 6),
+		"ops_per_sec":   round(float64(n)/secs, 0),
+		"ns_per_op":     round(float64(took.Nanoseconds())/float64(n), 2),
+		"allocs_per_op": round(float64(after.Mallocs-before.Mallocs)/float64(n), 4),
+	}, nil
+}
+
+func round(v float64, places int) float64 {
+	p := 1.0
+	for range places {
+		p *= 10
+	}
+	return float64(int64(v*p+0.5)) / p
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+)
+
+// payload is the message of every scenario: a pointer, as in real code.
+type payload struct{ _ [100]byte }
+
+func newSystem() (*actor.System, error) { return actor.New("bench", actor.Config{}) }
+
+func shutdown(sys *actor.System) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = sys.Shutdown(ctx)
+}
+
+// runChan is the baseline: a buffered channel between two goroutines.
+func runChan(n int) (result, error) {
+	ch := make(chan *payload, 1024)
+	msg := &payload{}
+	done := make(chan struct{})
+	go func() {
+		for range n {
+			<-ch
+		}
+		close(done)
+	}()
+	return measure(n, func() error {
+		for range n {
+			ch <- msg
+		}
+		<-done
+		return nil
+	})
+}
+
+// runChanRoundTrip is the baseline for ask: request and reply over unbuffered channels.
+func runChanRoundTrip(n int) (result, error) {
+	req, rep := make(chan *payload), make(chan *payload)
+	go func() {
+		for m := range req {
+			rep <- m
+		}
+	}()
+	defer close(req)
+	msg := &payload{}
+	return measure(n, func() error {
+		for range n {
+			req <- msg
+			<-rep
+		}
+		return nil
+	})
+}
+
+// sink counts messages and closes done at target.
+type sink struct {
+	count  int
+	target int
+	done   chan struct{}
+}
+
+func (s *sink) Receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(*payload); ok {
+		s.count++
+		if s.count == s.target {
+			close(s.done)
+		}
+	}
+}
+
+func spawnSink(sys *actor.System, target int) (actor.Ref, chan struct{}, error) {
+	done := make(chan struct{})
+	ref, err := sys.Spawn(actor.PropsOf(func() actor.Actor {
+		return &sink{target: target, done: done}
+	}), "")
+	return ref, done, err
+}
+
+func runTell(n int) (result, error) {
+	sys, err := newSystem()
+	if err != nil {
+		return nil, err
+	}
+	defer shutdown(sys)
+	ref, done, err := spawnSink(sys, n)
+	if err != nil {
+		return nil, err
+	}
+	msg := &payload{}
+	return measure(n, func() error {
+		for range n {
+			if err := ref.Tell(msg); err != nil {
+				return err
+			}
+		}
+		<-done
+		return nil
+	})
+}
+
+func runTellParallel(n int) (result, error) {
+	sys, err := newSystem()
+	if err != nil {
+		return nil, err
+	}
+	defer shutdown(sys)
+	pairs := runtime.NumCPU()
+	per := n / pairs
+	refs := make([]actor.Ref, pairs)
+	dones := make([]chan struct{}, pairs)
+	for i := range pairs {
+		if refs[i], dones[i], err = spawnSink(sys, per); err != nil {
+			return nil, err
+		}
+	}
+	msg := &payload{}
+	r, err := measure(per*pairs, func() error {
+		var wg sync.WaitGroup
+		var firstErr atomic.Value
+		for i := range pairs {
+			wg.Go(func() {
+				for range per {
+					if err := refs[i].Tell(msg); err != nil {
+						firstErr.CompareAndSwap(nil, err)
+						return
+					}
+				}
+				<-dones[i]
+			})
+		}
+		wg.Wait()
+		if err, ok := firstErr.Load().(error); ok {
+			return err
+		}
+		return nil
+	})
+	if r != nil {
+		r["pairs"] = pairs
+	}
+	return r, err
+}
+
+func runAsk(n int) (result, error) {
+	sys, err := newSystem()
+	if err != nil {
+		return nil, err
+	}
+	defer shutdown(sys)
+	echo, err := sys.Spawn(actor.PropsFunc(func(ctx actor.Context) {
+		if m, ok := ctx.Message().(*payload); ok {
+			ctx.Respond(m)
+		}
+	}), "echo")
+	if err != nil {
+		return nil, err
+	}
+	msg := &payload{}
+	return measure(n, func() error {
+		for range n {
+			if _, err := actor.Ask[*payload](echo, msg, 5*time.Second); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// idle counts Started and otherwise does nothing.
+type idle struct{ started *sync.WaitGroup }
+
+func (a *idle) Receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(actor.Started); ok {
+		a.started.Done()
+	}
+}
+
+func runSpawn(n int) (result, error) {
+	sys, err := newSystem()
+	if err != nil {
+		return nil, err
+	}
+	defer shutdown(sys)
+	refs := make([]actor.Ref, n)
+	var started sync.WaitGroup
+	started.Add(n)
+	props := actor.PropsOf(func() actor.Actor { return &idle{started: &started} })
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	r, err := measure(n, func() error {
+		for i := range n {
+			ref, err := sys.Spawn(props, "")
+			if err != nil {
+				return fmt.Errorf("spawn %d: %w", i, err)
+			}
+			refs[i] = ref
+		}
+		started.Wait()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	r["bytes_per_actor"] = round(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(n), 1)
+	r["goroutines_idle"] = runtime.NumGoroutine()
+
+	stopStart := time.Now()
+	var stopped sync.WaitGroup
+	stopped.Add(n)
+	watcher, err := sys.Spawn(actor.PropsFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case actor.Ref:
+			ctx.Watch(m)
+			sys.Stop(m)
+		case actor.Terminated:
+			stopped.Done()
+		}
+	}), "watcher")
+	if err != nil {
+		return nil, err
+	}
+	for _, ref := range refs {
+		_ = watcher.Tell(ref)
+	}
+	stopped.Wait()
+	r["stop_seconds"] = round(time.Since(stopStart).Seconds(), 6)
+	runtime.KeepAlive(refs)
+	return r, nil
+}
