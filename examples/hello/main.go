@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -37,7 +36,7 @@ func (c *counter) Receive(ctx actor.Context) {
 	case crash:
 		panic("something went wrong")
 	case actor.Restarting:
-		fmt.Printf("counter restarting after: %v\n", errors.Unwrap(m.Reason))
+		fmt.Printf("counter restarting after: %v\n", m.Reason)
 	case actor.Stopped:
 		fmt.Println("counter stopped")
 	}
