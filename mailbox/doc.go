@@ -17,8 +17,26 @@
 // runtime's contract with every one of them is the same: any goroutine may offer, one
 // consumer at a time pops, and a sender wakes the consumer after each offer. For Queue
 // that contract matters: an element is sure to be visible once its own Push and every
-// Push that began before it have returned, so a consumer that checks Empty after each
+// Push that began before it have returned, so a consumer that looks again after each
 // wake-up never misses one.
+//
+// # Handing the consumer role over
+//
+// Pop, Empty and Shrink must never run on two goroutines at once. A consumer that
+// clears a "scheduled" flag and then checks Empty to see whether it should carry on
+// breaks that rule: a producer may already have set the flag again and started the next
+// consumer. A three-state flag avoids the check altogether:
+//
+//	producer, after Push:  idle -> running: start a consumer
+//	                       running -> notified: nothing more to do
+//	consumer, when Pop finds nothing:
+//	                       Shrink, then running -> idle: exit
+//	                       (fails: notified) store running and drain again
+//
+// Every transition is a compare-and-swap, except that a notified consumer simply stores
+// running (only the consumer ever leaves notified). The consumer touches the queue only
+// while the flag is running or notified, so there is exactly one consumer at a time,
+// and no element is left behind. The tests in this package run Queue under that protocol.
 //
 // The package imports nothing from the rest of Troupe.
 package mailbox

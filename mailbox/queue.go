@@ -16,12 +16,16 @@ import "sync/atomic"
 // A Push that has returned is visible to Pop, unless another Push that started earlier
 // is still writing the element ahead of it; that Push makes both visible before it
 // returns. A caller that wakes the consumer after every Push therefore never leaves an
-// element behind.
+// element behind. The consumer role must not outlive its hand-over: a goroutine that has
+// given it up (say, by clearing a scheduled flag) must not call Empty to decide whether
+// to take it back, because that call could run alongside the next consumer's; see the
+// package documentation for a hand-over that needs no such check.
 //
-// Push does not allocate while the consumer keeps up: a caught-up consumer rewinds the
-// current segment and producers fill it again from the start. Under a backlog the queue
-// grows by linked segments of 4, 8, ... up to 256 elements, which Shrink lets go when
-// the consumer turns idle.
+// Push does not allocate while the consumer keeps up: a consumer that has caught up
+// with the producers when it reaches the end of the segment, or when it calls Shrink,
+// rewinds the segment and producers fill it again from the start. Under a backlog the
+// queue grows by linked segments of 4, 8, ... up to 256 elements, which Shrink lets go
+// when the consumer turns idle. The first segment and its 4 slots are one allocation.
 type Queue[T any] struct {
 	head, tail atomic.Pointer[segment[T]]
 }
@@ -53,9 +57,8 @@ type Queue[T any] struct {
 //   - A producer wins (it linked a successor after the close made its reservation fail):
 //     h stays in the list as a spent segment, and Pop steps over it to the successor.
 //
-// The brief this package was written from closed h without marking it spent; in the
-// second case Pop would then have found slot deq never written and reported the queue
-// empty forever. Setting deq = len(slots) on close fixes that.
+// Marking h spent on close is what makes the second case work: otherwise Pop would wait
+// at slot deq, which no producer will ever write, and report the queue empty forever.
 
 // Push appends v to the queue. It is safe for concurrent use by any number of
 // goroutines and never blocks; it allocates only when the queue needs a new segment.
@@ -122,20 +125,21 @@ func (q *Queue[T]) Offer(v T) (dropped T, r Result) {
 // Pop writes nothing that producers read except at the end of a segment: there it
 // rewinds the segment if the producers are caught up too, or steps to the successor.
 // In particular it does not rewind when it finds the queue empty midway through a
-// segment; doing so contended with a streaming producer and nearly halved throughput in
-// BenchmarkQueueSPSC. Shrink does that when the consumer turns idle.
+// segment: with a consumer that polls, that contends with the producer for enq on every
+// empty poll (BenchmarkQueueSPSCPolling went from about 130 to 150-175 ns/op), and with
+// a consumer that blocks it gained nothing. Shrink rewinds when the consumer turns idle.
 func (q *Queue[T]) Pop() (v T, ok bool) {
 	if h := q.head.Load(); h != nil {
-		if d := h.deq; d < uint64(len(h.buf)) {
-			if e := &h.buf[d]; e.ready.Load() != 0 {
+		if d := h.deq; d < uint64(len(h.slots)) {
+			if e := &h.slots[d]; e.ready.Load() != 0 {
 				return h.take(e, d), true
 			}
 			return v, false
 		}
 	}
 	if h := q.current(); h != nil {
-		if d := h.deq; d < uint64(len(h.buf)) {
-			if e := &h.buf[d]; e.ready.Load() != 0 {
+		if d := h.deq; d < uint64(len(h.slots)) {
+			if e := &h.slots[d]; e.ready.Load() != 0 {
 				return h.take(e, d), true
 			}
 		}
@@ -149,7 +153,7 @@ func (s *segment[T]) take(e *slot[T], d uint64) T {
 	v := e.val
 	d++
 	s.deq = d
-	if d == uint64(len(s.buf)) {
+	if d == uint64(len(s.slots)) {
 		// Spent, unless the producers are caught up too: then start over from slot 0
 		// before any of them overflows into a new segment.
 		s.rewind(d)
@@ -170,14 +174,14 @@ func (q *Queue[T]) Empty() bool {
 		return true
 	}
 	d := h.deq
-	return d == uint64(len(h.buf)) || h.buf[d].ready.Load() == 0
+	return d == uint64(len(h.slots)) || h.slots[d].ready.Load() == 0
 }
 
 // current returns the head segment after stepping the head past spent segments that
 // have a successor, or nil when the queue has no segment.
 func (q *Queue[T]) current() *segment[T] {
 	h := q.head.Load()
-	for h != nil && h.deq == uint64(len(h.buf)) {
+	for h != nil && h.deq == uint64(len(h.slots)) {
 		n := h.next.Load()
 		if n == nil || n == h {
 			break // spent and no successor yet, or released
@@ -203,16 +207,36 @@ func (q *Queue[T]) Shrink() {
 		return
 	}
 	d := h.deq
-	if d == uint64(len(h.buf)) {
+	if d == uint64(len(h.slots)) {
 		return // spent, and a producer is linking its successor
 	}
-	if len(h.buf) <= minSegment {
+	if len(h.slots) <= minSegment {
 		h.rewind(d)
 		return
 	}
 	if h.close(d) {
 		q.release(h)
 	}
+}
+
+// Rewind is the cheap half of Shrink, for a consumer that has drained the queue but may
+// be busy again soon: when the consumer has caught up with every producer it rewinds
+// the head segment, clearing the elements already taken so they can be collected, and
+// keeps the segment whatever its size, so a busy consumer does not allocate it again.
+// It reports whether that segment has grown past the minimum size; the caller should
+// then call Shrink once the consumer has stayed idle for a while.
+//
+// Only the consumer may call it. Like Shrink it never loses an element, and it does
+// nothing while elements are pending or a producer is still writing.
+func (q *Queue[T]) Rewind() (grown bool) {
+	h := q.current()
+	if h == nil {
+		return false
+	}
+	if d := h.deq; d < uint64(len(h.slots)) {
+		h.rewind(d)
+	}
+	return len(h.slots) > minSegment
 }
 
 // close ends producers' use of a segment the consumer has caught up with at read index
@@ -225,7 +249,7 @@ func (s *segment[T]) close(d uint64) bool {
 	if !s.enq.CompareAndSwap(d, closed) {
 		return false
 	}
-	s.deq = uint64(len(s.buf))
+	s.deq = uint64(len(s.slots))
 	return true
 }
 

@@ -9,7 +9,7 @@ import (
 func segments[T any](q *Queue[T]) []int {
 	var caps []int
 	for s := q.head.Load(); s != nil; {
-		caps = append(caps, len(s.buf))
+		caps = append(caps, len(s.slots))
 		n := s.next.Load()
 		if n == s {
 			break
@@ -40,6 +40,27 @@ func TestQueueZeroValue(t *testing.T) {
 		q.Shrink()
 	}); allocs != 0 {
 		t.Errorf("consumer calls on an empty queue allocate %v times", allocs)
+	}
+}
+
+func TestQueueFirstSegmentMemory(t *testing.T) {
+	// An actor's envelope: an interface and a pointer, 24 bytes. The first Push must be
+	// one allocation holding the segment header and its four slots.
+	type envelope struct {
+		msg    any
+		sender *int
+	}
+	if got := unsafe.Sizeof(firstSegment[envelope]{}); got != 176 {
+		t.Errorf("first segment for a 24-byte element is %d bytes, want 176", got)
+	}
+	x := new(int)
+	var q Queue[envelope]
+	if allocs := testing.AllocsPerRun(100, func() {
+		q.head.Store(nil) // back to the zero value
+		q.tail.Store(nil)
+		q.Push(envelope{msg: x, sender: x})
+	}); allocs != 1 {
+		t.Errorf("first Push allocates %v times, want 1", allocs)
 	}
 }
 
@@ -203,7 +224,7 @@ func TestQueueShrinkRewindsMinimumSegment(t *testing.T) {
 		}
 	}
 	h := q.head.Load()
-	if h.buf[0].val == nil {
+	if h.slots[0].val == nil {
 		t.Fatal("test assumption: taken values stay until a rewind")
 	}
 	q.Shrink()
@@ -213,8 +234,8 @@ func TestQueueShrinkRewindsMinimumSegment(t *testing.T) {
 	if h.deq != 0 || h.enq.Load() != 0 {
 		t.Fatalf("Shrink did not rewind: deq %d, enq %d", h.deq, h.enq.Load())
 	}
-	for i := range h.buf {
-		if h.buf[i].val != nil || h.buf[i].ready.Load() != 0 {
+	for i := range h.slots {
+		if h.slots[i].val != nil || h.slots[i].ready.Load() != 0 {
 			t.Fatalf("slot %d not cleared by the rewind", i)
 		}
 	}
@@ -268,8 +289,8 @@ func TestQueueShrinkLosesLinkRace(t *testing.T) {
 		q.Pop()
 	}
 	h := q.head.Load()
-	if len(h.buf) <= minSegment {
-		t.Fatalf("test assumption: head segment grown, has %d slots", len(h.buf))
+	if len(h.slots) <= minSegment {
+		t.Fatalf("test assumption: head segment grown, has %d slots", len(h.slots))
 	}
 	// Shrink, first half: close the caught-up segment.
 	if !h.close(h.deq) {
@@ -368,5 +389,39 @@ func TestQueuePushPopDoesNotAllocate(t *testing.T) {
 		q.Shrink()
 	}); allocs != 0 {
 		t.Errorf("batched Push+Pop with Shrink allocates %v times per run, want 0", allocs)
+	}
+}
+
+func TestQueueRewindKeepsGrownSegment(t *testing.T) {
+	var q Queue[int]
+	for i := range 3 * minSegment {
+		q.Push(i)
+	}
+	q.Rewind() // elements pending: nothing happens
+	for i := range 3 * minSegment {
+		if v, ok := q.Pop(); !ok || v != i {
+			t.Fatalf("Pop = %v, %v; want %d", v, ok, i)
+		}
+	}
+	grown := q.Rewind()
+	h := q.head.Load()
+	if !grown || h == nil || h.deq != 0 || h.enq.Load() != 0 {
+		t.Fatalf("Rewind after draining: grown %v, head %v", grown, h)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		for i := range len(h.slots) {
+			q.Push(i)
+		}
+		for range len(h.slots) {
+			q.Pop()
+		}
+		q.Rewind()
+	})
+	if allocs != 0 {
+		t.Fatalf("a rewound grown segment is reused: got %v allocations per burst", allocs)
+	}
+	q.Shrink()
+	if q.head.Load() != nil {
+		t.Fatal("Shrink after Rewind did not release the grown segment")
 	}
 }
