@@ -30,6 +30,7 @@ type System struct {
 	shutdown    *CoordinatedShutdown
 	asks        askTimeouts
 	disp        *dispatcher
+	jan         *janitor
 
 	extMu sync.Mutex
 	exts  map[any]*extensionSlot
@@ -54,6 +55,7 @@ func New(name string, cfg Config) (*System, error) {
 		rootDone: make(chan struct{}),
 		exts:     make(map[any]*extensionSlot),
 		disp:     newDispatcher(),
+		jan:      newJanitor(),
 	}
 	s.deadLetters = Ref{&deadLetterSink{sys: s}}
 	s.events = newEventStream()
@@ -175,6 +177,7 @@ func (s *System) cellStopped(c *cell) {
 	case s.root:
 		s.asks.stop()
 		s.disp.close()
+		s.jan.close()
 		close(s.rootDone)
 	}
 }
