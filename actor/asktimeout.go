@@ -21,6 +21,7 @@ type askTimeouts struct {
 	pending []askDeadline
 	running bool
 	stopped bool
+	done    chan struct{} // closed by stop: the sweeper exits at once
 }
 
 type askDeadline struct {
@@ -52,7 +53,12 @@ func (a *askTimeouts) loop() {
 	t := time.NewTicker(askTick)
 	defer t.Stop()
 	var expired []askDeadline
-	for range t.C {
+	for {
+		select {
+		case <-a.done:
+			return
+		case <-t.C:
+		}
 		now := a.ticks.Add(1)
 		a.mu.Lock()
 		keep := a.pending[:0]
@@ -86,6 +92,9 @@ func (a *askTimeouts) loop() {
 // stop fails every pending future at system termination.
 func (a *askTimeouts) stop() {
 	a.mu.Lock()
+	if !a.stopped {
+		close(a.done)
+	}
 	a.stopped = true
 	pending := a.pending
 	a.pending = nil

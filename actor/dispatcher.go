@@ -28,6 +28,7 @@ type dispatcher struct {
 	taken    uint64 // cells taken from the queue, for the monitor
 	monitor  bool
 	closed   bool
+	done     chan struct{} // closed by close: the monitor exits at once
 	cores    int
 }
 
@@ -36,7 +37,7 @@ type dispatcher struct {
 const monitorInterval = time.Millisecond
 
 func newDispatcher() *dispatcher {
-	d := &dispatcher{queue: make([]*cell, 64), cores: runtime.GOMAXPROCS(0)}
+	d := &dispatcher{queue: make([]*cell, 64), cores: runtime.GOMAXPROCS(0), done: make(chan struct{})}
 	d.cond.L = &d.mu
 	return d
 }
@@ -162,7 +163,15 @@ func (d *dispatcher) watch() {
 	d.mu.Lock()
 	last := d.taken
 	d.mu.Unlock()
-	for range t.C {
+	for {
+		select {
+		case <-d.done:
+			d.mu.Lock()
+			d.monitor = false
+			d.mu.Unlock()
+			return
+		case <-t.C:
+		}
 		d.mu.Lock()
 		if d.n == 0 || d.closed {
 			d.monitor = false
@@ -181,7 +190,10 @@ func (d *dispatcher) watch() {
 // close lets workers exit once the queue is empty.
 func (d *dispatcher) close() {
 	d.mu.Lock()
-	d.closed = true
+	if !d.closed {
+		d.closed = true
+		close(d.done)
+	}
 	d.cond.Broadcast()
 	d.mu.Unlock()
 }

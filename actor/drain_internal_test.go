@@ -3,6 +3,8 @@ package actor
 import (
 	"context"
 	"testing"
+	"testing/synctest"
+	"time"
 	"unsafe"
 )
 
@@ -56,4 +58,53 @@ func TestCellLayoutKeepsCurApart(t *testing.T) {
 	if size := unsafe.Sizeof(c); size > 160 {
 		t.Errorf("cell is %d bytes; keep it within the 160-byte size class", size)
 	}
+}
+
+// A mailbox that grew under a burst is kept while the actor is busy and released by
+// the janitor once the actor has been idle for an interval.
+func TestJanitorReleasesGrownMailbox(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sys, err := New("janitor", Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = sys.Shutdown(context.Background()) }()
+		gate := make(chan struct{})
+		handled := 0
+		ref, _ := sys.Spawn(PropsFunc(func(ctx Context) {
+			switch ctx.Message().(type) {
+			case string:
+				<-gate
+			case int:
+				handled++
+			}
+		}), "bursty")
+		c := ref.p.(*cell)
+		_ = ref.Tell("block")
+		synctest.Wait()
+		for i := range 1000 {
+			_ = ref.Tell(i)
+		}
+		close(gate)
+		synctest.Wait()
+		owned := func(f func()) {
+			for !c.sched.CompareAndSwap(schedIdle, schedRunning) {
+				synctest.Wait()
+			}
+			f()
+			c.sched.Store(schedIdle)
+		}
+		owned(func() {
+			if handled != 1000 || !c.userq.Grown() {
+				t.Fatalf("after the burst: handled %d, grown %v", handled, c.userq.Grown())
+			}
+		})
+		time.Sleep(2 * janitorInterval)
+		synctest.Wait()
+		owned(func() {
+			if c.userq.Grown() {
+				t.Fatal("the janitor did not release the grown mailbox of an idle actor")
+			}
+		})
+	})
 }

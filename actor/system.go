@@ -57,6 +57,7 @@ func New(name string, cfg Config) (*System, error) {
 		disp:     newDispatcher(),
 		jan:      newJanitor(),
 	}
+	s.asks.done = make(chan struct{})
 	s.deadLetters = Ref{&deadLetterSink{sys: s}}
 	s.events = newEventStream()
 	s.dl.init(cfg)

@@ -1,6 +1,7 @@
 package actor_test
 
 import (
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -140,5 +141,21 @@ func TestTimersDieWithActor(t *testing.T) {
 		sys.Stop(ref)
 		probe.ExpectTerminated(ref)
 		probe.ExpectNoMsg(10 * time.Second)
+	})
+}
+
+// Ask timeouts work in virtual time, and a system shut down with asks pending leaves
+// nothing running.
+func TestAskTimeoutVirtualTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sys := testkit.NewSystem(t)
+		silent := spawn(t, sys, actor.PropsFunc(func(actor.Context) {}), "silent")
+		start := time.Now()
+		_, err := actor.Ask[int](silent, "anyone?", 3*time.Second)
+		took := time.Since(start)
+		if !errors.Is(err, actor.ErrAskTimeout) || took < 3*time.Second || took > 3*time.Second+50*time.Millisecond {
+			t.Fatalf("Ask failed with %v after %v; want a timeout after 3s", err, took)
+		}
+		_ = silent.Ask("pending at shutdown", time.Hour)
 	})
 }

@@ -239,6 +239,13 @@ func (q *Queue[T]) Rewind() (grown bool) {
 	return len(h.slots) > minSegment
 }
 
+// Grown reports whether the queue holds a segment larger than the minimum, which
+// Shrink would give back. Only the consumer may call it.
+func (q *Queue[T]) Grown() bool {
+	h := q.current()
+	return h != nil && len(h.slots) > minSegment
+}
+
 // close ends producers' use of a segment the consumer has caught up with at read index
 // d, and reports whether it did. It fails if enq != d: elements are pending or a
 // producer holds a reservation it has not written yet. On success every later
