@@ -22,8 +22,9 @@ const (
 
 // cell is a local actor: its mailbox, its instance and its bookkeeping. It is the
 // process behind the actor's Ref and the Context handed to Receive. An idle cell holds
-// no goroutine: the sender that flips sched from 0 to 1 starts one, which drains the
-// mailbox up to the throughput limit and exits once the mailbox is empty.
+// no goroutine: the sender that moves sched from idle to running hands the cell to the
+// dispatcher, whose worker drains the mailbox up to the throughput limit and gives the
+// cell up once the mailbox is empty.
 //
 // Fields are kept few because memory per idle actor is a headline figure; everything
 // that only some actors use lives in extras, allocated on first use.
