@@ -2,7 +2,9 @@ package actor_test
 
 import (
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/mailbox"
@@ -109,5 +111,56 @@ func TestInvalidProps(t *testing.T) {
 		if err := p.Validate(); !errors.Is(err, actor.ErrInvalidProps) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// Under concurrent senders a bounded mailbox accounts for every message: each one is
+// handled or becomes a dead letter.
+func TestBoundedMailboxAccountsForEveryMessage(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	dropped := 0
+	counter := spawn(t, sys, actor.PropsFunc(func(ctx actor.Context) {
+		switch ctx.Message().(type) {
+		case actor.DeadLetter:
+			dropped++
+		case string:
+			ctx.Respond(dropped)
+		}
+	}), "dead-counter")
+	actor.Subscribe[actor.DeadLetter](sys.EventStream(), counter)
+	handled := 0
+	ref := spawn(t, sys, &actor.Props{MailboxCapacity: 8, Overflow: mailbox.DropOldest, Producer: func() actor.Actor {
+		return actor.ReceiveFunc(func(ctx actor.Context) {
+			switch ctx.Message().(type) {
+			case int:
+				handled++
+			case string:
+				ctx.Respond(handled)
+			}
+		})
+	}}, "bounded")
+	const senders, per = 4, 5000
+	var wg sync.WaitGroup
+	for range senders {
+		wg.Go(func() {
+			for i := range per {
+				_ = ref.Tell(i)
+			}
+		})
+	}
+	wg.Wait()
+	// Nothing is sent after these requests, so neither is dropped, and each is
+	// handled after everything queued before it. Dead letters are published before
+	// Tell returns.
+	got, err := actor.Ask[int](ref, "count", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, err := actor.Ask[int](counter, "count", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got+lost != senders*per || lost == 0 {
+		t.Fatalf("handled %d + dropped %d = %d, want %d with some dropped", got, lost, got+lost, senders*per)
 	}
 }

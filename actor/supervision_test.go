@@ -2,6 +2,7 @@ package actor_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -186,4 +187,40 @@ func TestPanickingDeciderStopsChild(t *testing.T) {
 	}})
 	_ = p.Tell(boom{})
 	probe.ExpectMsg("stopped")
+}
+
+// A restart stops the children before the new instance gets Started.
+func TestRestartStopsChildrenBeforeNewInstance(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	probe := testkit.NewProbe(t, sys)
+	parent := spawn(t, sys, recorderProps("parent", probe, func(ctx actor.Context) {
+		switch ctx.Message().(type) {
+		case actor.Started:
+			_, _ = ctx.Spawn(recorderProps("child", probe, nil), "child")
+		case string:
+			panic("parent fails")
+		}
+	}), "parent")
+	probe.ReceiveN(2) // Started of parent and child
+	_ = parent.Tell("fail")
+	var order []string
+	for len(order) < 4 {
+		ev := testkit.ExpectMsgType[event](probe)
+		switch ev.Msg.(type) {
+		case actor.Restarting, actor.Stopped, actor.Started:
+			order = append(order, fmt.Sprintf("%s:%T", ev.Name, ev.Msg))
+		}
+	}
+	want := []string{"parent:actor.Restarting", "child:actor.Stopped", "parent:actor.Started", "child:actor.Started"}
+	pos := map[string]int{}
+	for i, o := range order {
+		if _, seen := pos[o]; !seen {
+			pos[o] = i
+		}
+	}
+	for i := 1; i < len(want); i++ {
+		if pos[want[i-1]] > pos[want[i]] {
+			t.Fatalf("order %v; want %v as a subsequence", order, want)
+		}
+	}
 }
