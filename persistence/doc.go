@@ -1,0 +1,42 @@
+// Package persistence provides event sourcing for Troupe: entities that
+// store the events that change their state, and rebuild that state by
+// replaying them, from the latest snapshot onwards, when they start again on
+// any node.
+//
+// # Plug-ins
+//
+// Storage is pluggable. A Journal stores events, a SnapshotStore stores
+// snapshots, and the two are independent interfaces so that a system may keep
+// them in different places. Troupe ships two plug-ins:
+//
+//   - persistence/badgerjournal, the default: an embedded badger database
+//     holding both the journal and the snapshots, with group commit (the
+//     events of many entities share one write batch and one sync).
+//   - persistence/memjournal: an in-memory store for tests.
+//
+// persistence/journaltest is the conformance suite every plug-in must pass.
+//
+// Plug-ins deal in bytes. An event reaches the journal as a Record: its
+// persistence id, its sequence number, and the event serialised by a
+// serialization.Registry (a manifest naming its type plus the payload), with
+// optional tags, a write timestamp and the writer's id. Snapshots are stored
+// the same way. Plug-ins never decode payloads.
+//
+// The unit of atomicity is the AtomicWrite: the events of one persist or
+// persist-all call of one entity, stored all or none. One WriteMessages call
+// carries many atomic writes, possibly of many persistence ids, and returns a
+// result per write: a write rejected on its own (invalid, a sequence number
+// conflict, too large) does not fail the others, and the entity that issued
+// it keeps running. An error of the call as a whole means the outcome is
+// unknown, and the entities concerned must stop.
+//
+// The highest sequence number of a persistence id survives the deletion of
+// its events, so a restarted entity never reuses a sequence number.
+// Journals reject writes that would: a write whose first sequence number is
+// not above the highest fails with ErrSequenceConflict. A stored record that
+// fails its integrity check surfaces as a *CorruptRecordError naming its
+// persistence id and sequence number.
+//
+// Every method takes a context and is safe for concurrent use. Plug-ins
+// return the sentinel errors of this package, wrapped with detail.
+package persistence

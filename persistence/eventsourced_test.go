@@ -1,0 +1,253 @@
+package persistence_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/persistence"
+	"github.com/troupe-go/troupe/persistence/memjournal"
+	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/testkit"
+)
+
+// The seed's counter, event-sourced.
+type (
+	Incremented  struct{ By int }
+	Decremented  struct{ By int }
+	CounterState struct{ Value int }
+)
+
+type (
+	increment      struct{ by int }
+	decrement      struct{ by int }
+	get            struct{}
+	snap           struct{}
+	unserialisable struct{}
+	deleteTo       struct{ seq uint64 }
+)
+
+type counter struct {
+	id       string
+	value    int
+	probe    actor.Ref
+	recovery persistence.Recovery
+}
+
+func (c *counter) PersistenceID() string          { return c.id }
+func (c *counter) Recovery() persistence.Recovery { return c.recovery }
+
+func (c *counter) apply(ev any) {
+	switch e := ev.(type) {
+	case Incremented:
+		c.value += e.By
+	case Decremented:
+		c.value -= e.By
+	}
+}
+
+func (c *counter) Recover(msg any) {
+	switch m := msg.(type) {
+	case persistence.SnapshotOffer:
+		c.value = m.Snapshot.(CounterState).Value
+	case persistence.RecoveryCompleted:
+		_ = c.probe.Tell(m)
+	default:
+		c.apply(m)
+	}
+}
+
+func (c *counter) Receive(ctx persistence.Context) {
+	switch m := ctx.Message().(type) {
+	case increment:
+		_ = ctx.Persist(Incremented{By: m.by}, func(ev any) {
+			c.apply(ev)
+			ctx.Respond(c.value)
+		})
+	case decrement:
+		_ = ctx.PersistAll([]any{Decremented{By: m.by}, Decremented{By: m.by}}, func(ev any) { c.apply(ev) })
+	case get:
+		ctx.Respond(c.value)
+	case snap:
+		ctx.SaveSnapshot(CounterState{Value: c.value})
+	case unserialisable:
+		ctx.Respond(ctx.Persist(m, func(any) { panic("handler of a rejected event ran") }))
+	case deleteTo:
+		ctx.DeleteMessages(m.seq)
+	case persistence.SaveSnapshotSuccess, persistence.DeleteMessagesSuccess, persistence.DeleteMessagesFailure:
+		_ = c.probe.Tell(m)
+	}
+}
+
+func setup(t *testing.T, sys *actor.System) *memjournal.Store {
+	t.Helper()
+	reg := serialization.NewRegistry()
+	for _, err := range []error{
+		serialization.Register[Incremented](reg, "test.Incremented"),
+		serialization.Register[Decremented](reg, "test.Decremented"),
+		serialization.Register[CounterState](reg, "test.CounterState"),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := memjournal.New()
+	t.Cleanup(func() { _ = store.Close() })
+	if err := persistence.Setup(sys, persistence.Settings{Journal: store, Snapshots: store, Registry: reg}); err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
+func counterProps(id string, probe *testkit.Probe) *actor.Props {
+	return persistence.Props(func() persistence.Entity { return &counter{id: id, probe: probe.Ref()} })
+}
+
+func TestPersistRecoverAcrossIncarnations(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	setup(t, sys)
+	probe := testkit.NewProbe(t, sys)
+	ref, err := sys.Spawn(counterProps("counter-1", probe), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe.ExpectMsg(persistence.RecoveryCompleted{})
+	for i := 1; i <= 3; i++ {
+		probe.Send(ref, increment{by: 10})
+	}
+	probe.ExpectMsg(10)
+	probe.ExpectMsg(20)
+	probe.ExpectMsg(30)
+	_ = ref.Tell(decrement{by: 1})
+	probe.Send(ref, get{}) // stashed until the PersistAll handlers ran
+	probe.ExpectMsg(28)
+
+	probe.Watch(ref)
+	sys.Stop(ref)
+	probe.ExpectTerminated(ref)
+
+	again, err := sys.Spawn(counterProps("counter-1", probe), "c2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe.ExpectMsg(persistence.RecoveryCompleted{HighestSequenceNr: 5})
+	probe.Send(again, get{})
+	probe.ExpectMsg(28)
+}
+
+func TestSnapshotThenRecover(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	store := setup(t, sys)
+	probe := testkit.NewProbe(t, sys)
+	ref, _ := sys.Spawn(counterProps("snappy", probe), "c")
+	probe.ExpectMsg(persistence.RecoveryCompleted{})
+	probe.Send(ref, increment{by: 5})
+	probe.ExpectMsg(5)
+	_ = ref.Tell(snap{})
+	ok := testkit.ExpectMsgType[persistence.SaveSnapshotSuccess](probe)
+	if ok.Metadata.SequenceNr != 1 {
+		t.Fatalf("snapshot at %d", ok.Metadata.SequenceNr)
+	}
+	probe.Send(ref, increment{by: 1})
+	probe.ExpectMsg(6)
+	// Corrupt the event the snapshot covers: recovery must not read it.
+	if err := store.CorruptEvent("snappy", 1); err != nil {
+		t.Fatal(err)
+	}
+	probe.Watch(ref)
+	sys.Stop(ref)
+	probe.ExpectTerminated(ref)
+	again, _ := sys.Spawn(counterProps("snappy", probe), "c2")
+	probe.ExpectMsg(persistence.RecoveryCompleted{HighestSequenceNr: 2})
+	probe.Send(again, get{})
+	probe.ExpectMsg(6)
+}
+
+func TestRejectedEventKeepsActorRunning(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	setup(t, sys)
+	probe := testkit.NewProbe(t, sys)
+	ref, _ := sys.Spawn(counterProps("rejecting", probe), "c")
+	probe.ExpectMsg(persistence.RecoveryCompleted{})
+	probe.Send(ref, unserialisable{})
+	if err := testkit.ExpectMsgType[error](probe); !errors.Is(err, persistence.ErrRejected) {
+		t.Fatalf("Persist of an unregistered type: %v", err)
+	}
+	probe.Send(ref, increment{by: 2})
+	probe.ExpectMsg(2)
+}
+
+func TestWriteFailureStopsActor(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	store := setup(t, sys)
+	probe := testkit.NewProbe(t, sys)
+	ref, _ := sys.Spawn(counterProps("failing", probe), "c")
+	probe.ExpectMsg(persistence.RecoveryCompleted{})
+	probe.Watch(ref)
+	store.InjectWriteFailure(errors.New("disk on fire"))
+	_ = ref.Tell(increment{by: 1})
+	probe.ExpectTerminated(ref)
+}
+
+func TestCorruptEventStopsRecoveryOfThatEntityOnly(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	store := setup(t, sys)
+	probe := testkit.NewProbe(t, sys)
+	for _, id := range []string{"bad", "good"} {
+		ref, _ := sys.Spawn(counterProps(id, probe), id)
+		probe.ExpectMsg(persistence.RecoveryCompleted{})
+		probe.Send(ref, increment{by: 1})
+		probe.ExpectMsg(1)
+		probe.Watch(ref)
+		sys.Stop(ref)
+		probe.ExpectTerminated(ref)
+	}
+	if err := store.CorruptEvent("bad", 1); err != nil {
+		t.Fatal(err)
+	}
+	bad, _ := sys.Spawn(counterProps("bad", probe), "bad2")
+	probe.Watch(bad)
+	probe.ExpectTerminated(bad)
+	good, _ := sys.Spawn(counterProps("good", probe), "good2")
+	probe.ExpectMsg(persistence.RecoveryCompleted{HighestSequenceNr: 1})
+	probe.Send(good, get{})
+	probe.ExpectMsg(1)
+}
+
+func TestSamePersistenceIDTwiceFails(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	setup(t, sys)
+	probe := testkit.NewProbe(t, sys)
+	first, _ := sys.Spawn(counterProps("dup", probe), "first")
+	probe.ExpectMsg(persistence.RecoveryCompleted{})
+	second, _ := sys.Spawn(counterProps("dup", probe), "second")
+	probe.Watch(second)
+	probe.ExpectTerminated(second)
+	probe.Send(first, increment{by: 1})
+	probe.ExpectMsg(1)
+}
+
+func TestDeleteMessages(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	setup(t, sys)
+	probe := testkit.NewProbe(t, sys)
+	ref, _ := sys.Spawn(counterProps("deleting", probe), "c")
+	probe.ExpectMsg(persistence.RecoveryCompleted{})
+	probe.Send(ref, increment{by: 1})
+	probe.ExpectMsg(1)
+	_ = ref.Tell(deleteTo{seq: 5})
+	if f := testkit.ExpectMsgType[persistence.DeleteMessagesFailure](probe); !errors.Is(f.Err, persistence.ErrBeyondHighest) {
+		t.Fatalf("delete beyond highest: %v", f.Err)
+	}
+	_ = ref.Tell(deleteTo{seq: 1})
+	probe.ExpectMsg(persistence.DeleteMessagesSuccess{ToSequenceNr: 1})
+}
+
+func TestSetupIsRequired(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	probe := testkit.NewProbe(t, sys)
+	ref, _ := sys.Spawn(counterProps("unconfigured", probe), "c")
+	probe.Watch(ref)
+	probe.ExpectTerminated(ref, 2*time.Second)
+}

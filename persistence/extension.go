@@ -1,0 +1,111 @@
+package persistence
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/serialization"
+)
+
+// Settings are what event-sourced actors of one system persist with.
+type Settings struct {
+	// Journal stores events. Required.
+	Journal Journal
+	// Snapshots stores snapshots; nil disables them (SaveSnapshot then fails).
+	Snapshots SnapshotStore
+	// Registry serialises events and snapshots. Required: only registered types
+	// are persisted; any other is rejected.
+	Registry *serialization.Registry
+	// ReplayBatch is how many replayed events travel in one message to the actor
+	// during recovery. Default 256.
+	ReplayBatch int
+}
+
+// Validate reports missing plug-ins and out-of-range values.
+func (s Settings) Validate() error {
+	switch {
+	case s.Journal == nil:
+		return fmt.Errorf("%w: Settings.Journal is nil", ErrNotConfigured)
+	case s.Registry == nil:
+		return fmt.Errorf("%w: Settings.Registry is nil", ErrNotConfigured)
+	case s.ReplayBatch < 0:
+		return fmt.Errorf("%w: negative ReplayBatch %d", ErrNotConfigured, s.ReplayBatch)
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by Setup for invalid settings, and stops an
+// event-sourced actor started in a system without Setup.
+var ErrNotConfigured = errors.New("persistence: not configured")
+
+// ErrPersistenceIDInUse stops an event-sourced actor whose persistence id is already
+// used by a live actor of the same system: two writers would corrupt its history.
+var ErrPersistenceIDInUse = errors.New("persistence: persistence id already in use")
+
+// ErrRejected is returned by Persist and its variants when an event cannot be
+// serialised. Nothing is written and the actor keeps running.
+var ErrRejected = errors.New("persistence: event rejected")
+
+// Persistence is the per-system extension holding the plug-ins and the registry of
+// live persistence ids.
+type Persistence struct {
+	mu       sync.Mutex
+	settings *Settings
+	live     map[string]actor.Ref
+}
+
+var extensionID = actor.NewExtensionID("persistence", func(*actor.System) *Persistence {
+	return &Persistence{live: make(map[string]actor.Ref)}
+})
+
+// Get returns the system's persistence extension.
+func Get(sys *actor.System) *Persistence { return extensionID.Get(sys) }
+
+// Setup configures persistence for sys. Call it once, before starting event-sourced
+// actors. The caller owns the plug-ins and closes them after the system has shut down.
+func Setup(sys *actor.System, s Settings) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if s.ReplayBatch == 0 {
+		s.ReplayBatch = 256
+	}
+	p := Get(sys)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.settings != nil {
+		return fmt.Errorf("%w: Setup called twice", ErrNotConfigured)
+	}
+	p.settings = &s
+	return nil
+}
+
+func (p *Persistence) config() (*Settings, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.settings == nil {
+		return nil, fmt.Errorf("%w: call persistence.Setup first", ErrNotConfigured)
+	}
+	return p.settings, nil
+}
+
+// claim registers ref as the one live writer of pid.
+func (p *Persistence) claim(pid string, ref actor.Ref) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if owner, ok := p.live[pid]; ok && owner != ref {
+		return fmt.Errorf("%w: %q is used by %v", ErrPersistenceIDInUse, pid, owner)
+	}
+	p.live[pid] = ref
+	return nil
+}
+
+func (p *Persistence) release(pid string, ref actor.Ref) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live[pid] == ref {
+		delete(p.live, pid)
+	}
+}

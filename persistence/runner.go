@@ -1,0 +1,374 @@
+package persistence
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"go.uber.org/zap"
+)
+
+// runner is the actor behind an Entity: it recovers the entity, writes its events
+// in order (one journal call in flight at a time, so results come back in order),
+// runs persist handlers once their events are stored, and stashes commands while a
+// stashing persist is pending.
+type runner struct {
+	newEntity func() Entity
+	entity    Entity
+	settings  *Settings
+	ext       *Persistence
+	pid       string
+	self      actor.Ref
+	claimed   bool
+	cancel    context.CancelFunc
+
+	recovering bool
+	lastSeq    uint64
+
+	batch    []AtomicWrite   // written by the command being handled
+	queued   [][]AtomicWrite // flushed batches waiting for the write in flight
+	writing  bool
+	pending  []invocation // handlers waiting for their events, in order
+	stashing int          // pending invocations that hold commands back
+
+	handlerSender actor.Ref // the sender seen inside a persist handler
+	inHandler     bool
+}
+
+// invocation is a persist handler waiting for its event, or a deferred function.
+type invocation struct {
+	event    any
+	seq      uint64
+	handler  func(any)
+	deferred func()
+	stashing bool
+	sender   actor.Ref
+}
+
+// Internal messages from the goroutines that talk to the plug-ins.
+type (
+	recoveredSnapshot struct {
+		snap *Snapshot
+		err  error
+	}
+	recoveredEvents struct{ records []Record }
+	recoveryDone    struct {
+		highest uint64
+		err     error
+	}
+	writeDone struct {
+		writes  []AtomicWrite
+		results []error
+		err     error
+	}
+)
+
+func (r *runner) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case actor.Started:
+		r.start(ctx)
+	case recoveredSnapshot:
+		r.onSnapshot(ctx, m)
+	case recoveredEvents:
+		r.onEvents(ctx, m)
+	case recoveryDone:
+		r.onRecoveryDone(ctx, m)
+	case writeDone:
+		r.onWriteDone(ctx, m)
+	case actor.Restarting, actor.Stopped:
+		r.stop()
+		if r.entity != nil && !r.recovering {
+			r.entity.Receive(r.context(ctx))
+		}
+	case actor.Stopping:
+		if r.entity != nil && !r.recovering {
+			r.entity.Receive(r.context(ctx))
+		}
+	default:
+		if r.entity == nil {
+			return // failed to start or recover: stopping
+		}
+		if r.recovering || r.stashing > 0 {
+			if err := ctx.Stash(); err != nil {
+				ctx.Logger().Warn("persistence: stash full; command dropped", zap.String("persistence_id", r.pid), zap.Error(err))
+			}
+			return
+		}
+		r.entity.Receive(r.context(ctx))
+		r.flush(ctx)
+	}
+}
+
+func (r *runner) start(ctx actor.Context) {
+	r.self = ctx.Self()
+	r.ext = Get(ctx.System())
+	settings, err := r.ext.config()
+	if err != nil {
+		ctx.Logger().Error("persistence: cannot start entity", zap.Error(err))
+		ctx.Stop(ctx.Self())
+		return
+	}
+	r.settings = settings
+	r.entity = r.newEntity()
+	r.pid = r.entity.PersistenceID()
+	if err := r.ext.claim(r.pid, r.self); err != nil {
+		ctx.Logger().Error("persistence: cannot start entity", zap.String("persistence_id", r.pid), zap.Error(err))
+		r.entity = nil
+		ctx.Stop(ctx.Self())
+		return
+	}
+	r.claimed = true
+	r.recovering = true
+	var rec Recovery
+	if rc, ok := r.entity.(RecoveryConfigurer); ok {
+		rec = rc.Recovery()
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	if rec.Disabled {
+		_ = r.self.Tell(recoveryDone{})
+		return
+	}
+	go r.replay(rctx, rec)
+}
+
+// replay runs on its own goroutine: it loads the snapshot, then streams the events
+// after it to the actor in batches, then the highest sequence number.
+func (r *runner) replay(ctx context.Context, rec Recovery) {
+	settings, pid, self := r.settings, r.pid, r.self
+	from := uint64(1)
+	if settings.Snapshots != nil && !rec.NoSnapshot {
+		snap, ok, err := settings.Snapshots.LoadSnapshot(ctx, pid, rec.FromSnapshot)
+		if err != nil {
+			_ = self.Tell(recoveredSnapshot{err: err})
+			return
+		}
+		if ok {
+			_ = self.Tell(recoveredSnapshot{snap: &snap})
+			from = snap.Metadata.SequenceNr + 1
+		}
+	}
+	to := rec.ToSequenceNr
+	if to == 0 {
+		to = MaxSequenceNr
+	}
+	batch := make([]Record, 0, settings.ReplayBatch)
+	err := settings.Journal.ReplayMessages(ctx, pid, from, to, 0, func(rec Record) error {
+		batch = append(batch, rec)
+		if len(batch) == cap(batch) {
+			_ = self.Tell(recoveredEvents{records: batch})
+			batch = make([]Record, 0, settings.ReplayBatch)
+		}
+		return nil
+	})
+	if len(batch) > 0 {
+		_ = self.Tell(recoveredEvents{records: batch})
+	}
+	if err != nil {
+		_ = self.Tell(recoveryDone{err: err})
+		return
+	}
+	highest, err := settings.Journal.HighestSequenceNr(ctx, pid)
+	_ = self.Tell(recoveryDone{highest: highest, err: err})
+}
+
+func (r *runner) failRecovery(ctx actor.Context, err error, seq uint64) {
+	ctx.Logger().Error("persistence: recovery failed; stopping the entity",
+		zap.String("persistence_id", r.pid), zap.Uint64("sequence_nr", seq), zap.Error(err))
+	r.recovering = false
+	r.entity = nil
+	ctx.Stop(ctx.Self())
+}
+
+func (r *runner) onSnapshot(ctx actor.Context, m recoveredSnapshot) {
+	if !r.recovering {
+		return
+	}
+	if m.err != nil {
+		r.failRecovery(ctx, m.err, 0)
+		return
+	}
+	state, err := r.settings.Registry.Unmarshal(m.snap.Manifest, m.snap.Payload)
+	if err != nil {
+		r.failRecovery(ctx, fmt.Errorf("snapshot of %q at %d: %w", r.pid, m.snap.Metadata.SequenceNr, err), m.snap.Metadata.SequenceNr)
+		return
+	}
+	r.lastSeq = m.snap.Metadata.SequenceNr
+	r.entity.Recover(SnapshotOffer{Metadata: m.snap.Metadata, Snapshot: state})
+}
+
+func (r *runner) onEvents(ctx actor.Context, m recoveredEvents) {
+	if !r.recovering {
+		return
+	}
+	for _, rec := range m.records {
+		ev, err := r.settings.Registry.Unmarshal(rec.Manifest, rec.Payload)
+		if err != nil {
+			r.failRecovery(ctx, fmt.Errorf("event %q #%d: %w", r.pid, rec.SequenceNr, err), rec.SequenceNr)
+			return
+		}
+		r.lastSeq = rec.SequenceNr
+		r.entity.Recover(ev)
+	}
+}
+
+func (r *runner) onRecoveryDone(ctx actor.Context, m recoveryDone) {
+	if !r.recovering {
+		return
+	}
+	if m.err != nil {
+		var seq uint64
+		var cre *CorruptRecordError
+		if ok := asCorrupt(m.err, &cre); ok {
+			seq = cre.SequenceNr
+		}
+		r.failRecovery(ctx, m.err, seq)
+		return
+	}
+	r.lastSeq = max(r.lastSeq, m.highest)
+	r.recovering = false
+	r.entity.Recover(RecoveryCompleted{HighestSequenceNr: r.lastSeq})
+	ctx.UnstashAll()
+}
+
+// persist records events for the write that follows the current command.
+func (r *runner) persist(ctx actor.Context, events []any, handler func(any), stashing bool) error {
+	if r.recovering || r.entity == nil {
+		return fmt.Errorf("%w: %q cannot persist before recovery has completed", ErrRejected, r.pid)
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	records := make([]Record, len(events))
+	now := time.Now()
+	for i, ev := range events {
+		manifest, data, err := r.settings.Registry.Marshal(ev)
+		if err != nil {
+			ctx.Logger().Warn("persistence: event rejected", zap.String("persistence_id", r.pid), zap.Error(err))
+			return fmt.Errorf("%w: %q: %w", ErrRejected, r.pid, err)
+		}
+		records[i] = Record{
+			PersistenceID: r.pid, SequenceNr: r.lastSeq + uint64(i) + 1,
+			Manifest: manifest, Payload: data, Timestamp: now, WriterID: r.self.String(),
+		}
+	}
+	sender := r.sender(ctx)
+	for i, ev := range events {
+		r.pending = append(r.pending, invocation{event: ev, seq: records[i].SequenceNr, handler: handler, stashing: stashing, sender: sender})
+		if stashing {
+			r.stashing++
+		}
+	}
+	r.lastSeq += uint64(len(events))
+	r.batch = append(r.batch, AtomicWrite{PersistenceID: r.pid, Events: records})
+	return nil
+}
+
+func (r *runner) deferCall(ctx actor.Context, fn func()) {
+	if len(r.pending) == 0 {
+		fn()
+		return
+	}
+	r.pending = append(r.pending, invocation{deferred: fn, stashing: true, sender: r.sender(ctx)})
+	r.stashing++
+}
+
+func (r *runner) sender(ctx actor.Context) actor.Ref {
+	if r.inHandler {
+		return r.handlerSender
+	}
+	return ctx.Sender()
+}
+
+// flush hands the writes of the last command to the journal, one call at a time.
+func (r *runner) flush(ctx actor.Context) {
+	if len(r.batch) == 0 {
+		return
+	}
+	writes := r.batch
+	r.batch = nil
+	if r.writing {
+		r.queued = append(r.queued, writes)
+		return
+	}
+	r.write(writes)
+}
+
+func (r *runner) write(writes []AtomicWrite) {
+	r.writing = true
+	journal, self := r.settings.Journal, r.self
+	go func() {
+		results, err := journal.WriteMessages(context.Background(), writes)
+		_ = self.Tell(writeDone{writes: writes, results: results, err: err})
+	}()
+}
+
+func (r *runner) onWriteDone(ctx actor.Context, m writeDone) {
+	r.writing = false
+	if m.err != nil {
+		// The journal may or may not hold the events: the entity's state can no
+		// longer be trusted to match it.
+		ctx.Logger().Error("persistence: write failed; stopping the entity",
+			zap.String("persistence_id", r.pid), zap.Error(m.err))
+		r.entity = nil
+		ctx.Stop(ctx.Self())
+		return
+	}
+	pctx := r.context(ctx)
+	for i, w := range m.writes {
+		var rejected error
+		if i < len(m.results) {
+			rejected = m.results[i]
+		}
+		for range w.Events {
+			r.runDeferred()
+			inv := r.pending[0]
+			r.pending = r.pending[1:]
+			if inv.stashing {
+				r.stashing--
+			}
+			if rejected != nil {
+				ctx.Logger().Warn("persistence: journal rejected an event",
+					zap.String("persistence_id", r.pid), zap.Uint64("sequence_nr", inv.seq), zap.Error(rejected))
+				r.entity.Receive(&handlerContext{entityContext: pctx, msg: PersistRejected{Event: inv.event, SequenceNr: inv.seq, Err: rejected}})
+				continue
+			}
+			r.inHandler, r.handlerSender = true, inv.sender
+			inv.handler(inv.event)
+			r.inHandler, r.handlerSender = false, actor.Ref{}
+		}
+	}
+	r.runDeferred()
+	if len(r.queued) > 0 {
+		next := r.queued[0]
+		r.queued = r.queued[1:]
+		r.write(next)
+	}
+	r.flush(ctx)
+	if r.stashing == 0 {
+		ctx.UnstashAll()
+	}
+}
+
+// runDeferred runs the deferred functions at the head of the pending queue.
+func (r *runner) runDeferred() {
+	for len(r.pending) > 0 && r.pending[0].deferred != nil {
+		inv := r.pending[0]
+		r.pending = r.pending[1:]
+		r.stashing--
+		r.inHandler, r.handlerSender = true, inv.sender
+		inv.deferred()
+		r.inHandler, r.handlerSender = false, actor.Ref{}
+	}
+}
+
+func (r *runner) stop() {
+	if r.cancel != nil {
+		r.cancel()
+	}
+	if r.claimed {
+		r.ext.release(r.pid, r.self)
+		r.claimed = false
+	}
+}

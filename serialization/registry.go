@@ -1,0 +1,282 @@
+package serialization
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// MaxNameLen is the longest type name Register accepts, in bytes.
+const MaxNameLen = 200
+
+// Registry maps Go types to stable names ("manifests") and back, and encodes
+// and decodes registered values with msgpack.
+//
+// A Registry is safe for concurrent use. Registration is expected at start-up
+// and is comparatively slow (it copies the tables); Marshal and Unmarshal
+// take no lock.
+type Registry struct {
+	mu     sync.Mutex              // serialises Register
+	tables atomic.Pointer[tables] // immutable snapshot read by Marshal/Unmarshal
+}
+
+// entry describes one registered type.
+type entry struct {
+	name string
+	base reflect.Type // the registered type with its pointer, if any, removed
+	ptr  bool         // the registered type is *base
+}
+
+// tables is an immutable snapshot of the registrations.
+type tables struct {
+	byName map[string]*entry
+	byType map[reflect.Type]*entry // holds both base and *base for each entry
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	r := &Registry{}
+	r.tables.Store(&tables{
+		byName: map[string]*entry{},
+		byType: map[reflect.Type]*entry{},
+	})
+	return r
+}
+
+// Register registers type T under name.
+//
+// The registered shape decides what Unmarshal returns: after Register[Foo]
+// Unmarshal returns a Foo value, after Register[*Foo] it returns a non-nil
+// *Foo. Marshal accepts both Foo and *Foo in either case and encodes them
+// identically, so a sender may use a pointer while the receiver registered a
+// value, or the other way round. Because Foo and *Foo share one encoding,
+// registering both is a duplicate.
+//
+// A name is 1 to MaxNameLen bytes, starts with an ASCII letter and holds only
+// ASCII letters, digits and the characters '.', '_', '-', '/' and ':'.
+// Choose names that outlive refactoring (for example "shop.OrderPlaced.v1"),
+// not Go package paths: the name is what is stored and sent, and renaming a
+// registered type breaks reading old data.
+//
+// Register returns an error wrapping ErrInvalidName, ErrInvalidType or
+// ErrDuplicate, and changes nothing, when the registration is not accepted.
+// It is safe to call concurrently with Marshal and Unmarshal.
+func Register[T any](r *Registry, name string) error {
+	return r.register(reflect.TypeFor[T](), name)
+}
+
+func (r *Registry) register(t reflect.Type, name string) error {
+	if err := validName(name); err != nil {
+		return err
+	}
+	e := &entry{name: name, base: t}
+	if t.Kind() == reflect.Pointer {
+		e.base, e.ptr = t.Elem(), true
+	}
+	switch e.base.Kind() {
+	case reflect.Interface, reflect.Func, reflect.Chan, reflect.UnsafePointer, reflect.Pointer, reflect.Invalid:
+		return fmt.Errorf("%w: %v", ErrInvalidType, t)
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.tables.Load()
+	if prev, ok := old.byName[name]; ok {
+		return fmt.Errorf("%w: name %q is taken by %v", ErrDuplicate, name, prev.typ())
+	}
+	if prev, ok := old.byType[e.base]; ok {
+		return fmt.Errorf("%w: type %v is registered as %q", ErrDuplicate, t, prev.name)
+	}
+	next := &tables{
+		byName: make(map[string]*entry, len(old.byName)+1),
+		byType: make(map[reflect.Type]*entry, len(old.byType)+2),
+	}
+	for k, v := range old.byName {
+		next.byName[k] = v
+	}
+	for k, v := range old.byType {
+		next.byType[k] = v
+	}
+	next.byName[name] = e
+	next.byType[e.base] = e
+	next.byType[reflect.PointerTo(e.base)] = e
+	r.tables.Store(next)
+	return nil
+}
+
+// typ returns the type as it was registered.
+func (e *entry) typ() reflect.Type {
+	if e.ptr {
+		return reflect.PointerTo(e.base)
+	}
+	return e.base
+}
+
+func validName(name string) error {
+	if len(name) == 0 || len(name) > MaxNameLen {
+		return fmt.Errorf("%w: length %d is not within 1..%d", ErrInvalidName, len(name), MaxNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if i == 0 && !letter {
+			return fmt.Errorf("%w: %q must start with an ASCII letter", ErrInvalidName, name)
+		}
+		if letter || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == '/' || c == ':' {
+			continue
+		}
+		return fmt.Errorf("%w: %q holds the byte %q at %d", ErrInvalidName, name, c, i)
+	}
+	return nil
+}
+
+// Manifest returns the name under which the type of v is registered, without
+// encoding v. It reports false for nil and for unregistered types.
+func (r *Registry) Manifest(v any) (string, bool) {
+	if v == nil {
+		return "", false
+	}
+	e, ok := r.tables.Load().byType[reflect.TypeOf(v)]
+	if !ok {
+		return "", false
+	}
+	return e.name, true
+}
+
+// encState is a pooled encoder writing into its own buffer.
+type encState struct {
+	buf bytes.Buffer
+	enc *msgpack.Encoder
+}
+
+// maxPooledBuf bounds the buffers kept in the pool, so that one huge message
+// does not pin its buffer for the life of the process.
+const maxPooledBuf = 64 << 10
+
+var encPool = sync.Pool{New: func() any {
+	s := &encState{}
+	s.enc = msgpack.NewEncoder(&s.buf)
+	s.enc.UseCompactInts(true)
+	return s
+}}
+
+// Marshal encodes v, whose type (or whose pointed-to type) must be
+// registered, and returns its manifest and its bytes. The returned slice is
+// newly allocated and owned by the caller.
+//
+// Marshal returns an error wrapping ErrNilMessage for nil and nil pointers,
+// ErrUnregistered for a type that is not registered, and ErrEncode when
+// msgpack cannot encode the value. It never panics.
+func (r *Registry) Marshal(v any) (manifest string, data []byte, err error) {
+	if v == nil {
+		return "", nil, ErrNilMessage
+	}
+	t := reflect.TypeOf(v)
+	e, ok := r.tables.Load().byType[t]
+	if !ok {
+		return "", nil, fmt.Errorf("%w: %v", ErrUnregistered, t)
+	}
+	if t.Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil() {
+		return "", nil, fmt.Errorf("%w: nil %v", ErrNilMessage, t)
+	}
+	s := encPool.Get().(*encState)
+	data, err = encode(s, v)
+	if err != nil {
+		// s may be in any state after a failure; let it go.
+		return "", nil, fmt.Errorf("%w: %v as %q: %v", ErrEncode, t, e.name, err)
+	}
+	if s.buf.Cap() <= maxPooledBuf {
+		encPool.Put(s)
+	}
+	return e.name, data, nil
+}
+
+func encode(s *encState, v any) (data []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic while encoding: %v", p)
+		}
+	}()
+	s.buf.Reset()
+	if err := s.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(s.buf.Bytes()), nil
+}
+
+// decState is a pooled decoder reading from its own reader.
+type decState struct {
+	rd  bytes.Reader
+	dec *msgpack.Decoder
+}
+
+var decPool = sync.Pool{New: func() any {
+	s := &decState{}
+	s.dec = msgpack.NewDecoder(&s.rd)
+	return s
+}}
+
+// Unmarshal decodes data as the type registered under manifest and returns
+// the value in its registered shape: a value for Register[Foo], a non-nil
+// pointer for Register[*Foo].
+//
+// Unmarshal only ever allocates the registered type (and the types of its
+// fields); it never looks up a type by a name found in the data. Before
+// decoding it checks that data is exactly one well-formed msgpack value whose
+// declared lengths fit in the input and whose nesting is at most MaxDepth
+// deep, and it rejects msgpack extension types other than the timestamp, so
+// that types registered globally with msgpack.RegisterExt cannot be
+// instantiated from outside.
+//
+// Unmarshal returns an error wrapping ErrUnknownManifest when no type is
+// registered under manifest and ErrDecode for anything that is not a valid
+// encoding. It never panics. The returned value does not alias data.
+func (r *Registry) Unmarshal(manifest string, data []byte) (any, error) {
+	e, ok := r.tables.Load().byName[manifest]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownManifest, truncate(manifest))
+	}
+	if err := checkWellFormed(data); err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrDecode, e.name, err)
+	}
+	p := reflect.New(e.base)
+	s := decPool.Get().(*decState)
+	if err := decode(s, data, p); err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrDecode, e.name, err)
+	}
+	decPool.Put(s)
+	if e.ptr {
+		return p.Interface(), nil
+	}
+	return p.Elem().Interface(), nil
+}
+
+func decode(s *decState, data []byte, p reflect.Value) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic while decoding: %v", r)
+		}
+	}()
+	s.rd.Reset(data)
+	s.dec.ResetReader(&s.rd)
+	if err := s.dec.DecodeValue(p.Elem()); err != nil {
+		return err
+	}
+	if n := s.rd.Len(); n != 0 {
+		return fmt.Errorf("%d trailing bytes", n)
+	}
+	return nil
+}
+
+// truncate shortens an untrusted string for an error message.
+func truncate(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "..."
+}
