@@ -20,7 +20,7 @@ const MaxNameLen = 200
 // and is comparatively slow (it copies the tables); Marshal and Unmarshal
 // take no lock.
 type Registry struct {
-	mu     sync.Mutex              // serialises Register
+	mu     sync.Mutex             // serialises Register
 	tables atomic.Pointer[tables] // immutable snapshot read by Marshal/Unmarshal
 }
 
