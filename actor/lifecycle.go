@@ -212,6 +212,11 @@ func (c *cell) finishStop() {
 	c.actor = nil
 	c.state.Store(stateDead)
 	self := Ref{c}
+	// The parent hears first: system messages from one sender arrive in order, so a
+	// parent that watches this child no longer lists it when Terminated arrives.
+	if c.parent != nil {
+		c.parent.sendSystem(sysChildTerminated{child: c})
+	}
 	if x := c.x.Load(); x != nil {
 		for w := range x.watchers {
 			w.p.sendSystem(sysDeath{ref: self})
@@ -224,9 +229,6 @@ func (c *cell) finishStop() {
 			c.sys.deadLetter(self, env.msg, env.sender)
 		}
 		x.stash, x.behaviors = nil, nil
-	}
-	if c.parent != nil {
-		c.parent.sendSystem(sysChildTerminated{child: c})
 	}
 	c.sys.cellStopped(c)
 }
