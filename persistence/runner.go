@@ -76,6 +76,12 @@ func (r *runner) Receive(ctx actor.Context) {
 		r.onRecoveryDone(ctx, m)
 	case writeDone:
 		r.onWriteDone(ctx, m)
+	case redeliverTick:
+		if a, ok := r.entity.(atLeastOnce); ok && !r.recovering {
+			if warn, ok := a.atLeastOnceDelivery().tick(); ok {
+				r.entity.Receive(&handlerContext{entityContext: r.context(ctx), msg: warn})
+			}
+		}
 	case actor.Restarting, actor.Stopped:
 		r.stop()
 		if r.entity != nil && !r.recovering {
@@ -229,6 +235,9 @@ func (r *runner) onRecoveryDone(ctx actor.Context, m recoveryDone) {
 	r.lastSeq = max(r.lastSeq, m.highest)
 	r.recovering = false
 	r.entity.Recover(RecoveryCompleted{HighestSequenceNr: r.lastSeq})
+	if a, ok := r.entity.(atLeastOnce); ok {
+		a.atLeastOnceDelivery().start(ctx)
+	}
 	ctx.UnstashAll()
 }
 

@@ -153,6 +153,18 @@ func (p *Probe) next(d time.Duration) (Received, bool) {
 	}
 }
 
+// Drain removes and returns every message received so far, without waiting.
+func (p *Probe) Drain() []any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]any, len(p.queue))
+	for i, r := range p.queue {
+		out[i] = r.Msg
+	}
+	p.queue = nil
+	return out
+}
+
 // pending describes queued messages, for failure reports.
 func (p *Probe) pending() string {
 	p.mu.Lock()
