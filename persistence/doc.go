@@ -3,6 +3,20 @@
 // replaying them, from the latest snapshot onwards, when they start again on
 // any node.
 //
+// # Event-sourced actors
+//
+// An Entity names its history (PersistenceID), applies replayed events and
+// snapshots in Recover, and handles commands in Receive with a Context that can
+// Persist, PersistAll, PersistAsync and Defer, save snapshots and delete events.
+// Run one with Props after calling Setup once per system with the plug-ins and a
+// serialization.Registry. Recovery (snapshot, then events, then
+// RecoveryCompleted) runs before any command; Persist holds back new commands
+// until its handler has run. A failed write stops the entity, because its state
+// may no longer match its journal; an event that cannot be serialised is
+// rejected and the entity keeps running; a failure during recovery stops the
+// entity. AtLeastOnceDelivery, embedded in an entity, resends messages until
+// they are confirmed and survives restarts through the entity's own events.
+//
 // # Plug-ins
 //
 // Storage is pluggable. A Journal stores events, a SnapshotStore stores
