@@ -251,3 +251,39 @@ func TestSetupIsRequired(t *testing.T) {
 	probe.Watch(ref)
 	probe.ExpectTerminated(ref, 2*time.Second)
 }
+
+// An entity that panics while a write is in flight is restarted; the new instance
+// recovers and ignores what the old instance's write delivers late.
+func TestRestartWhileWriteInFlight(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	setup(t, sys)
+	probe := testkit.NewProbe(t, sys)
+	props := persistence.Props(func() persistence.Entity { return &crasher{counter: counter{id: "crasher", probe: probe.Ref()}} })
+	ref, _ := sys.Spawn(props, "c")
+	probe.ExpectMsg(persistence.RecoveryCompleted{})
+	for range 20 {
+		_ = ref.Tell("async")
+		_ = ref.Tell("crash")
+		// The restarted instance recovers whatever was stored and keeps working.
+		testkit.ExpectMsgType[persistence.RecoveryCompleted](probe)
+	}
+	probe.Send(ref, get{})
+	n := testkit.ExpectMsgType[int](probe)
+	probe.Send(ref, increment{by: 1})
+	probe.ExpectMsg(n + 1)
+}
+
+// crasher persists asynchronously on "async" and panics on "crash", which arrives
+// while the write may still be in flight.
+type crasher struct{ counter }
+
+func (c *crasher) Receive(ctx persistence.Context) {
+	switch ctx.Message() {
+	case "async":
+		_ = ctx.PersistAsync(Incremented{By: 1}, func(ev any) { c.apply(ev) })
+	case "crash":
+		panic("crash with a write in flight")
+	default:
+		c.counter.Receive(ctx)
+	}
+}

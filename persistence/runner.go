@@ -46,18 +46,26 @@ type invocation struct {
 	sender   actor.Ref
 }
 
-// Internal messages from the goroutines that talk to the plug-ins.
+// Internal messages from the goroutines that talk to the plug-ins. Each carries the
+// runner instance it belongs to: after a restart the actor has a new instance, which
+// must ignore what the old one's goroutines still deliver.
 type (
 	recoveredSnapshot struct {
-		snap *Snapshot
-		err  error
+		owner *runner
+		snap  *Snapshot
+		err   error
 	}
-	recoveredEvents struct{ records []Record }
-	recoveryDone    struct {
+	recoveredEvents struct {
+		owner   *runner
+		records []Record
+	}
+	recoveryDone struct {
+		owner   *runner
 		highest uint64
 		err     error
 	}
 	writeDone struct {
+		owner   *runner
 		writes  []AtomicWrite
 		results []error
 		err     error
@@ -69,13 +77,21 @@ func (r *runner) Receive(ctx actor.Context) {
 	case actor.Started:
 		r.start(ctx)
 	case recoveredSnapshot:
-		r.onSnapshot(ctx, m)
+		if m.owner == r {
+			r.onSnapshot(ctx, m)
+		}
 	case recoveredEvents:
-		r.onEvents(ctx, m)
+		if m.owner == r {
+			r.onEvents(ctx, m)
+		}
 	case recoveryDone:
-		r.onRecoveryDone(ctx, m)
+		if m.owner == r {
+			r.onRecoveryDone(ctx, m)
+		}
 	case writeDone:
-		r.onWriteDone(ctx, m)
+		if m.owner == r {
+			r.onWriteDone(ctx, m)
+		}
 	case redeliverTick:
 		if a, ok := r.entity.(atLeastOnce); ok && !r.recovering {
 			if warn, ok := a.atLeastOnceDelivery().tick(); ok {
@@ -133,7 +149,7 @@ func (r *runner) start(ctx actor.Context) {
 	rctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	if rec.Disabled {
-		_ = r.self.Tell(recoveryDone{})
+		_ = r.self.Tell(recoveryDone{owner: r})
 		return
 	}
 	go r.replay(rctx, rec)
@@ -147,11 +163,11 @@ func (r *runner) replay(ctx context.Context, rec Recovery) {
 	if settings.Snapshots != nil && !rec.NoSnapshot {
 		snap, ok, err := settings.Snapshots.LoadSnapshot(ctx, pid, rec.FromSnapshot)
 		if err != nil {
-			_ = self.Tell(recoveredSnapshot{err: err})
+			_ = self.Tell(recoveredSnapshot{owner: r, err: err})
 			return
 		}
 		if ok {
-			_ = self.Tell(recoveredSnapshot{snap: &snap})
+			_ = self.Tell(recoveredSnapshot{owner: r, snap: &snap})
 			from = snap.Metadata.SequenceNr + 1
 		}
 	}
@@ -163,20 +179,20 @@ func (r *runner) replay(ctx context.Context, rec Recovery) {
 	err := settings.Journal.ReplayMessages(ctx, pid, from, to, 0, func(rec Record) error {
 		batch = append(batch, rec)
 		if len(batch) == cap(batch) {
-			_ = self.Tell(recoveredEvents{records: batch})
+			_ = self.Tell(recoveredEvents{owner: r, records: batch})
 			batch = make([]Record, 0, settings.ReplayBatch)
 		}
 		return nil
 	})
 	if len(batch) > 0 {
-		_ = self.Tell(recoveredEvents{records: batch})
+		_ = self.Tell(recoveredEvents{owner: r, records: batch})
 	}
 	if err != nil {
-		_ = self.Tell(recoveryDone{err: err})
+		_ = self.Tell(recoveryDone{owner: r, err: err})
 		return
 	}
 	highest, err := settings.Journal.HighestSequenceNr(ctx, pid)
-	_ = self.Tell(recoveryDone{highest: highest, err: err})
+	_ = self.Tell(recoveryDone{owner: r, highest: highest, err: err})
 }
 
 func (r *runner) failRecovery(ctx actor.Context, err error, seq uint64) {
@@ -309,7 +325,7 @@ func (r *runner) write(writes []AtomicWrite) {
 	journal, self := r.settings.Journal, r.self
 	go func() {
 		results, err := journal.WriteMessages(context.Background(), writes)
-		_ = self.Tell(writeDone{writes: writes, results: results, err: err})
+		_ = self.Tell(writeDone{owner: r, writes: writes, results: results, err: err})
 	}()
 }
 
