@@ -1,0 +1,106 @@
+package badgerjournal
+
+import (
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+)
+
+// Durability says when a write counts as done.
+type Durability int
+
+const (
+	// SyncEachBatch, the default, syncs every group-commit batch to disk
+	// before any of its writers is answered: an acknowledged event
+	// survives a crash of the process and of the machine.
+	SyncEachBatch Durability = iota
+
+	// NoSync answers writers once a batch is in badger's memory-mapped
+	// log, without waiting for the disk. An acknowledged event survives a
+	// crash of the process (the operating system still holds the pages)
+	// but may be lost when the machine crashes or loses power.
+	NoSync
+)
+
+// String returns the constant's name.
+func (d Durability) String() string {
+	switch d {
+	case SyncEachBatch:
+		return "SyncEachBatch"
+	case NoSync:
+		return "NoSync"
+	}
+	return fmt.Sprintf("Durability(%d)", int(d))
+}
+
+// Defaults of the zero values of Options.
+const (
+	// DefaultMemTableSize is badger's memtable size. Badger keeps up to
+	// five memtables, and one transaction holds at most 15% of one, which
+	// bounds a group-commit batch (larger batches are split) and an atomic
+	// write (larger ones are rejected with persistence.ErrTooLarge).
+	DefaultMemTableSize = 64 << 20
+
+	// DefaultHighestCacheSize is how many persistence ids the writer
+	// remembers the highest sequence number of, to check new writes
+	// without reading the database.
+	DefaultHighestCacheSize = 1 << 16
+)
+
+// Options configure a Store. The zero value of every field but Dir means
+// its default.
+type Options struct {
+	// Dir is the directory of the badger database. It is created if
+	// missing. Required.
+	Dir string
+
+	// Durability says when a write is acknowledged. Default:
+	// SyncEachBatch.
+	Durability Durability
+
+	// Logger receives the store's log lines and badger's (badger's
+	// informational messages at debug level). Default: a no-op logger.
+	Logger *zap.Logger
+
+	// MemTableSize is badger's memtable size in bytes, between 1 MiB and
+	// 1 GiB. Default: DefaultMemTableSize.
+	MemTableSize int64
+
+	// HighestCacheSize bounds the writer's cache of highest sequence
+	// numbers, in persistence ids. Default: DefaultHighestCacheSize.
+	HighestCacheSize int
+
+	// beforeBatch, when set by a test, runs on the writer goroutine before
+	// it takes each batch.
+	beforeBatch func()
+}
+
+// Validate reports the first field that holds an unusable value.
+func (o Options) Validate() error {
+	switch {
+	case o.Dir == "":
+		return errors.New("badgerjournal: Options.Dir is empty")
+	case o.Durability != SyncEachBatch && o.Durability != NoSync:
+		return fmt.Errorf("badgerjournal: Options.Durability is %v", o.Durability)
+	case o.MemTableSize != 0 && (o.MemTableSize < 1<<20 || o.MemTableSize > 1<<30):
+		return fmt.Errorf("badgerjournal: Options.MemTableSize %d is not within 1 MiB..1 GiB", o.MemTableSize)
+	case o.HighestCacheSize < 0:
+		return fmt.Errorf("badgerjournal: Options.HighestCacheSize %d is negative", o.HighestCacheSize)
+	}
+	return nil
+}
+
+// withDefaults returns o with its zero values replaced by the defaults.
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = DefaultMemTableSize
+	}
+	if o.HighestCacheSize == 0 {
+		o.HighestCacheSize = DefaultHighestCacheSize
+	}
+	return o
+}

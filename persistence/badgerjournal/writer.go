@@ -1,0 +1,441 @@
+package badgerjournal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"go.uber.org/zap"
+
+	"github.com/troupe-go/troupe/persistence"
+)
+
+// Group commit.
+//
+// WriteMessages validates and encodes its atomic writes on the caller's
+// goroutine (so that encoding runs in parallel), queues them as one request
+// and waits. A single writer goroutine takes everything queued at once and
+// packs it into one badger transaction, which badger writes to its log and
+// syncs once; every caller in the batch is answered when its transaction is
+// done. While a batch is being written and synced, the writer already packs
+// the next one from the requests that queued up meanwhile (at most
+// maxInFlight transactions are outstanding), so the batch size adapts to the
+// load: a writer alone gets one sync per write, a thousand concurrent writers
+// share each sync among hundreds of events. Badger applies transactions in
+// the order they are committed, so writes of one persistence id stay in
+// order.
+//
+// Atomicity: an atomic write is always entirely inside one transaction.
+// When adding a write would exceed badger's transaction limits, the
+// transaction is rebuilt without it and committed, and the write starts the
+// next transaction; a write that does not fit in an empty transaction is
+// rejected with persistence.ErrTooLarge. A batch therefore commits as one or
+// more transactions, each all-or-nothing.
+//
+// Sequence numbers: the writer rejects a write whose first sequence number
+// is not above the highest already written for its persistence id
+// (persistence.ErrSequenceConflict). It remembers the highest sequence
+// number of the persistence ids it wrote recently, counting writes still in
+// flight, and reads the database for the others. Only the writer writes
+// events, so what it remembers is exact, except after a failed commit: the
+// persistence ids of a failed transaction are forgotten before the next
+// batch, but a batch packed while the failure was in flight may have been
+// checked against them. Its writers are told of the failure, and an entity
+// stops after one.
+
+// maxInFlight bounds the transactions handed to badger and not yet done.
+const maxInFlight = 4
+
+// writeRequest is one WriteMessages call waiting for the writer.
+type writeRequest struct {
+	ctx     context.Context
+	writes  []encodedWrite
+	results []error       // one per atomic write; written by the writer goroutine only
+	done    chan struct{} // closed when every transaction holding a write of the request is done
+
+	// refs counts the holders that must finish before done closes: the
+	// writer goroutine while it packs the batch, plus each transaction
+	// holding a write of the request.
+	refs atomic.Int32
+
+	mu  sync.Mutex
+	err error // a failure of the call as a whole
+}
+
+func (r *writeRequest) fail(err error) {
+	r.mu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.mu.Unlock()
+}
+
+func (r *writeRequest) failure() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+func (r *writeRequest) release() {
+	if r.refs.Add(-1) == 0 {
+		close(r.done)
+	}
+}
+
+// encodedWrite is one atomic write, ready for badger.
+type encodedWrite struct {
+	index   int // position in writeRequest.results
+	pid     string
+	first   uint64
+	last    uint64
+	entries []badger.Entry
+}
+
+// writer owns the group-commit goroutine.
+type writer struct {
+	db  *badger.DB
+	log *zap.Logger
+
+	mu      sync.Mutex
+	queue   []*writeRequest
+	stopped bool
+	invalid []string      // persistence ids of failed transactions, to forget
+	wake    chan struct{} // capacity 1: "the queue may be non-empty"
+	done    chan struct{} // closed when the goroutine has returned
+
+	inflight chan struct{} // a token per transaction handed to badger
+
+	// Owned by the writer goroutine.
+	highest      map[string]uint64
+	highestLimit int
+
+	// Observed by tests only.
+	commits     atomic.Int64 // transactions committed
+	beforeBatch func()       // called before each batch is taken
+}
+
+func startWriter(db *badger.DB, log *zap.Logger, cacheSize int, beforeBatch func()) *writer {
+	w := &writer{
+		beforeBatch:  beforeBatch,
+		db:           db,
+		log:          log,
+		wake:         make(chan struct{}, 1),
+		done:         make(chan struct{}),
+		inflight:     make(chan struct{}, maxInFlight),
+		highest:      make(map[string]uint64),
+		highestLimit: cacheSize,
+	}
+	go w.run()
+	return w
+}
+
+// enqueue hands a request to the writer.
+func (w *writer) enqueue(r *writeRequest) error {
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return persistence.ErrClosed
+	}
+	w.queue = append(w.queue, r)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// stop makes the writer finish what is queued and return, and waits for it
+// and for the transactions it handed to badger.
+func (w *writer) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	<-w.done
+}
+
+func (w *writer) run() {
+	defer close(w.done)
+	defer w.drain()
+	var batch []*writeRequest
+	for {
+		if w.beforeBatch != nil {
+			w.beforeBatch()
+		}
+		w.mu.Lock()
+		batch, w.queue = w.queue, batch[:0]
+		stopped := w.stopped
+		invalid := w.invalid
+		w.invalid = nil
+		w.mu.Unlock()
+		for _, pid := range invalid {
+			delete(w.highest, pid)
+		}
+		if len(batch) == 0 {
+			if stopped {
+				return
+			}
+			<-w.wake
+			continue
+		}
+		w.packBatch(batch)
+		for i, r := range batch {
+			r.release()
+			batch[i] = nil
+		}
+	}
+}
+
+// drain waits until no transaction is in flight.
+func (w *writer) drain() {
+	for range maxInFlight {
+		w.inflight <- struct{}{}
+	}
+	for range maxInFlight {
+		<-w.inflight
+	}
+}
+
+// remember records the highest sequence number of pid. When the cache is
+// full it is emptied, after the transactions in flight are done, so that a
+// database read never misses a write the cache knew of.
+func (w *writer) remember(pid string, seq uint64) {
+	if _, ok := w.highest[pid]; !ok && len(w.highest) >= w.highestLimit {
+		w.drain()
+		clear(w.highest)
+	}
+	w.highest[pid] = seq
+}
+
+// highestFor returns the highest sequence number of pid, counting the
+// writes in flight.
+func (w *writer) highestFor(pid string) (uint64, error) {
+	if seq, ok := w.highest[pid]; ok {
+		return seq, nil
+	}
+	seq, err := readHighest(w.db, pid)
+	if err != nil {
+		return 0, err
+	}
+	w.remember(pid, seq)
+	return seq, nil
+}
+
+// txnBuilder accumulates atomic writes into one badger transaction.
+type txnBuilder struct {
+	w       *writer
+	txn     *badger.Txn
+	members []member
+}
+
+type member struct {
+	req   *writeRequest
+	write *encodedWrite
+}
+
+func (b *txnBuilder) reset() {
+	if b.txn != nil {
+		b.txn.Discard()
+	}
+	b.txn = b.w.db.NewTransaction(true)
+	b.members = nil
+}
+
+// add puts all entries of ew into the transaction, or none.
+func (b *txnBuilder) add(req *writeRequest, ew *encodedWrite) error {
+	for i := range ew.entries {
+		if err := b.txn.SetEntry(&ew.entries[i]); err != nil {
+			if i > 0 {
+				b.rebuild()
+			}
+			return err
+		}
+	}
+	b.members = append(b.members, member{req, ew})
+	b.w.remember(ew.pid, ew.last)
+	return nil
+}
+
+// rebuild replaces the transaction by one holding only the members, after
+// a write was added partly. The members fitted together with part of that
+// write, so they fit again; should badger disagree, the members fail as a
+// whole rather than be stored partly.
+func (b *txnBuilder) rebuild() {
+	b.txn.Discard()
+	b.txn = b.w.db.NewTransaction(true)
+	for _, m := range b.members {
+		for i := range m.write.entries {
+			if err := b.txn.SetEntry(&m.write.entries[i]); err != nil {
+				for _, f := range b.members {
+					f.req.fail(fmt.Errorf("badgerjournal: rebuilding a transaction: %w", err))
+					delete(b.w.highest, f.write.pid)
+				}
+				b.reset()
+				return
+			}
+		}
+	}
+}
+
+// commit hands the transaction to badger. When badger is done, the members'
+// requests learn the outcome and are released.
+func (b *txnBuilder) commit() {
+	members := b.members
+	b.members = nil
+	if len(members) == 0 {
+		return
+	}
+	txn := b.txn
+	b.txn = nil
+	w := b.w
+	var reqs []*writeRequest // distinct, in order
+	for _, m := range members {
+		if len(reqs) == 0 || reqs[len(reqs)-1] != m.req {
+			m.req.refs.Add(1)
+			reqs = append(reqs, m.req)
+		}
+	}
+	w.inflight <- struct{}{}
+	w.commits.Add(1)
+	txn.CommitWith(func(err error) {
+		if err != nil {
+			w.log.Error("group commit failed", zap.Int("writes", len(members)), zap.Error(err))
+			w.mu.Lock()
+			for _, m := range members {
+				w.invalid = append(w.invalid, m.write.pid)
+			}
+			w.mu.Unlock()
+			for _, r := range reqs {
+				r.fail(fmt.Errorf("badgerjournal: commit: %w", err))
+			}
+		}
+		<-w.inflight
+		for _, r := range reqs {
+			r.release()
+		}
+	})
+}
+
+// packBatch packs the requests of one batch into transactions and commits
+// them.
+func (w *writer) packBatch(batch []*writeRequest) {
+	b := &txnBuilder{w: w}
+	b.reset()
+	for _, req := range batch {
+		if err := req.ctx.Err(); err != nil {
+			req.fail(err)
+			continue
+		}
+		for i := range req.writes {
+			ew := &req.writes[i]
+			highest, err := w.highestFor(ew.pid)
+			if err != nil {
+				req.fail(err)
+				break
+			}
+			if ew.first <= highest {
+				req.results[ew.index] = fmt.Errorf("%w: %q: sequence number %d, highest is %d",
+					persistence.ErrSequenceConflict, ew.pid, ew.first, highest)
+				continue
+			}
+			err = b.add(req, ew)
+			if err == nil {
+				continue
+			}
+			if errors.Is(err, badger.ErrTxnTooBig) && len(b.members) > 0 {
+				// Commit what fits and start the next transaction with
+				// this write.
+				b.commit()
+				b.reset()
+				err = b.add(req, ew)
+			}
+			if err != nil {
+				if errors.Is(err, badger.ErrTxnTooBig) {
+					err = fmt.Errorf("%w: %q: %d events exceed one badger transaction",
+						persistence.ErrTooLarge, ew.pid, len(ew.entries))
+				} else {
+					err = fmt.Errorf("%w: %q: %v", persistence.ErrTooLarge, ew.pid, err)
+				}
+				req.results[ew.index] = err
+			}
+		}
+	}
+	b.commit()
+	if b.txn != nil {
+		b.txn.Discard()
+	}
+}
+
+// WriteMessages implements persistence.Journal with group commit: see the
+// package documentation.
+func (s *Store) WriteMessages(ctx context.Context, writes []persistence.AtomicWrite) ([]error, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+
+	results := make([]error, len(writes))
+	now := time.Now().UnixNano()
+	var encoded []encodedWrite
+	for i := range writes {
+		aw := &writes[i]
+		if err := aw.Validate(); err != nil {
+			results[i] = err
+			continue
+		}
+		if len(aw.PersistenceID) > MaxPersistenceIDLen {
+			results[i] = fmt.Errorf("%w: persistence id of %d bytes, at most %d",
+				persistence.ErrInvalidWrite, len(aw.PersistenceID), MaxPersistenceIDLen)
+			continue
+		}
+		if encoded == nil {
+			encoded = make([]encodedWrite, 0, len(writes)-i)
+		}
+		ew := encodedWrite{
+			index:   i,
+			pid:     aw.PersistenceID,
+			first:   aw.Events[0].SequenceNr,
+			last:    aw.Events[len(aw.Events)-1].SequenceNr,
+			entries: make([]badger.Entry, len(aw.Events)),
+		}
+		for k := range aw.Events {
+			e := &aw.Events[k]
+			ts := now
+			if !e.Timestamp.IsZero() {
+				ts = e.Timestamp.UnixNano()
+			}
+			ew.entries[k].Key, ew.entries[k].Value = encodeEvent(e, ts)
+		}
+		encoded = append(encoded, ew)
+	}
+	if len(encoded) == 0 {
+		return results, nil
+	}
+
+	req := &writeRequest{ctx: ctx, writes: encoded, results: results, done: make(chan struct{})}
+	req.refs.Store(1) // the writer's, released when it has packed the batch
+	if err := s.w.enqueue(req); err != nil {
+		return nil, err
+	}
+	select {
+	case <-req.done:
+	case <-ctx.Done():
+		// The writer may still store the writes; the outcome is unknown.
+		return nil, fmt.Errorf("badgerjournal: write abandoned, outcome unknown: %w", ctx.Err())
+	}
+	if err := req.failure(); err != nil {
+		return nil, err
+	}
+	return results, nil
+}

@@ -1,0 +1,27 @@
+// Package journaltest is the conformance suite for persistence plug-ins.
+//
+// Every persistence.Journal must pass RunJournalSuite and every
+// persistence.SnapshotStore must pass RunSnapshotSuite, from a test of its
+// own package:
+//
+//	func TestJournalConformance(t *testing.T) {
+//		journaltest.RunJournalSuite(t, func(t *testing.T, dir string) persistence.Journal {
+//			j, err := myjournal.Open(dir)
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			return j
+//		}, journaltest.Options{Durable: true, CorruptEvent: corruptEvent})
+//	}
+//
+// The suites check ordering, atomic writes (all or nothing, a rejected write
+// not failing the others), replay bounds and limits, the highest sequence
+// number surviving deletes, deletes beyond the highest failing, persistence
+// ids that are prefixes of each other, concurrent writers, large payloads,
+// survival of close and reopen for durable plug-ins, detection of corrupt
+// records, and behaviour after Close and with cancelled contexts.
+//
+// Detecting corruption needs the plug-in's help: Options.CorruptEvent and
+// Options.CorruptSnapshot damage one stored record the way a failing disk
+// would, through whatever access the plug-in's storage allows.
+package journaltest
