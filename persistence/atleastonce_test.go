@@ -46,7 +46,7 @@ func (s *reliableSender) apply(ev any) {
 	}
 }
 
-func (s *reliableSender) Recover(msg any) { s.apply(msg) }
+func (s *reliableSender) Recover(ctx persistence.Context) { s.apply(ctx.Message()) }
 
 func (s *reliableSender) Receive(ctx persistence.Context) {
 	switch m := ctx.Message().(type) {

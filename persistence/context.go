@@ -99,7 +99,8 @@ func (c *entityContext) DeleteSnapshots(crit SnapshotCriteria) {
 	}()
 }
 
-// handlerContext delivers a runtime-made message (PersistRejected) to Receive.
+// handlerContext delivers a runtime-made message (a replayed event, a SnapshotOffer,
+// RecoveryCompleted, PersistRejected, UnconfirmedWarning) to the entity.
 type handlerContext struct {
 	*entityContext
 	msg any

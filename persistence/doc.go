@@ -6,7 +6,7 @@
 // # Event-sourced actors
 //
 // An Entity names its history (PersistenceID), applies replayed events and
-// snapshots in Recover, and handles commands in Receive with a Context that can
+// snapshots in Recover (each as ctx.Message()), and handles commands in Receive with a Context that can
 // Persist, PersistAll, PersistAsync and Defer, save snapshots and delete events.
 // Run one with Props after calling Setup once per system with the plug-ins and a
 // serialization.Registry. Recovery (snapshot, then events, then

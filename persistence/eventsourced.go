@@ -8,9 +8,11 @@ type Entity interface {
 	// PersistenceID names the entity's history in the journal. It must be stable
 	// across restarts and unique among live actors of the system.
 	PersistenceID() string
-	// Recover applies, in order: a SnapshotOffer if a snapshot was found, every event
-	// after it, and finally RecoveryCompleted. It runs before any command.
-	Recover(msg any)
+	// Recover applies ctx.Message(), in order: a SnapshotOffer if a snapshot was
+	// found, every event after it, and finally RecoveryCompleted. It runs before any
+	// command. Persisting is not possible until recovery has completed; timers and the
+	// receive timeout can be set (typically on RecoveryCompleted).
+	Recover(ctx Context)
 	// Receive handles commands once recovery is complete, and the replies of the
 	// persistence operations (SaveSnapshotSuccess, PersistRejected, ...).
 	Receive(ctx Context)

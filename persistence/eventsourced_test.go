@@ -47,8 +47,8 @@ func (c *counter) apply(ev any) {
 	}
 }
 
-func (c *counter) Recover(msg any) {
-	switch m := msg.(type) {
+func (c *counter) Recover(ctx persistence.Context) {
+	switch m := ctx.Message().(type) {
 	case persistence.SnapshotOffer:
 		c.value = m.Snapshot.(CounterState).Value
 	case persistence.RecoveryCompleted:

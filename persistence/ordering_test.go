@@ -19,8 +19,8 @@ type logger struct {
 
 func (l *logger) PersistenceID() string          { return l.id }
 func (l *logger) Recovery() persistence.Recovery { return l.rec }
-func (l *logger) Recover(msg any) {
-	switch m := msg.(type) {
+func (l *logger) Recover(ctx persistence.Context) {
+	switch m := ctx.Message().(type) {
 	case Incremented:
 		l.seen = append(l.seen, "replayed")
 	case persistence.RecoveryCompleted:

@@ -217,13 +217,14 @@ func (r *runner) onSnapshot(ctx actor.Context, m recoveredSnapshot) {
 		return
 	}
 	r.lastSeq = m.snap.Metadata.SequenceNr
-	r.entity.Recover(SnapshotOffer{Metadata: m.snap.Metadata, Snapshot: state})
+	r.entity.Recover(&handlerContext{entityContext: r.context(ctx), msg: SnapshotOffer{Metadata: m.snap.Metadata, Snapshot: state}})
 }
 
 func (r *runner) onEvents(ctx actor.Context, m recoveredEvents) {
 	if !r.recovering {
 		return
 	}
+	hc := &handlerContext{entityContext: r.context(ctx)} // one per batch, not per event
 	for _, rec := range m.records {
 		ev, err := r.settings.Registry.Unmarshal(rec.Manifest, rec.Payload)
 		if err != nil {
@@ -231,7 +232,8 @@ func (r *runner) onEvents(ctx actor.Context, m recoveredEvents) {
 			return
 		}
 		r.lastSeq = rec.SequenceNr
-		r.entity.Recover(ev)
+		hc.msg = ev
+		r.entity.Recover(hc)
 	}
 }
 
@@ -250,7 +252,7 @@ func (r *runner) onRecoveryDone(ctx actor.Context, m recoveryDone) {
 	}
 	r.lastSeq = max(r.lastSeq, m.highest)
 	r.recovering = false
-	r.entity.Recover(RecoveryCompleted{HighestSequenceNr: r.lastSeq})
+	r.entity.Recover(&handlerContext{entityContext: r.context(ctx), msg: RecoveryCompleted{HighestSequenceNr: r.lastSeq}})
 	if a, ok := r.entity.(atLeastOnce); ok {
 		a.atLeastOnceDelivery().start(ctx)
 	}
