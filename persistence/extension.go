@@ -44,6 +44,10 @@ var ErrNotConfigured = errors.New("persistence: not configured")
 // used by a live actor of the same system: two writers would corrupt its history.
 var ErrPersistenceIDInUse = errors.New("persistence: persistence id already in use")
 
+// errShortResults reports a journal that answered a call with fewer results than
+// writes: a broken plug-in, treated as a failed call.
+var errShortResults = errors.New("persistence: journal returned the wrong number of results")
+
 // ErrRejected is returned by Persist and its variants when an event cannot be
 // serialised. Nothing is written and the actor keeps running.
 var ErrRejected = errors.New("persistence: event rejected")
@@ -54,6 +58,7 @@ type Persistence struct {
 	mu       sync.Mutex
 	settings *Settings
 	live     map[string]actor.Ref
+	batcher  *batcher
 }
 
 var extensionID = actor.NewExtensionID("persistence", func(*actor.System) *Persistence {
@@ -79,6 +84,7 @@ func Setup(sys *actor.System, s Settings) error {
 		return fmt.Errorf("%w: Setup called twice", ErrNotConfigured)
 	}
 	p.settings = &s
+	p.batcher = &batcher{journal: s.Journal}
 	return nil
 }
 

@@ -324,11 +324,10 @@ func (r *runner) flush(ctx actor.Context) {
 
 func (r *runner) write(writes []AtomicWrite) {
 	r.writing = true
-	journal, self := r.settings.Journal, r.self
-	go func() {
-		results, err := journal.WriteMessages(context.Background(), writes)
+	self := r.self
+	r.ext.batcher.submit(writeJob{writes: writes, done: func(results []error, err error) {
 		_ = self.Tell(writeDone{owner: r, writes: writes, results: results, err: err})
-	}()
+	}})
 }
 
 func (r *runner) onWriteDone(ctx actor.Context, m writeDone) {
