@@ -48,7 +48,7 @@ import (
 // stops after one.
 
 // maxInFlight bounds the transactions handed to badger and not yet done.
-const maxInFlight = 4
+const maxInFlight = 2
 
 // writeRequest is one WriteMessages call waiting for the writer.
 type writeRequest struct {
