@@ -69,6 +69,14 @@ type Context interface {
 	DeleteSnapshots(c SnapshotCriteria)
 }
 
+// Tagged wraps an event to store it with tags, so that a later query can read events
+// by tag: ctx.Persist(persistence.Tagged{Event: ev, Tags: []string{"orders"}}, h). The
+// handler, and Recover on replay, see the event itself.
+type Tagged struct {
+	Event any
+	Tags  []string
+}
+
 // SnapshotOffer is given to Recover first when recovery starts from a snapshot.
 type SnapshotOffer struct {
 	Metadata SnapshotMetadata

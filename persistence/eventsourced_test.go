@@ -1,6 +1,7 @@
 package persistence_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -286,4 +287,47 @@ func (c *crasher) Receive(ctx persistence.Context) {
 	default:
 		c.counter.Receive(ctx)
 	}
+}
+
+type tagged struct{ counter }
+
+func (c *tagged) Receive(ctx persistence.Context) {
+	if m, ok := ctx.Message().(increment); ok {
+		_ = ctx.Persist(persistence.Tagged{Event: Incremented{By: m.by}, Tags: []string{"counters", "even"}}, func(ev any) {
+			c.apply(ev) // the handler sees the event, not the wrapper
+			ctx.Respond(c.value)
+		})
+		return
+	}
+	c.counter.Receive(ctx)
+}
+
+func TestTaggedEventsStoreTheirTags(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	store := setup(t, sys)
+	probe := testkit.NewProbe(t, sys)
+	ref, _ := sys.Spawn(persistence.Props(func() persistence.Entity {
+		return &tagged{counter: counter{id: "tagged", probe: probe.Ref()}}
+	}), "c")
+	probe.ExpectMsg(persistence.RecoveryCompleted{})
+	probe.Send(ref, increment{by: 2})
+	probe.ExpectMsg(2)
+	var tags []string
+	err := store.ReplayMessages(context.Background(), "tagged", 1, persistence.MaxSequenceNr, 0, func(r persistence.Record) error {
+		tags = r.Tags
+		return nil
+	})
+	if err != nil || len(tags) != 2 || tags[0] != "counters" || tags[1] != "even" {
+		t.Fatalf("stored tags %v, %v", tags, err)
+	}
+	// Replay gives the event itself.
+	probe.Watch(ref)
+	sys.Stop(ref)
+	probe.ExpectTerminated(ref)
+	again, _ := sys.Spawn(persistence.Props(func() persistence.Entity {
+		return &tagged{counter: counter{id: "tagged", probe: probe.Ref()}}
+	}), "c2")
+	probe.ExpectMsg(persistence.RecoveryCompleted{HighestSequenceNr: 1})
+	probe.Send(again, get{})
+	probe.ExpectMsg(2)
 }

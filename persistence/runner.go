@@ -269,7 +269,16 @@ func (r *runner) persist(ctx actor.Context, events []any, handler func(any), sta
 	}
 	records := make([]Record, len(events))
 	now := time.Now()
+	copied := false
 	for i, ev := range events {
+		var tags []string
+		if t, ok := ev.(Tagged); ok {
+			if !copied { // handlers see the event itself; the caller's slice stays as it was
+				events, copied = append([]any(nil), events...), true
+			}
+			ev, tags = t.Event, t.Tags
+			events[i] = ev
+		}
 		manifest, data, err := r.settings.Registry.Marshal(ev)
 		if err != nil {
 			ctx.Logger().Warn("persistence: event rejected", zap.String("persistence_id", r.pid), zap.Error(err))
@@ -277,7 +286,7 @@ func (r *runner) persist(ctx actor.Context, events []any, handler func(any), sta
 		}
 		records[i] = Record{
 			PersistenceID: r.pid, SequenceNr: r.lastSeq + uint64(i) + 1,
-			Manifest: manifest, Payload: data, Timestamp: now, WriterID: r.self.String(),
+			Manifest: manifest, Payload: data, Tags: tags, Timestamp: now, WriterID: r.self.String(),
 		}
 	}
 	sender := r.sender(ctx)
