@@ -101,6 +101,13 @@ func setup(t *testing.T, sys *actor.System) *memjournal.Store {
 	return store
 }
 
+// stopAndWait stops ref and waits until it has terminated.
+func stopAndWait(sys *actor.System, probe *testkit.Probe, ref actor.Ref) {
+	probe.Watch(ref)
+	sys.Stop(ref)
+	probe.ExpectTerminated(ref)
+}
+
 func counterProps(id string, probe *testkit.Probe) *actor.Props {
 	return persistence.Props(func() persistence.Entity { return &counter{id: id, probe: probe.Ref()} })
 }
@@ -124,9 +131,7 @@ func TestPersistRecoverAcrossIncarnations(t *testing.T) {
 	probe.Send(ref, get{}) // stashed until the PersistAll handlers ran
 	probe.ExpectMsg(28)
 
-	probe.Watch(ref)
-	sys.Stop(ref)
-	probe.ExpectTerminated(ref)
+	stopAndWait(sys, probe, ref)
 
 	again, err := sys.Spawn(counterProps("counter-1", probe), "c2")
 	if err != nil {
@@ -156,9 +161,7 @@ func TestSnapshotThenRecover(t *testing.T) {
 	if err := store.CorruptEvent("snappy", 1); err != nil {
 		t.Fatal(err)
 	}
-	probe.Watch(ref)
-	sys.Stop(ref)
-	probe.ExpectTerminated(ref)
+	stopAndWait(sys, probe, ref)
 	again, _ := sys.Spawn(counterProps("snappy", probe), "c2")
 	probe.ExpectMsg(persistence.RecoveryCompleted{HighestSequenceNr: 2})
 	probe.Send(again, get{})
@@ -200,9 +203,7 @@ func TestCorruptEventStopsRecoveryOfThatEntityOnly(t *testing.T) {
 		probe.ExpectMsg(persistence.RecoveryCompleted{})
 		probe.Send(ref, increment{by: 1})
 		probe.ExpectMsg(1)
-		probe.Watch(ref)
-		sys.Stop(ref)
-		probe.ExpectTerminated(ref)
+		stopAndWait(sys, probe, ref)
 	}
 	if err := store.CorruptEvent("bad", 1); err != nil {
 		t.Fatal(err)
@@ -321,9 +322,7 @@ func TestTaggedEventsStoreTheirTags(t *testing.T) {
 		t.Fatalf("stored tags %v, %v", tags, err)
 	}
 	// Replay gives the event itself.
-	probe.Watch(ref)
-	sys.Stop(ref)
-	probe.ExpectTerminated(ref)
+	stopAndWait(sys, probe, ref)
 	again, _ := sys.Spawn(persistence.Props(func() persistence.Entity {
 		return &tagged{counter: counter{id: "tagged", probe: probe.Ref()}}
 	}), "c2")

@@ -109,11 +109,7 @@ func TestRecoveryOptions(t *testing.T) {
 		probe.ExpectMsg("persisted")
 		probe.ExpectMsg("deferred")
 	}
-	stop := func(ref actor.Ref) {
-		probe.Watch(ref)
-		sys.Stop(ref)
-		probe.ExpectTerminated(ref)
-	}
+	stop := func(ref actor.Ref) { stopAndWait(sys, probe, ref) }
 	stop(ref)
 
 	ref = spawnLogger("b", persistence.Recovery{ToSequenceNr: 2})
