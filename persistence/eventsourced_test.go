@@ -330,3 +330,40 @@ func TestTaggedEventsStoreTheirTags(t *testing.T) {
 	probe.Send(again, get{})
 	probe.ExpectMsg(2)
 }
+
+// gatedJournal holds every write until gate is closed.
+type gatedJournal struct {
+	persistence.Journal
+	gate chan struct{}
+}
+
+func (g *gatedJournal) WriteMessages(ctx context.Context, w []persistence.AtomicWrite) ([]error, error) {
+	<-g.gate
+	return g.Journal.WriteMessages(ctx, w)
+}
+
+// The recovery of a restarted entity waits for the write its previous instance left in
+// flight, so it sees that event and never reuses its sequence number.
+func TestRecoveryWaitsForPreviousInstancesWrite(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	reg := serialization.NewRegistry()
+	_ = serialization.Register[Incremented](reg, "test.Incremented")
+	store := memjournal.New()
+	defer func() { _ = store.Close() }()
+	gated := &gatedJournal{Journal: store, gate: make(chan struct{})}
+	if err := persistence.Setup(sys, persistence.Settings{Journal: gated, Registry: reg}); err != nil {
+		t.Fatal(err)
+	}
+	probe := testkit.NewProbe(t, sys)
+	ref, _ := sys.Spawn(persistence.Props(func() persistence.Entity {
+		return &crasher{counter: counter{id: "gated", probe: probe.Ref()}}
+	}), "c")
+	probe.ExpectMsg(persistence.RecoveryCompleted{})
+	_ = ref.Tell("async") // its write is held in flight
+	_ = ref.Tell("crash") // the restarted instance must not recover before it lands
+	probe.ExpectNoMsg(100 * time.Millisecond)
+	close(gated.gate)
+	probe.ExpectMsg(persistence.RecoveryCompleted{HighestSequenceNr: 1})
+	probe.Send(ref, increment{by: 1})
+	probe.ExpectMsg(2)
+}

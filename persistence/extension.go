@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -59,10 +60,11 @@ type Persistence struct {
 	settings *Settings
 	live     map[string]actor.Ref
 	batcher  *batcher
+	writing  map[string]chan struct{} // persistence ids with a write in flight
 }
 
 var extensionID = actor.NewExtensionID("persistence", func(*actor.System) *Persistence {
-	return &Persistence{live: make(map[string]actor.Ref)}
+	return &Persistence{live: make(map[string]actor.Ref), writing: make(map[string]chan struct{})}
 })
 
 // Get returns the system's persistence extension.
@@ -113,5 +115,41 @@ func (p *Persistence) release(pid string, ref actor.Ref) {
 	defer p.mu.Unlock()
 	if p.live[pid] == ref {
 		delete(p.live, pid)
+	}
+}
+
+// writeStarted records that pid has a write in flight; the returned function marks it
+// done. An entity has at most one write in flight, and a restarted entity does not
+// start a write before its recovery, which waits for the previous one (awaitWrite).
+func (p *Persistence) writeStarted(pid string) func() {
+	done := make(chan struct{})
+	p.mu.Lock()
+	p.writing[pid] = done
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		if p.writing[pid] == done {
+			delete(p.writing, pid)
+		}
+		p.mu.Unlock()
+		close(done)
+	}
+}
+
+// awaitWrite waits until no write of pid is in flight, so that a recovery sees the
+// events of a previous incarnation's last write (as a journal actor that handles
+// requests in order would guarantee) and never reuses their sequence numbers.
+func (p *Persistence) awaitWrite(ctx context.Context, pid string) error {
+	p.mu.Lock()
+	done := p.writing[pid]
+	p.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

@@ -159,6 +159,10 @@ func (r *runner) start(ctx actor.Context) {
 // after it to the actor in batches, then the highest sequence number.
 func (r *runner) replay(ctx context.Context, rec Recovery) {
 	settings, pid, self := r.settings, r.pid, r.self
+	if err := r.ext.awaitWrite(ctx, pid); err != nil {
+		_ = self.Tell(recoveryDone{owner: r, err: err})
+		return
+	}
 	from := uint64(1)
 	if settings.Snapshots != nil && !rec.NoSnapshot {
 		snap, ok, err := settings.Snapshots.LoadSnapshot(ctx, pid, rec.FromSnapshot)
@@ -334,7 +338,9 @@ func (r *runner) flush(ctx actor.Context) {
 func (r *runner) write(writes []AtomicWrite) {
 	r.writing = true
 	self := r.self
+	finished := r.ext.writeStarted(r.pid)
 	r.ext.batcher.submit(writeJob{writes: writes, done: func(results []error, err error) {
+		finished()
 		_ = self.Tell(writeDone{owner: r, writes: writes, results: results, err: err})
 	}})
 }
