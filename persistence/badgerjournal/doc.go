@@ -1,0 +1,41 @@
+// Package badgerjournal is Troupe's default persistence plug-in: a
+// persistence.Journal and persistence.SnapshotStore in one embedded badger
+// (github.com/dgraph-io/badger/v4) database.
+//
+// Open one Store per directory and give it to the persistence settings as
+// both journal and snapshot store. Open fails with ErrLocked when another
+// open store, in this process or another, holds the directory. Close stops
+// the writer, waits for the writes queued, and closes the database.
+//
+// # Group commit
+//
+// Concurrent WriteMessages calls from many entities are queued to one
+// writer goroutine, which packs everything waiting into one badger
+// transaction; badger writes and, with SyncEachBatch, syncs it before every
+// caller in it is answered. Batch sizes
+// follow the load, so one entity writing alone pays one sync per write while
+// a thousand share each sync. Each atomic write lies entirely inside one
+// transaction, so it is stored all or none; a write too large for one badger
+// transaction is rejected with persistence.ErrTooLarge.
+//
+// Durability is Options.Durability: SyncEachBatch (the default) answers a
+// writer only after its events are on disk; NoSync answers once they are in
+// badger's memory-mapped log, which survives a crash of the process but not
+// of the machine.
+//
+// # Storage layout
+//
+// Events, the highest sequence numbers kept by deletes, and snapshots live
+// under separate key prefixes. Keys of one persistence id start with the
+// id's length and bytes, so ids that are prefixes of each other or hold any
+// byte never mix, and end with the sequence number in big-endian order, so
+// a replay is one forward scan. Every stored value carries a CRC-32C over
+// its key and bytes: a damaged record surfaces as a
+// *persistence.CorruptRecordError that names its persistence id and
+// sequence number. The highest sequence number of an id is that of its last
+// event, or the one recorded when events were deleted, whichever is higher,
+// so it survives deleting every event.
+//
+// Badger logs through Options.Logger (a no-op by default), its
+// informational messages at debug level.
+package badgerjournal
