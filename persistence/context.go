@@ -15,8 +15,13 @@ type entityContext struct {
 	r *runner
 }
 
+// context returns the entity's Context. The actor's Context is the same value for the
+// whole life of an instance, so one wrapper per runner serves every message.
 func (r *runner) context(ctx actor.Context) *entityContext {
-	return &entityContext{Context: ctx, r: r}
+	if r.ctx == nil || r.ctx.Context != ctx {
+		r.ctx = &entityContext{Context: ctx, r: r}
+	}
+	return r.ctx
 }
 
 func (c *entityContext) Sender() actor.Ref {

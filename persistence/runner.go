@@ -34,6 +34,7 @@ type runner struct {
 
 	handlerSender actor.Ref // the sender seen inside a persist handler
 	inHandler     bool
+	ctx           *entityContext
 }
 
 // invocation is a persist handler waiting for its event, or a deferred function.

@@ -58,14 +58,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // under one lock, so it is atomic as a whole, and each write is checked and
 // stored on its own.
 func (s *Store) WriteMessages(ctx context.Context, writes []persistence.AtomicWrite) ([]error, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return nil, persistence.ErrClosed
-	}
 	if s.writeErr != nil {
 		return nil, s.writeErr
 	}
@@ -142,14 +138,10 @@ func (s *Store) ReplayMessages(ctx context.Context, persistenceID string, fromSe
 
 // HighestSequenceNr implements persistence.Journal.
 func (s *Store) HighestSequenceNr(ctx context.Context, persistenceID string) (uint64, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.rlock(ctx); err != nil {
 		return 0, err
 	}
-	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
-		return 0, persistence.ErrClosed
-	}
 	if st := s.streams[persistenceID]; st != nil {
 		return st.highest, nil
 	}
@@ -158,14 +150,10 @@ func (s *Store) HighestSequenceNr(ctx context.Context, persistenceID string) (ui
 
 // DeleteMessagesTo implements persistence.Journal.
 func (s *Store) DeleteMessagesTo(ctx context.Context, persistenceID string, toSeq uint64) error {
-	if err := ctx.Err(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return persistence.ErrClosed
-	}
 	st := s.streams[persistenceID]
 	var highest uint64
 	if st != nil {
@@ -214,14 +202,10 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap persistence.Snapshot) err
 
 // LoadSnapshot implements persistence.SnapshotStore.
 func (s *Store) LoadSnapshot(ctx context.Context, persistenceID string, c persistence.SnapshotCriteria) (persistence.Snapshot, bool, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.rlock(ctx); err != nil {
 		return persistence.Snapshot{}, false, err
 	}
-	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
-		return persistence.Snapshot{}, false, persistence.ErrClosed
-	}
 	var best *storedSnapshot
 	for _, ss := range s.snapshots[persistenceID] {
 		if c.Matches(ss.snap.Metadata) && (best == nil || ss.snap.Metadata.SequenceNr > best.snap.Metadata.SequenceNr) {
@@ -241,14 +225,10 @@ func (s *Store) LoadSnapshot(ctx context.Context, persistenceID string, c persis
 
 // DeleteSnapshot implements persistence.SnapshotStore.
 func (s *Store) DeleteSnapshot(ctx context.Context, m persistence.SnapshotMetadata) error {
-	if err := ctx.Err(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return persistence.ErrClosed
-	}
 	snaps := s.snapshots[m.PersistenceID]
 	if ss, ok := snaps[m.SequenceNr]; ok {
 		if m.Timestamp.IsZero() || m.Timestamp.Equal(ss.snap.Metadata.Timestamp) {
@@ -260,19 +240,42 @@ func (s *Store) DeleteSnapshot(ctx context.Context, m persistence.SnapshotMetada
 
 // DeleteSnapshots implements persistence.SnapshotStore.
 func (s *Store) DeleteSnapshots(ctx context.Context, persistenceID string, c persistence.SnapshotCriteria) error {
-	if err := ctx.Err(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return persistence.ErrClosed
-	}
 	snaps := s.snapshots[persistenceID]
 	for seq, ss := range snaps {
 		if c.Matches(ss.snap.Metadata) {
 			delete(snaps, seq)
 		}
+	}
+	return nil
+}
+
+// lock takes the store's lock for a call, unless ctx is done or the store is closed;
+// on success the caller must unlock s.mu.
+func (s *Store) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return persistence.ErrClosed
+	}
+	return nil
+}
+
+// rlock is lock for readers; on success the caller must s.mu.RUnlock.
+func (s *Store) rlock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return persistence.ErrClosed
 	}
 	return nil
 }
