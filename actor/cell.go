@@ -47,6 +47,7 @@ type cell struct {
 	userq mailbox.Queue[envelope]
 	box   mailbox.Mailbox[envelope] // a non-default mailbox from Props; nil means userq
 	sysq  mailbox.Queue[sysMsg]
+	uid   uint64 // random, nonzero: tells incarnations at one path apart
 }
 
 // extras holds what only some actors need.

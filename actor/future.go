@@ -15,6 +15,7 @@ type Future struct {
 	id    uint64
 	done  chan struct{}
 	state atomic.Uint32 // 0 pending, 1 completing, 2 completed
+	named atomic.Bool   // the path was handed out: the future is in sys.temps
 	res   any
 	err   error
 
@@ -56,6 +57,9 @@ func (f *Future) complete(res any, err error) bool {
 	f.pipes, f.watchers = nil, nil
 	f.mu.Unlock()
 	close(f.done)
+	if f.named.Load() {
+		f.sys.temps.Delete(f.id)
+	}
 	for _, p := range pipes {
 		f.pipe(p)
 	}
@@ -140,6 +144,17 @@ func (f *Future) sendSystem(m sysMsg) {
 	w.watcher.p.sendSystem(sysDeath{ref: Ref{f}})
 }
 
-func (f *Future) path() string    { return "/temp/$" + strconv.FormatUint(f.id, 36) }
+// path registers the future so that System.Resolve finds it until it completes: a
+// transport asks for the path when the future is the sender of a remote message.
+func (f *Future) path() string {
+	if f.sys != nil && f.state.Load() == 0 && !f.named.Load() && f.named.CompareAndSwap(false, true) {
+		f.sys.temps.Store(f.id, f)
+		if f.state.Load() != 0 { // completed meanwhile: complete may have missed the flag
+			f.sys.temps.Delete(f.id)
+		}
+	}
+	return "/temp/$" + strconv.FormatUint(f.id, 36)
+}
+
 func (f *Future) system() *System { return f.sys }
 func (f *Future) isDead() bool    { return f.state.Load() != 0 }

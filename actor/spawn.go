@@ -2,6 +2,7 @@ package actor
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 
@@ -25,7 +26,7 @@ func (c *cell) spawnChild(props *Props, name string) (Ref, error) {
 	} else if err := validateName(name); err != nil {
 		return Ref{}, err
 	}
-	child := &cell{sys: c.sys, parent: c, props: props, name: name}
+	child := &cell{sys: c.sys, parent: c, props: props, name: name, uid: newUID()}
 	if props.hasCustomMailbox() {
 		box, err := props.newMailbox()
 		if err != nil {
@@ -53,6 +54,15 @@ func (c *cell) spawnChild(props *Props, name string) (Ref, error) {
 	child.sched.Store(schedRunning)
 	c.sys.disp.submit(child)
 	return Ref{child}, nil
+}
+
+// newUID returns a random nonzero actor uid.
+func newUID() uint64 {
+	for {
+		if u := rand.Uint64(); u != 0 {
+			return u
+		}
+	}
 }
 
 // validateName accepts names made of letters, digits and "-_.:@+=~" that do not start

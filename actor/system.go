@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,9 @@ type System struct {
 
 	extMu sync.Mutex
 	exts  map[any]*extensionSlot
+
+	provider atomic.Pointer[Provider]
+	temps    sync.Map // uint64 -> *Future: futures whose path was handed out
 }
 
 // New starts an actor system. The name appears in logs and, later, in remote addresses:
@@ -129,15 +133,39 @@ func (s *System) Stop(ref Ref) {
 	}
 }
 
-// Resolve returns the live actor at path, such as "/user/a/b".
+// Resolve returns the actor at path: a local path such as "/user/a/b", or a full path
+// such as troupe://sys@127.0.0.1:2552/user/a (see Ref.URI). A "#uid" suffix selects one
+// incarnation: an actor at the path with another uid is not found. A path in another
+// system needs remoting (package remote) and returns a Ref without checking that the
+// actor exists, as the check would need a round trip; messages to a missing actor
+// become dead letters there.
 func (s *System) Resolve(path string) (Ref, error) {
-	if path == "/" {
-		return Ref{s.root}, nil
+	addr, local, uid, err := ParsePath(path)
+	if err != nil {
+		return Ref{}, fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
-	if !strings.HasPrefix(path, "/") {
-		return Ref{}, fmt.Errorf("%w: %q is not absolute", ErrNotFound, path)
+	if addr != (Address{}) && addr != s.Address() {
+		p := s.provider.Load()
+		if p == nil || !addr.HasHost() {
+			return Ref{}, fmt.Errorf("%w: %s is not this system (%s) and remoting is off", ErrNotFound, addr, s.Address())
+		}
+		return (*p).ResolveRemote(addr, local, uid)
+	}
+	return s.resolveLocal(local, uid)
+}
+
+func (s *System) resolveLocal(path string, uid uint64) (Ref, error) {
+	if rest, ok := strings.CutPrefix(path, "/temp/$"); ok {
+		id, err := strconv.ParseUint(rest, 36, 64)
+		if f, found := s.temps.Load(id); err == nil && found && (uid == 0 || uid == id) {
+			return Ref{f.(*Future)}, nil
+		}
+		return Ref{}, fmt.Errorf("%w: %s", ErrNotFound, path)
 	}
 	c := s.root
+	if path == "/" {
+		return Ref{c}, nil
+	}
 	for _, name := range strings.Split(path[1:], "/") {
 		x := c.x.Load()
 		if x == nil {
@@ -151,7 +179,7 @@ func (s *System) Resolve(path string) (Ref, error) {
 		}
 		c = next
 	}
-	if c.isDead() {
+	if c.isDead() || uid != 0 && c.uid != uid {
 		return Ref{}, fmt.Errorf("%w: %s", ErrNotFound, path)
 	}
 	return Ref{c}, nil
