@@ -149,8 +149,31 @@ func (r *Registry) Manifest(v any) (string, bool) {
 
 // encState is a pooled encoder writing into its own buffer.
 type encState struct {
-	buf bytes.Buffer
+	w   appendWriter
+	own []byte // the buffer Marshal reuses
 	enc *msgpack.Encoder
+}
+
+// appendWriter is the encoder's writer: it appends to b and carries the caller's
+// context for custom codecs (see EncoderContext).
+type appendWriter struct {
+	b   []byte
+	ctx any
+}
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+func (w *appendWriter) WriteByte(c byte) error {
+	w.b = append(w.b, c)
+	return nil
+}
+
+func (w *appendWriter) WriteString(s string) (int, error) {
+	w.b = append(w.b, s...)
+	return len(s), nil
 }
 
 // maxPooledBuf bounds the buffers kept in the pool, so that one huge message
@@ -159,7 +182,7 @@ const maxPooledBuf = 64 << 10
 
 var encPool = sync.Pool{New: func() any {
 	s := &encState{}
-	s.enc = msgpack.NewEncoder(&s.buf)
+	s.enc = msgpack.NewEncoder(&s.w)
 	s.enc.UseCompactInts(true)
 	return s
 }}
@@ -172,46 +195,92 @@ var encPool = sync.Pool{New: func() any {
 // ErrUnregistered for a type that is not registered, and ErrEncode when
 // msgpack cannot encode the value. It never panics.
 func (r *Registry) Marshal(v any) (manifest string, data []byte, err error) {
+	return r.appendMarshal(nil, v, nil, true)
+}
+
+// AppendMarshal is Marshal that appends the encoding to dst and returns the extended
+// slice, without allocating when dst has room. ctx is handed to custom msgpack codecs
+// through EncoderContext: a transport passes what its codec for references needs. On
+// error the returned slice is dst unchanged.
+func (r *Registry) AppendMarshal(dst []byte, v any, ctx any) (manifest string, out []byte, err error) {
+	return r.appendMarshal(dst, v, ctx, false)
+}
+
+func (r *Registry) appendMarshal(dst []byte, v any, ctx any, own bool) (string, []byte, error) {
 	if v == nil {
-		return "", nil, ErrNilMessage
+		return "", dst, ErrNilMessage
 	}
 	t := reflect.TypeOf(v)
 	e, ok := r.tables.Load().byType[t]
 	if !ok {
-		return "", nil, fmt.Errorf("%w: %v", ErrUnregistered, t)
+		return "", dst, fmt.Errorf("%w: %v", ErrUnregistered, t)
 	}
 	if t.Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil() {
-		return "", nil, fmt.Errorf("%w: nil %v", ErrNilMessage, t)
+		return "", dst, fmt.Errorf("%w: nil %v", ErrNilMessage, t)
 	}
 	s := encPool.Get().(*encState)
-	data, err = encode(s, v)
+	if own {
+		dst = s.own[:0]
+	}
+	out, err := encode(s, dst, v, ctx)
 	if err != nil {
 		// s may be in any state after a failure; let it go.
-		return "", nil, fmt.Errorf("%w: %v as %q: %v", ErrEncode, t, e.name, err)
+		return "", dst, fmt.Errorf("%w: %v as %q: %v", ErrEncode, t, e.name, err)
 	}
-	if s.buf.Cap() <= maxPooledBuf {
+	if own {
+		// Copy before the state goes back to the pool and another caller reuses it.
+		s.own, out = out, bytes.Clone(out)
+	}
+	if cap(s.own) <= maxPooledBuf {
 		encPool.Put(s)
 	}
-	return e.name, data, nil
+	return e.name, out, nil
 }
 
-func encode(s *encState, v any) (data []byte, err error) {
+func encode(s *encState, dst []byte, v any, ctx any) (out []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic while encoding: %v", p)
 		}
 	}()
-	s.buf.Reset()
+	s.w.b, s.w.ctx = dst, ctx
+	defer func() { s.w.b, s.w.ctx = nil, nil }()
 	if err := s.enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.Clone(s.buf.Bytes()), nil
+	return s.w.b, nil
+}
+
+// EncoderContext returns the ctx given to AppendMarshal when enc is one of the
+// registry's encoders, and nil otherwise. A custom encoder registered with
+// msgpack.Register calls it to find its context.
+func EncoderContext(enc *msgpack.Encoder) any {
+	if w, ok := enc.Writer().(*appendWriter); ok {
+		return w.ctx
+	}
+	return nil
+}
+
+// DecoderContext returns the ctx given to UnmarshalContext when dec is one of the
+// registry's decoders, and nil otherwise.
+func DecoderContext(dec *msgpack.Decoder) any {
+	if r, ok := dec.Buffered().(*ctxReader); ok {
+		return r.ctx
+	}
+	return nil
 }
 
 // decState is a pooled decoder reading from its own reader.
 type decState struct {
-	rd  bytes.Reader
+	rd  ctxReader
 	dec *msgpack.Decoder
+}
+
+// ctxReader is the decoder's reader: the input, and the caller's context for custom
+// codecs (see DecoderContext).
+type ctxReader struct {
+	bytes.Reader
+	ctx any
 }
 
 var decPool = sync.Pool{New: func() any {
@@ -236,6 +305,12 @@ var decPool = sync.Pool{New: func() any {
 // registered under manifest and ErrDecode for anything that is not a valid
 // encoding. It never panics. The returned value does not alias data.
 func (r *Registry) Unmarshal(manifest string, data []byte) (any, error) {
+	return r.UnmarshalContext(manifest, data, nil)
+}
+
+// UnmarshalContext is Unmarshal that hands ctx to custom msgpack codecs through
+// DecoderContext.
+func (r *Registry) UnmarshalContext(manifest string, data []byte, ctx any) (any, error) {
 	e, ok := r.tables.Load().byName[manifest]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownManifest, truncate(manifest))
@@ -245,7 +320,7 @@ func (r *Registry) Unmarshal(manifest string, data []byte) (any, error) {
 	}
 	p := reflect.New(e.base)
 	s := decPool.Get().(*decState)
-	if err := decode(s, data, p); err != nil {
+	if err := decode(s, data, p, ctx); err != nil {
 		return nil, fmt.Errorf("%w: %q: %v", ErrDecode, e.name, err)
 	}
 	decPool.Put(s)
@@ -255,13 +330,15 @@ func (r *Registry) Unmarshal(manifest string, data []byte) (any, error) {
 	return p.Elem().Interface(), nil
 }
 
-func decode(s *decState, data []byte, p reflect.Value) (err error) {
+func decode(s *decState, data []byte, p reflect.Value, ctx any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic while decoding: %v", r)
 		}
 	}()
 	s.rd.Reset(data)
+	s.rd.ctx = ctx
+	defer func() { s.rd.ctx = nil }()
 	s.dec.ResetReader(&s.rd)
 	if err := s.dec.DecodeValue(p.Elem()); err != nil {
 		return err
