@@ -37,10 +37,14 @@ func (r Ref) Path() string {
 	return r.p.path()
 }
 
-// String returns the path, or "nobody" for the zero Ref.
+// String returns the path of a local actor, the full path (see URI) of an actor in
+// another system, or "nobody" for the zero Ref.
 func (r Ref) String() string {
-	if r.p == nil {
+	switch r.p.(type) {
+	case nil:
 		return "nobody"
+	case foreign:
+		return r.URI()
 	}
 	return r.p.path()
 }

@@ -1,0 +1,169 @@
+package remote
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/troupe-go/troupe/serialization"
+)
+
+// Config configures remoting for one actor system. Zero fields mean their documented
+// defaults; Registry is the only required field.
+type Config struct {
+	// ListenHost is the interface to listen on. Default "127.0.0.1".
+	ListenHost string
+	// ListenPort is the TCP port to listen on; 0 picks a free port.
+	ListenPort int
+	// AdvertisedHost and AdvertisedPort are the address other systems use to reach
+	// this one, when it differs from the listen address (containers, NAT). Default:
+	// the listen address (with the port actually bound).
+	AdvertisedHost string
+	AdvertisedPort int
+
+	// Registry names the message types that may cross the wire (shared with
+	// persistence). Required.
+	Registry *serialization.Registry
+
+	// TLS, when set, is used for both accepted and dialled connections. For mutual
+	// TLS set ClientAuth to tls.RequireAndVerifyClientCert and give both
+	// Certificates and the CAs (RootCAs, ClientCAs).
+	TLS *tls.Config
+	// Secret, when set, must be known to both sides: each proves it in the handshake
+	// (HMAC over the other's nonce) before any message is read.
+	Secret []byte
+
+	// MaxFrameSize bounds one frame (one message with its header). A larger message
+	// is refused at the sender; a larger frame arriving closes the connection.
+	// Default 256 KiB.
+	MaxFrameSize int
+	// OutboundQueueSize bounds the messages queued for one peer and not yet written;
+	// more are dropped to dead letters and counted. Default 100,000.
+	OutboundQueueSize int
+	// SystemBufferSize bounds the system messages sent to one peer and not yet
+	// acknowledged; overflowing it quarantines the peer. Default 20,000.
+	SystemBufferSize int
+	// SystemResendInterval is how long an unacknowledged system message waits
+	// before it is sent again. Default 1s.
+	SystemResendInterval time.Duration
+
+	// HandshakeTimeout bounds dialling plus the handshake. Default 5s.
+	HandshakeTimeout time.Duration
+	// ReconnectBackoffMin and ReconnectBackoffMax bound the wait between attempts to
+	// reconnect to a peer; the wait doubles after each failure. Defaults 100ms, 5s.
+	ReconnectBackoffMin time.Duration
+	ReconnectBackoffMax time.Duration
+
+	// FailureDetector configures the heartbeats towards systems with watched actors.
+	FailureDetector FailureDetectorConfig
+}
+
+// FailureDetectorConfig configures the phi-accrual failure detector behind remote
+// death watch. The defaults are Akka's for remote watch.
+type FailureDetectorConfig struct {
+	// HeartbeatInterval is how often a watched system is asked for a heartbeat.
+	// Default 1s.
+	HeartbeatInterval time.Duration
+	// Threshold is the suspicion level (phi) above which a system is considered
+	// gone. Default 10.
+	Threshold float64
+	// AcceptablePause is how long heartbeats may be missing (a GC pause, a busy
+	// network) before suspicion rises. Default 10s.
+	AcceptablePause time.Duration
+	// MinStdDeviation keeps the detector from being too sharp when heartbeats arrive
+	// with little jitter. Default 100ms.
+	MinStdDeviation time.Duration
+	// MaxSamples is how many intervals the detector remembers. Default 200.
+	MaxSamples int
+}
+
+func (c Config) withDefaults() Config {
+	if c.ListenHost == "" {
+		c.ListenHost = "127.0.0.1"
+	}
+	if c.MaxFrameSize == 0 {
+		c.MaxFrameSize = 256 << 10
+	}
+	if c.OutboundQueueSize == 0 {
+		c.OutboundQueueSize = 100_000
+	}
+	if c.SystemBufferSize == 0 {
+		c.SystemBufferSize = 20_000
+	}
+	if c.SystemResendInterval == 0 {
+		c.SystemResendInterval = time.Second
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = 5 * time.Second
+	}
+	if c.ReconnectBackoffMin == 0 {
+		c.ReconnectBackoffMin = 100 * time.Millisecond
+	}
+	if c.ReconnectBackoffMax == 0 {
+		c.ReconnectBackoffMax = 5 * time.Second
+	}
+	fd := &c.FailureDetector
+	if fd.HeartbeatInterval == 0 {
+		fd.HeartbeatInterval = time.Second
+	}
+	if fd.Threshold == 0 {
+		fd.Threshold = 10
+	}
+	if fd.AcceptablePause == 0 {
+		fd.AcceptablePause = 10 * time.Second
+	}
+	if fd.MinStdDeviation == 0 {
+		fd.MinStdDeviation = 100 * time.Millisecond
+	}
+	if fd.MaxSamples == 0 {
+		fd.MaxSamples = 200
+	}
+	return c
+}
+
+// Validate reports missing or out-of-range fields.
+func (c Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	fd := c.FailureDetector
+	switch {
+	case c.Registry == nil:
+		return bad("Registry is required")
+	case c.ListenPort < 0 || c.ListenPort > 65535:
+		return bad("ListenPort %d", c.ListenPort)
+	case c.AdvertisedPort < 0 || c.AdvertisedPort > 65535:
+		return bad("AdvertisedPort %d", c.AdvertisedPort)
+	case c.ListenHost != "" && net.ParseIP(c.ListenHost) == nil && !validHostName(c.ListenHost):
+		return bad("ListenHost %q", c.ListenHost)
+	case c.AdvertisedHost != "" && net.ParseIP(c.AdvertisedHost) == nil && !validHostName(c.AdvertisedHost):
+		return bad("AdvertisedHost %q", c.AdvertisedHost)
+	case c.MaxFrameSize < 0 || c.MaxFrameSize > 64<<20:
+		return bad("MaxFrameSize %d (at most 64 MiB)", c.MaxFrameSize)
+	case c.MaxFrameSize > 0 && c.MaxFrameSize < 1024:
+		return bad("MaxFrameSize %d (at least 1 KiB)", c.MaxFrameSize)
+	case c.OutboundQueueSize < 0, c.SystemBufferSize < 0:
+		return bad("negative queue size")
+	case c.SystemResendInterval < 0, c.HandshakeTimeout < 0, c.ReconnectBackoffMin < 0, c.ReconnectBackoffMax < 0:
+		return bad("negative duration")
+	case c.ReconnectBackoffMax != 0 && c.ReconnectBackoffMin > c.ReconnectBackoffMax:
+		return bad("ReconnectBackoffMin %v above ReconnectBackoffMax %v", c.ReconnectBackoffMin, c.ReconnectBackoffMax)
+	case fd.HeartbeatInterval < 0, fd.AcceptablePause < 0, fd.MinStdDeviation < 0, fd.Threshold < 0, fd.MaxSamples < 0:
+		return bad("negative failure-detector setting")
+	}
+	return nil
+}
+
+func validHostName(h string) bool {
+	if len(h) > 253 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}

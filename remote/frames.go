@@ -1,0 +1,237 @@
+package remote
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/troupe-go/troupe/actor"
+)
+
+// User frames carry three header fields before the payload: the recipient (its path
+// and uid in the receiving system), the sender (a full actor path, or absent) and the
+// message's manifest. Each field is compressed with a per-connection dictionary that
+// the writer fills and the reader mirrors, so a steady stream names each actor and
+// type once per connection. A field is one varint tag:
+//
+//	0        absent
+//	2i+1     a literal string follows; the reader stores it as entry i
+//	         (i == dictSize means: do not store it)
+//	2i+2     entry i, defined earlier on this connection
+//
+// The reader also caches what it resolved each entry to, so the steady state looks up
+// no actor and allocates nothing but the message itself.
+
+// dictSize is the number of dictionary entries per connection.
+const dictSize = 1024
+
+// encDict is the writer's half of the dictionary.
+type encDict struct {
+	strs map[string]uint32
+	refs map[actor.Ref]uint32
+	next uint32
+}
+
+func (d *encDict) reset() {
+	clear(d.strs)
+	clear(d.refs)
+	d.next = 0
+}
+
+// take reserves the next entry, or returns dictSize when the dictionary is full.
+func (d *encDict) take() uint32 {
+	if d.next == dictSize {
+		return dictSize
+	}
+	d.next++
+	return d.next - 1
+}
+
+// appendStr appends s as a field.
+func (d *encDict) appendStr(dst []byte, s string) []byte {
+	if i, ok := d.strs[s]; ok {
+		return binary.AppendUvarint(dst, 2*uint64(i)+2)
+	}
+	i := d.take()
+	if i < dictSize {
+		if d.strs == nil {
+			d.strs = make(map[string]uint32)
+		}
+		d.strs[s] = i
+	}
+	dst = binary.AppendUvarint(dst, 2*uint64(i)+1)
+	return appendString(dst, s)
+}
+
+// appendRef appends a sender ref as a field. Temporary refs (asks) are sent as
+// literals: each is used once, and would only crowd the dictionary.
+func (d *encDict) appendRef(dst []byte, r actor.Ref) []byte {
+	if r.IsZero() {
+		return append(dst, 0)
+	}
+	if i, ok := d.refs[r]; ok {
+		return binary.AppendUvarint(dst, 2*uint64(i)+2)
+	}
+	uri := r.URI()
+	i := uint32(dictSize)
+	if !isTemp(r.Path()) {
+		i = d.take()
+	}
+	if i < dictSize {
+		if d.refs == nil {
+			d.refs = make(map[actor.Ref]uint32)
+		}
+		d.refs[r] = i
+	}
+	dst = binary.AppendUvarint(dst, 2*uint64(i)+1)
+	return appendString(dst, uri)
+}
+
+func isTemp(path string) bool { return strings.HasPrefix(path, "/temp/") }
+
+// decEntry is one dictionary entry on the reader's side, with what it resolved to.
+type decEntry struct {
+	s       string
+	defined bool
+	ref     actor.Ref // the recipient or sender it names, once resolved
+	cached  bool
+}
+
+// decDict is the reader's half of the dictionary.
+type decDict struct {
+	e       []decEntry
+	scratch decEntry
+}
+
+// read parses a field. It returns nil for an absent field; the entry it returns is the
+// scratch entry for literals that are not stored (do not cache into it beyond the
+// frame).
+func (d *decDict) read(dec *decoder, what string) *decEntry {
+	tag := dec.uvarint(what)
+	if dec.err != nil || tag == 0 {
+		return nil
+	}
+	i := (tag - 1) / 2
+	if i > dictSize {
+		dec.fail(what)
+		return nil
+	}
+	if tag%2 == 0 {
+		if i >= uint64(len(d.e)) || !d.e[i].defined {
+			dec.fail(what + " entry")
+			return nil
+		}
+		return &d.e[i]
+	}
+	s := dec.string(what, maxStringLen)
+	if dec.err != nil {
+		return nil
+	}
+	if i == dictSize {
+		d.scratch = decEntry{s: s, defined: true}
+		return &d.scratch
+	}
+	if i >= uint64(len(d.e)) {
+		d.e = append(d.e, make([]decEntry, int(i)+1-len(d.e))...)
+	}
+	d.e[i] = decEntry{s: s, defined: true}
+	return &d.e[i]
+}
+
+// userHeader is a parsed user frame without its payload.
+type userHeader struct {
+	rcpt, sender, manifest *decEntry
+	payload                []byte
+}
+
+func parseUser(body []byte, dict *decDict) (userHeader, error) {
+	d := decoder{b: body[1:]}
+	h := userHeader{}
+	h.rcpt = dict.read(&d, "recipient")
+	h.sender = dict.read(&d, "sender")
+	h.manifest = dict.read(&d, "manifest")
+	if d.err != nil {
+		return userHeader{}, d.err
+	}
+	if h.rcpt == nil || h.manifest == nil {
+		return userHeader{}, fmt.Errorf("%w: user frame without recipient or manifest", errMalformed)
+	}
+	h.payload = d.b
+	return h, nil
+}
+
+// System-message operations.
+const (
+	opWatch   byte = 1 // target: the watchee (path#uid here); other: the watcher's URI
+	opUnwatch byte = 2 // as opWatch
+	opDeath   byte = 3 // target: the watcher (path#uid here); other: the dead actor's URI
+)
+
+// sysMessage is the payload of a system frame.
+type sysMessage struct {
+	op                byte
+	target, other     string
+	addressTerminated bool
+}
+
+// appendSystem appends a complete system frame.
+func appendSystem(dst []byte, seq uint64, m sysMessage) []byte {
+	dst, start := beginFrame(dst, kindSystem)
+	dst = binary.AppendUvarint(dst, seq)
+	dst = append(dst, m.op)
+	dst = appendString(dst, m.target)
+	dst = appendString(dst, m.other)
+	flag := byte(0)
+	if m.addressTerminated {
+		flag = 1
+	}
+	dst = append(dst, flag)
+	endFrame(dst, start)
+	return dst
+}
+
+func parseSystem(body []byte) (uint64, sysMessage, error) {
+	d := decoder{b: body[1:]}
+	seq := d.uvarint("seq")
+	m := sysMessage{op: d.byte("op")}
+	m.target = d.string("target", maxStringLen)
+	m.other = d.string("other", maxStringLen)
+	flag := d.byte("flag")
+	if err := d.done(); err != nil {
+		return 0, sysMessage{}, err
+	}
+	if m.op < opWatch || m.op > opDeath || flag > 1 || seq == 0 {
+		return 0, sysMessage{}, fmt.Errorf("%w: system message op %d flag %d seq %d", errMalformed, m.op, flag, seq)
+	}
+	m.addressTerminated = flag == 1
+	return seq, m, nil
+}
+
+// appendControl appends a control frame: an ack (n = seq), a heartbeat (no n) or a
+// heartbeat response (n = uid).
+func appendControl(dst []byte, kind byte, n uint64) []byte {
+	dst, start := beginFrame(dst, kind)
+	switch kind {
+	case kindAck:
+		dst = binary.AppendUvarint(dst, n)
+	case kindHeartbeatRsp:
+		dst = binary.BigEndian.AppendUint64(dst, n)
+	}
+	endFrame(dst, start)
+	return dst
+}
+
+func parseControl(body []byte) (kind byte, n uint64, err error) {
+	d := decoder{b: body}
+	kind = d.byte("kind")
+	switch kind {
+	case kindAck:
+		n = d.uvarint("seq")
+	case kindHeartbeatRsp:
+		n = d.uint64("uid")
+	case kindHeartbeat:
+	default:
+		return 0, 0, fmt.Errorf("%w: unexpected frame kind %d", errMalformed, kind)
+	}
+	return kind, n, d.done()
+}

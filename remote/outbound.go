@@ -1,0 +1,473 @@
+package remote
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/serialization"
+	"go.uber.org/zap"
+)
+
+// outLane is one outbound connection to a peer and its queue. Senders append encoded
+// frames to buf under mu; the lane's writer goroutine swaps buf out and writes it with
+// one call, so frames batch by themselves whenever senders outpace the socket, and a
+// lone frame is written as soon as the writer is free.
+//
+// The system lane also keeps every sequenced system message until the peer
+// acknowledges it, and sends it again after a reconnect or when acks stall.
+type outLane struct {
+	p    *peer
+	lane byte
+	wake chan struct{}
+
+	mu      sync.Mutex
+	buf     []byte  // frames queued for the writer
+	n       int     // user frames in buf
+	dict    encDict // user lane: the writer's half of the dictionary
+	scratch []byte  // user lane: a message's payload before its header is known
+	conn    net.Conn
+	probe   bool // a send to a blocked peer asks the writer to look for a new incarnation
+
+	// System lane only.
+	seq     uint64       // last sequence number assigned
+	unacked []sysPending // sent or not, not yet acknowledged, in sequence order
+	sentTo  uint64       // highest seq written on the current connection
+	acked   uint64
+	ackedAt time.Time
+}
+
+type sysPending struct {
+	seq   uint64
+	frame []byte
+}
+
+func newOutLane(p *peer, lane byte) *outLane {
+	return &outLane{p: p, lane: lane, wake: make(chan struct{}, 1)}
+}
+
+func (l *outLane) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// headerReserve is the room a user frame's header may take: three fields of at most
+// maxStringLen bytes with their tags. A payload must fit in MaxFrameSize minus this.
+const headerReserve = 3*(maxStringLen+20) + frameHeaderLen + 1
+
+// sendUser encodes a user message into the queue.
+func (l *outLane) sendUser(rr remoteRef, msg any, sender actor.Ref) error {
+	r := l.p.r
+	if l.p.blocked.Load() {
+		l.mu.Lock()
+		l.probe = true
+		l.mu.Unlock()
+		l.signal()
+		r.deadLetter(rr, msg, sender)
+		return nil
+	}
+	l.mu.Lock()
+	if l.n >= r.cfg.OutboundQueueSize {
+		l.mu.Unlock()
+		r.deadLetter(rr, msg, sender)
+		return nil
+	}
+	manifest, payload, err := r.cfg.Registry.AppendMarshal(l.scratch[:0], msg, r)
+	if err != nil {
+		l.mu.Unlock()
+		if errors.Is(err, serialization.ErrUnregistered) {
+			err = fmt.Errorf("%w: %T", ErrUnregistered, msg)
+		}
+		r.refuse(rr, msg, sender, err)
+		return err
+	}
+	l.scratch = payload
+	if len(payload) > r.cfg.MaxFrameSize-headerReserve || len(rr.wire) > maxStringLen {
+		l.mu.Unlock()
+		err := fmt.Errorf("%w: %d bytes (maximum %d)", ErrFrameTooLarge, len(payload), r.cfg.MaxFrameSize-headerReserve)
+		r.refuse(rr, msg, sender, err)
+		return err
+	}
+	if !sender.IsZero() {
+		if _, known := l.dict.refs[sender]; !known && len(sender.URI()) > maxStringLen {
+			sender = actor.Ref{} // an absurdly long path cannot be a reply address
+		}
+	}
+	buf, start := beginFrame(l.buf, kindUser)
+	buf = l.dict.appendStr(buf, rr.wire)
+	buf = l.dict.appendRef(buf, sender)
+	buf = l.dict.appendStr(buf, manifest)
+	buf = append(buf, payload...)
+	endFrame(buf, start)
+	l.buf = buf
+	l.n++
+	first := l.n == 1
+	l.mu.Unlock()
+	if first {
+		l.signal()
+	}
+	return nil
+}
+
+// sendSystem assigns the next sequence number to m and queues it for reliable
+// delivery.
+func (l *outLane) sendSystem(m sysMessage) {
+	r := l.p.r
+	l.mu.Lock()
+	if len(l.unacked) >= r.cfg.SystemBufferSize {
+		l.mu.Unlock()
+		l.p.mu.Lock()
+		uid := l.p.uid
+		l.p.mu.Unlock()
+		r.log.Error("system message buffer overflow", zap.String("peer", l.p.self), zap.Int("size", r.cfg.SystemBufferSize))
+		if uid != 0 {
+			l.p.quarantine(uid, "system message buffer overflow")
+		}
+		return
+	}
+	l.seq++
+	l.unacked = append(l.unacked, sysPending{seq: l.seq, frame: appendSystem(nil, l.seq, m)})
+	if len(l.unacked) == 1 {
+		l.ackedAt = time.Now()
+	}
+	l.mu.Unlock()
+	l.signal()
+}
+
+// sendControl queues a control frame (a heartbeat) on the system lane.
+func (l *outLane) sendControl(kind byte) {
+	l.mu.Lock()
+	l.buf = appendControl(l.buf, kind, 0)
+	l.mu.Unlock()
+	l.signal()
+}
+
+// acknowledge drops system messages up to seq.
+func (l *outLane) acknowledge(seq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if seq <= l.acked || seq > l.seq {
+		return
+	}
+	i := 0
+	for i < len(l.unacked) && l.unacked[i].seq <= seq {
+		i++
+	}
+	l.unacked = append(l.unacked[:0], l.unacked[i:]...)
+	l.acked, l.ackedAt = seq, time.Now()
+}
+
+// resendIfStale rewinds to the last ack when acks have stalled, so that the writer
+// sends the unacknowledged messages again.
+func (l *outLane) resendIfStale(now time.Time) {
+	l.mu.Lock()
+	stale := len(l.unacked) > 0 && now.Sub(l.ackedAt) >= l.p.r.cfg.SystemResendInterval && l.sentTo > l.acked
+	if stale {
+		l.sentTo, l.ackedAt = l.acked, now
+	}
+	l.mu.Unlock()
+	if stale {
+		l.signal()
+	}
+}
+
+// dropUnacked forgets the system messages of an incarnation that is gone; the next
+// incarnation starts at sequence 1.
+func (l *outLane) dropUnacked() {
+	l.mu.Lock()
+	l.unacked, l.seq, l.sentTo, l.acked = nil, 0, 0, 0
+	l.mu.Unlock()
+}
+
+func (l *outLane) closeConn() {
+	l.mu.Lock()
+	c := l.conn
+	l.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
+	}
+}
+
+// take returns the bytes to write next, swapping in spare as the new queue.
+func (l *outLane) take(spare []byte) (out []byte, frames int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out, frames = l.buf, l.n
+	l.buf, l.n = spare[:0], 0
+	if l.lane == laneSystem {
+		for _, m := range l.unacked {
+			if m.seq > l.sentTo {
+				out = append(out, m.frame...)
+				frames++
+				l.sentTo = m.seq
+			}
+		}
+	}
+	return out, frames
+}
+
+// pending reports whether the writer has something to do.
+func (l *outLane) pending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.buf) > 0 || l.probe || l.lane == laneSystem && len(l.unacked) > 0 && l.unacked[len(l.unacked)-1].seq > l.sentTo
+}
+
+// reset runs when a connection ends: user frames queued for it are lost (their
+// dictionary references belong to it), system messages will be sent again.
+func (l *outLane) reset(inFlight int) {
+	l.mu.Lock()
+	lost := l.n + inFlight
+	l.buf, l.n, l.conn = l.buf[:0], 0, nil
+	l.dict.reset()
+	l.sentTo = l.acked
+	l.mu.Unlock()
+	if lost > 0 {
+		l.p.r.stats.deadLetters.Add(uint64(lost))
+		l.p.r.log.Info("messages lost with a broken connection", zap.String("peer", l.p.self), zap.Int("count", lost))
+	}
+}
+
+// run is the lane's writer: it connects when there is something to send, writes
+// batches, and reconnects with backoff when the connection fails.
+func (l *outLane) run() {
+	r := l.p.r
+	defer r.wg.Done()
+	backoff := r.cfg.ReconnectBackoffMin
+	connected := false
+	for {
+		for !l.pending() {
+			select {
+			case <-l.wake:
+			case <-r.done:
+				return
+			}
+		}
+		l.mu.Lock()
+		l.probe = false
+		l.mu.Unlock()
+		conn, br, err := l.connect()
+		if err != nil {
+			if errors.Is(err, ErrClosed) {
+				return
+			}
+			r.log.Info("connect failed", zap.String("peer", l.p.self), zap.Uint8("lane", l.lane), zap.Error(err), zap.Duration("retry_in", backoff))
+			if l.p.blocked.Load() {
+				l.reset(0) // queued for a quarantined incarnation
+			}
+			select {
+			case <-time.After(backoff):
+			case <-r.done:
+				return
+			}
+			backoff = min(2*backoff, r.cfg.ReconnectBackoffMax)
+			continue
+		}
+		if connected {
+			r.stats.reconnects.Add(1)
+		}
+		connected = true
+		backoff = r.cfg.ReconnectBackoffMin
+		l.serve(conn, br)
+	}
+}
+
+// connect dials the peer and runs the handshake. The lane's queue is reset first, so
+// the connection starts with an empty dictionary.
+func (l *outLane) connect() (net.Conn, *bufio.Reader, error) {
+	r := l.p.r
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.HandshakeTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", l.p.addr.HostPort())
+	if err != nil {
+		if r.isClosed() {
+			return nil, nil, ErrClosed
+		}
+		return nil, nil, err
+	}
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	if r.cfg.TLS != nil {
+		cfg := r.cfg.TLS.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName = l.p.addr.Host
+		}
+		tc := tls.Client(conn, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = conn.Close()
+			return nil, nil, fmt.Errorf("tls: %w", err)
+		}
+		conn = tc
+	}
+	br := bufio.NewReaderSize(conn, 4096)
+	uid, err := l.handshake(conn, br)
+	if err != nil {
+		_ = conn.Close()
+		return nil, nil, err
+	}
+	_ = conn.SetDeadline(time.Time{})
+	if !l.p.observe(uid) {
+		_ = conn.Close()
+		return nil, nil, fmt.Errorf("peer incarnation %d is quarantined", uid)
+	}
+	l.mu.Lock()
+	l.conn = conn
+	l.mu.Unlock()
+	if r.isClosed() {
+		_ = conn.Close()
+		return nil, nil, ErrClosed
+	}
+	return conn, br, nil
+}
+
+// handshake runs the dialer's side and returns the peer's uid.
+func (l *outLane) handshake(conn net.Conn, br *bufio.Reader) (uint64, error) {
+	r := l.p.r
+	h := hello{version: protocolVersion, lane: l.lane, from: r.self, fromUID: r.uid, to: l.p.self}
+	_, _ = rand.Read(h.nonce[:])
+	if _, err := conn.Write(appendHello(nil, h)); err != nil {
+		return 0, err
+	}
+	fr := frameReader{br: br, max: maxHandshakeFrame}
+	body, err := fr.next()
+	if err != nil {
+		return 0, fmt.Errorf("reading welcome: %w", err)
+	}
+	w, err := parseWelcome(body)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case w.version != protocolVersion:
+		return 0, fmt.Errorf("%w: protocol version %d, want %d", ErrHandshakeRejected, w.version, protocolVersion)
+	case w.addr != l.p.self:
+		return 0, fmt.Errorf("%w: the peer is %s, not %s", ErrHandshakeRejected, sanitize(w.addr), l.p.self)
+	case w.uid == 0:
+		return 0, fmt.Errorf("%w: zero uid", errMalformed)
+	case !checkMAC(r.cfg.Secret, roleAcceptor, h.nonce, w.uid, w.mac):
+		return 0, fmt.Errorf("%w: the peer does not know the shared secret", ErrHandshakeRejected)
+	}
+	if _, err := conn.Write(appendProof(nil, handshakeMAC(r.cfg.Secret, roleDialer, w.nonce, r.uid))); err != nil {
+		return 0, err
+	}
+	return w.uid, nil
+}
+
+// maxHandshakeFrame bounds handshake frames, whatever MaxFrameSize is.
+const maxHandshakeFrame = 3*maxStringLen + 256
+
+// serve writes batches until the connection fails or the transport closes. A reader
+// goroutine takes acks and heartbeat responses, and notices a closed connection.
+func (l *outLane) serve(conn net.Conn, br *bufio.Reader) {
+	r := l.p.r
+	readErr := make(chan error, 1)
+	go func() { readErr <- l.readControl(br) }()
+	var spare []byte
+	for {
+		out, frames := l.take(spare)
+		if len(out) == 0 {
+			spare = out
+			select {
+			case <-l.wake:
+				continue
+			case err := <-readErr:
+				l.broken(conn, err, 0)
+				return
+			case <-r.done:
+				// Write what was queued last (death notices of stopping actors).
+				if out, frames := l.take(spare); len(out) > 0 {
+					_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
+					if _, err := conn.Write(out); err == nil {
+						r.stats.msgsOut.Add(uint64(frames))
+						r.stats.bytesOut.Add(uint64(len(out)))
+					}
+				}
+				_ = conn.Close()
+				<-readErr
+				return
+			}
+		}
+		if _, err := conn.Write(out); err != nil {
+			_ = conn.Close()
+			l.broken(conn, err, frames)
+			<-readErr
+			return
+		}
+		r.stats.msgsOut.Add(uint64(frames))
+		r.stats.bytesOut.Add(uint64(len(out)))
+		spare = out
+	}
+}
+
+// broken closes a failed connection and resets the lane.
+func (l *outLane) broken(conn net.Conn, err error, inFlight int) {
+	_ = conn.Close()
+	if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
+		l.p.r.log.Info("connection lost", zap.String("peer", l.p.self), zap.Uint8("lane", l.lane), zap.Error(err))
+	}
+	if l.lane == laneUser {
+		l.reset(inFlight)
+		return
+	}
+	l.reset(0)
+}
+
+// readControl reads what the acceptor sends back: acks and heartbeat responses.
+func (l *outLane) readControl(br *bufio.Reader) error {
+	fr := frameReader{br: br, max: maxHandshakeFrame}
+	for {
+		body, err := fr.next()
+		if err != nil {
+			return err
+		}
+		kind, n, err := parseControl(body)
+		if err != nil {
+			return err
+		}
+		switch kind {
+		case kindAck:
+			l.acknowledge(n)
+		case kindHeartbeatRsp:
+			l.p.heartbeatFrom(n, time.Now())
+		}
+	}
+}
+
+func (r *Remote) isClosed() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// deadLetter hands a message the transport cannot send to dead letters.
+func (r *Remote) deadLetter(rr remoteRef, msg any, sender actor.Ref) {
+	r.stats.deadLetters.Add(1)
+	r.sys.PublishDeadLetter(actor.NewRef(rr), msg, sender)
+}
+
+// refuse is deadLetter for a message that cannot be sent at all, with a log line.
+func (r *Remote) refuse(rr remoteRef, msg any, sender actor.Ref, err error) {
+	r.log.Warn("message not sent", zap.String("recipient", rr.peer.self+rr.wire), zap.String("type", fmt.Sprintf("%T", msg)), zap.Error(err))
+	r.deadLetter(rr, msg, sender)
+}

@@ -1,0 +1,254 @@
+package remote
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"go.uber.org/zap"
+)
+
+// peer is everything this system knows about another system at one address: the two
+// outbound lanes, the incarnation (uid) last seen there, and the remote watches in
+// both directions.
+type peer struct {
+	r    *Remote
+	addr actor.Address
+	self string // addr.String()
+	user *outLane
+	sys  *outLane
+
+	// blocked is set while the incarnation at addr is quarantined and no newer one
+	// has answered: sends go to dead letters.
+	blocked atomic.Bool
+
+	mu        sync.Mutex
+	uid       uint64                               // incarnation last handshaken with; 0 before
+	watchees  map[remoteRef]map[actor.Ref]struct{} // actors there -> our watchers of them
+	watchedBy map[actor.Ref]map[actor.Ref]struct{} // our actors -> their watchers there
+	fd        *phiDetector                         // while watchees is non-empty
+}
+
+func newPeer(r *Remote, addr actor.Address) *peer {
+	p := &peer{r: r, addr: addr, self: addr.String()}
+	p.user = newOutLane(p, laneUser)
+	p.sys = newOutLane(p, laneSystem)
+	return p
+}
+
+// observe records the uid a handshake with addr revealed. A new uid means the system
+// at addr restarted: the previous incarnation is quarantined. It reports false when
+// uid itself is quarantined.
+func (p *peer) observe(uid uint64) bool {
+	if p.r.isQuarantined(uid) {
+		p.blocked.Store(true)
+		return false
+	}
+	p.mu.Lock()
+	old := p.uid
+	p.uid = uid
+	p.mu.Unlock()
+	if old != 0 && old != uid {
+		p.quarantine(old, "the system restarted with a new incarnation")
+	}
+	p.blocked.Store(false)
+	return true
+}
+
+// quarantine ends all communication with incarnation uid: its watched actors are
+// reported terminated, its watches of our actors are removed, unacknowledged system
+// messages for it are dropped, and its connections are closed. A later handshake
+// from the same uid is refused; a new incarnation at the address starts afresh.
+func (p *peer) quarantine(uid uint64, reason string) {
+	r := p.r
+	r.mu.Lock()
+	if _, done := r.quarantined[uid]; done {
+		r.mu.Unlock()
+		return
+	}
+	r.quarantined[uid] = reason
+	delete(r.inState, uid)
+	var conns []*inConn
+	for c := range r.inbound {
+		if c.uid == uid {
+			conns = append(conns, c)
+		}
+	}
+	r.mu.Unlock()
+	r.stats.quarantines.Add(1)
+	r.log.Warn("peer quarantined", zap.String("peer", p.self), zap.Uint64("uid", uid), zap.String("reason", reason))
+	for _, c := range conns {
+		_ = c.conn.Close()
+	}
+	p.mu.Lock()
+	current := p.uid == uid
+	p.mu.Unlock()
+	if current {
+		p.blocked.Store(true)
+		p.user.closeConn()
+		p.sys.closeConn()
+	}
+	p.sys.dropUnacked()
+	p.addressTerminated()
+}
+
+// addressTerminated tells every local watcher of an actor at this peer that it is
+// gone, and withdraws the peer's watches of local actors.
+func (p *peer) addressTerminated() {
+	p.mu.Lock()
+	watchees, watchedBy := p.watchees, p.watchedBy
+	p.watchees, p.watchedBy, p.fd = nil, nil, nil
+	p.mu.Unlock()
+	for rr, watchers := range watchees {
+		dead := actor.NewRef(rr)
+		for w := range watchers {
+			w.SendSystem(actor.DeathNotice{Ref: dead, AddressTerminated: true})
+		}
+	}
+	for local, watchers := range watchedBy {
+		for w := range watchers {
+			local.SendSystem(actor.UnwatchRequest{Watcher: w})
+		}
+	}
+}
+
+// watch registers local watcher's interest in rr and tells the peer.
+func (p *peer) watch(rr remoteRef, watcher actor.Ref) {
+	p.mu.Lock()
+	if p.watchees == nil {
+		p.watchees = make(map[remoteRef]map[actor.Ref]struct{})
+	}
+	ws := p.watchees[rr]
+	if ws == nil {
+		ws = make(map[actor.Ref]struct{})
+		p.watchees[rr] = ws
+	}
+	_, dup := ws[watcher]
+	ws[watcher] = struct{}{}
+	if p.fd == nil {
+		p.fd = newPhiDetector(p.r.cfg.FailureDetector)
+		p.fd.start(time.Now(), p.r.cfg.FailureDetector.HeartbeatInterval)
+	}
+	p.mu.Unlock()
+	if dup {
+		return
+	}
+	if p.blocked.Load() {
+		// The incarnation is gone: answer at once, as for a dead local actor.
+		p.dropWatch(rr, watcher)
+		watcher.SendSystem(actor.DeathNotice{Ref: actor.NewRef(rr), AddressTerminated: true})
+		return
+	}
+	p.sys.sendSystem(sysMessage{op: opWatch, target: rr.wire, other: watcher.URI()})
+}
+
+// unwatch withdraws a watch.
+func (p *peer) unwatch(rr remoteRef, watcher actor.Ref) {
+	if p.dropWatch(rr, watcher) {
+		p.sys.sendSystem(sysMessage{op: opUnwatch, target: rr.wire, other: watcher.URI()})
+	}
+}
+
+func (p *peer) dropWatch(rr remoteRef, watcher actor.Ref) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ws := p.watchees[rr]
+	if _, ok := ws[watcher]; !ok {
+		return false
+	}
+	delete(ws, watcher)
+	if len(ws) == 0 {
+		delete(p.watchees, rr)
+	}
+	if len(p.watchees) == 0 {
+		p.fd = nil
+	}
+	return true
+}
+
+// deathOf handles a death notice from the peer: the actor at uri, which local watcher
+// watched, has stopped. The watcher hears of every Ref it used for that actor.
+func (p *peer) deathOf(watcher actor.Ref, uri string, addressTerminated bool) {
+	_, path, uid, err := actor.ParsePath(uri)
+	if err != nil {
+		return
+	}
+	var dead []remoteRef
+	p.mu.Lock()
+	for rr, ws := range p.watchees {
+		if rr.path != path || rr.uid != 0 && rr.uid != uid {
+			continue
+		}
+		if _, ok := ws[watcher]; ok {
+			dead = append(dead, rr)
+			delete(ws, watcher)
+			if len(ws) == 0 {
+				delete(p.watchees, rr)
+			}
+		}
+	}
+	if len(p.watchees) == 0 {
+		p.fd = nil
+	}
+	p.mu.Unlock()
+	for _, rr := range dead {
+		watcher.SendSystem(actor.DeathNotice{Ref: actor.NewRef(rr), AddressTerminated: addressTerminated})
+	}
+}
+
+// watchedByPeer records (or with add false, removes) the peer's watcher of a local
+// actor, so that its watches can be withdrawn if the peer is lost.
+func (p *peer) watchedByPeer(local, watcher actor.Ref, add bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ws := p.watchedBy[local]
+	if !add {
+		delete(ws, watcher)
+		if len(ws) == 0 {
+			delete(p.watchedBy, local)
+		}
+		return
+	}
+	if p.watchedBy == nil {
+		p.watchedBy = make(map[actor.Ref]map[actor.Ref]struct{})
+	}
+	if ws == nil {
+		ws = make(map[actor.Ref]struct{})
+		p.watchedBy[local] = ws
+	}
+	ws[watcher] = struct{}{}
+}
+
+// heartbeatFrom records a heartbeat response from incarnation uid.
+func (p *peer) heartbeatFrom(uid uint64, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fd != nil && uid == p.uid {
+		p.fd.heartbeat(now)
+	}
+}
+
+// tick runs on the transport's timer: heartbeats and the failure detector for a peer
+// with watched actors, and resends of unacknowledged system messages.
+func (p *peer) tick(now time.Time) {
+	p.sys.resendIfStale(now)
+	p.mu.Lock()
+	fd, uid := p.fd, p.uid
+	gone := fd != nil && !fd.available(now)
+	p.mu.Unlock()
+	if fd == nil {
+		return
+	}
+	if !gone {
+		p.sys.sendControl(kindHeartbeat)
+		return
+	}
+	p.r.log.Warn("peer unreachable: failure detector gave up; its watched actors are terminated",
+		zap.String("peer", p.self), zap.Uint64("uid", uid))
+	if uid != 0 {
+		p.quarantine(uid, "deemed unreachable by the failure detector")
+		return
+	}
+	p.addressTerminated()
+}
