@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/serialization"
 	"go.uber.org/zap"
 )
 
@@ -192,6 +193,7 @@ type inbound struct {
 	conn  net.Conn
 	uid   uint64
 	dict  decDict
+	codec *serialization.Codec
 	state *inboundState // system lane only
 	out   []byte        // control frames to send back
 }
@@ -263,7 +265,10 @@ func (in *inbound) deliverUser(body []byte) error {
 		}
 		sender = h.sender.ref
 	}
-	msg, err := r.cfg.Registry.UnmarshalContext(h.manifest.s, h.payload, r)
+	if in.codec == nil {
+		in.codec = r.cfg.Registry.NewCodec(r)
+	}
+	msg, err := in.codec.Decode(h.manifest.s, h.payload)
 	if err != nil {
 		r.stats.deadLetters.Add(1)
 		r.dropLog.log(r.log, "inbound message dropped", zap.String("peer", in.p.self), zap.String("recipient", sanitize(h.rcpt.s)), zap.Error(err))

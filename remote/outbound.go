@@ -34,6 +34,7 @@ type outLane struct {
 	n       int     // user frames in buf
 	dict    encDict // user lane: the writer's half of the dictionary
 	scratch []byte  // user lane: a message's payload before its header is known
+	codec   *serialization.Codec
 	conn    net.Conn
 	probe   bool // a send to a blocked peer asks the writer to look for a new incarnation
 
@@ -82,7 +83,10 @@ func (l *outLane) sendUser(rr remoteRef, msg any, sender actor.Ref) error {
 		r.deadLetter(rr, msg, sender)
 		return nil
 	}
-	manifest, payload, err := r.cfg.Registry.AppendMarshal(l.scratch[:0], msg, r)
+	if l.codec == nil {
+		l.codec = r.cfg.Registry.NewCodec(r)
+	}
+	manifest, payload, err := l.codec.Append(l.scratch[:0], msg)
 	if err != nil {
 		l.mu.Unlock()
 		if errors.Is(err, serialization.ErrUnregistered) {

@@ -93,3 +93,43 @@ type benchMsg struct {
 	Seq  int64
 	Body []byte
 }
+
+func TestCodecRoundTripsAndRecovers(t *testing.T) {
+	r := serialization.NewRegistry()
+	if err := serialization.Register[holder](r, "test.Holder"); err != nil {
+		t.Fatal(err)
+	}
+	if err := serialization.Register[*benchMsg](r, "bench.Msg"); err != nil {
+		t.Fatal(err)
+	}
+	c := r.NewCodec(table{1: "one"})
+	var buf []byte
+	for i := range 3 {
+		m, out, err := c.Append(buf[:0], &benchMsg{Seq: int64(i), Body: []byte("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Decode(m, out)
+		if err != nil || got.(*benchMsg).Seq != int64(i) {
+			t.Fatalf("Decode = %v, %v", got, err)
+		}
+		buf = out
+	}
+	// Failures leave the codec usable.
+	if _, _, err := c.Append(nil, holder{H: handle{2}}); err != nil {
+		t.Fatalf("unknown handle encodes as empty name: %v", err)
+	}
+	if _, err := c.Decode("test.Holder", []byte{0xc1}); !errors.Is(err, serialization.ErrDecode) {
+		t.Errorf("garbage: %v", err)
+	}
+	if _, err := c.Decode("nope", nil); !errors.Is(err, serialization.ErrUnknownManifest) {
+		t.Errorf("unknown manifest: %v", err)
+	}
+	m, out, err := c.Append(nil, holder{H: handle{1}, N: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Decode(m, out); err != nil || got.(holder).N != 5 {
+		t.Fatalf("after failures: %v, %v", got, err)
+	}
+}

@@ -37,6 +37,8 @@ var scenarios = map[string]scenario{
 	"persist":         {200_000, runPersist},
 	"persist-latency": {1_000, runPersistLatency},
 	"recover":         {1_000_000, runRecover},
+	"remote-tell":     {2_000_000, runRemoteTell},
+	"remote-ask":      {20_000, runRemoteAsk},
 }
 
 func main() {

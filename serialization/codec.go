@@ -1,0 +1,76 @@
+package serialization
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Codec encodes and decodes registered values for one goroutine at a time, with a
+// context for custom codecs (see EncoderContext and DecoderContext). It is what a
+// transport keeps per connection: unlike Marshal and Unmarshal it takes nothing from a
+// pool, and it remembers the last type it decoded, so a stream of one message type
+// costs no lookups. A Codec is not safe for concurrent use.
+type Codec struct {
+	reg  *Registry
+	ctx  any
+	enc  encState
+	dec  decState
+	last *entry // the entry of the last manifest decoded
+}
+
+// NewCodec returns a Codec for r whose custom codecs see ctx.
+func (r *Registry) NewCodec(ctx any) *Codec {
+	c := &Codec{reg: r, ctx: ctx}
+	c.enc.enc = msgpack.NewEncoder(&c.enc.w)
+	c.enc.enc.UseCompactInts(true)
+	c.dec.dec = msgpack.NewDecoder(&c.dec.rd)
+	return c
+}
+
+// Append is AppendMarshal with the Codec's context.
+func (c *Codec) Append(dst []byte, v any) (manifest string, out []byte, err error) {
+	if v == nil {
+		return "", dst, ErrNilMessage
+	}
+	t := reflect.TypeOf(v)
+	e, ok := c.reg.tables.Load().byType[t]
+	if !ok {
+		return "", dst, fmt.Errorf("%w: %v", ErrUnregistered, t)
+	}
+	if t.Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil() {
+		return "", dst, fmt.Errorf("%w: nil %v", ErrNilMessage, t)
+	}
+	out, err = encode(&c.enc, dst, v, c.ctx)
+	if err != nil {
+		c.enc.enc = msgpack.NewEncoder(&c.enc.w) // its state is unknown after a failure
+		c.enc.enc.UseCompactInts(true)
+		return "", dst, fmt.Errorf("%w: %v as %q: %v", ErrEncode, t, e.name, err)
+	}
+	return e.name, out, nil
+}
+
+// Decode is UnmarshalContext with the Codec's context.
+func (c *Codec) Decode(manifest string, data []byte) (any, error) {
+	e := c.last
+	if e == nil || e.name != manifest {
+		var ok bool
+		if e, ok = c.reg.tables.Load().byName[manifest]; !ok {
+			return nil, fmt.Errorf("%w: %q", ErrUnknownManifest, truncate(manifest))
+		}
+		c.last = e
+	}
+	if err := checkWellFormed(data); err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrDecode, e.name, err)
+	}
+	p := reflect.New(e.base)
+	if err := decode(&c.dec, data, p, c.ctx); err != nil {
+		c.dec.dec = msgpack.NewDecoder(&c.dec.rd) // its state is unknown after a failure
+		return nil, fmt.Errorf("%w: %q: %v", ErrDecode, e.name, err)
+	}
+	if e.ptr {
+		return p.Interface(), nil
+	}
+	return p.Elem().Interface(), nil
+}
