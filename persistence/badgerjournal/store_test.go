@@ -419,6 +419,36 @@ func TestTransactionLimits(t *testing.T) {
 	}
 }
 
+// TestHighestCacheEvictionKeepsPackedWrites: when the cache of highest
+// sequence numbers is emptied while a transaction is being packed, the
+// writes already packed still count, so that a later write of the same
+// persistence id in the same transaction is checked against them.
+func TestHighestCacheEvictionKeepsPackedWrites(t *testing.T) {
+	o := testOptions(t.TempDir())
+	o.HighestCacheSize = 1
+	s, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	one := func(pid string, from, to uint64) persistence.AtomicWrite {
+		w := persistence.AtomicWrite{PersistenceID: pid}
+		for seq := from; seq <= to; seq++ {
+			w.Events = append(w.Events, persistence.Record{PersistenceID: pid, SequenceNr: seq, Payload: []byte{byte(seq)}})
+		}
+		return w
+	}
+	results, err := s.WriteMessages(context.Background(), []persistence.AtomicWrite{
+		one("a", 1, 2), one("b", 1, 1), one("a", 2, 2),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if results[0] != nil || results[1] != nil || !errors.Is(results[2], persistence.ErrSequenceConflict) {
+		t.Fatalf("results %v, want nil, nil, a sequence conflict", results)
+	}
+}
+
 // TestLongPersistenceID: ids beyond MaxPersistenceIDLen are rejected, not
 // passed to badger.
 func TestLongPersistenceID(t *testing.T) {

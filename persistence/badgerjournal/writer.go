@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,37 +19,42 @@ import (
 //
 // WriteMessages validates and encodes its atomic writes on the caller's
 // goroutine (so that encoding runs in parallel), queues them as one request
-// and waits. A single writer goroutine takes everything queued at once and
-// packs it into one badger transaction, which badger writes to its log and
-// syncs once; every caller in the batch is answered when its transaction is
-// done. While a batch is being written and synced, the writer already packs
-// the next one from the requests that queued up meanwhile (at most
-// maxInFlight transactions are outstanding), so the batch size adapts to the
-// load: a writer alone gets one sync per write, a thousand concurrent writers
-// share each sync among hundreds of events. Badger applies transactions in
-// the order they are committed, so writes of one persistence id stay in
-// order.
+// and waits. A single writer goroutine packs the queued requests into a
+// badger transaction. One transaction at a time is handed to badger, which
+// writes it to its log and syncs once; every caller in it is answered when
+// it is done. While it is being written and synced, the writer keeps packing
+// the requests that arrive into the next transaction, and hands that one to
+// badger as soon as the previous one is done. So the batch size adapts to
+// the load: a writer alone gets one sync per write, a thousand concurrent
+// writers share each sync among hundreds of events, and no request waits
+// behind a transaction that is already packed but not yet written (which
+// would split the writers into more, smaller batches). Badger applies
+// transactions in the order they are committed, so writes of one
+// persistence id stay in order.
 //
 // Atomicity: an atomic write is always entirely inside one transaction.
 // When adding a write would exceed badger's transaction limits, the
-// transaction is rebuilt without it and committed, and the write starts the
-// next transaction; a write that does not fit in an empty transaction is
-// rejected with persistence.ErrTooLarge. A batch therefore commits as one or
-// more transactions, each all-or-nothing.
+// transaction is rebuilt without it and committed (after the one in flight
+// is done), and the write starts the next transaction; a write that does not
+// fit in an empty transaction is rejected with persistence.ErrTooLarge. A
+// batch therefore commits as one or more transactions, each all-or-nothing.
 //
 // Sequence numbers: the writer rejects a write whose first sequence number
 // is not above the highest already written for its persistence id
 // (persistence.ErrSequenceConflict). It remembers the highest sequence
-// number of the persistence ids it wrote recently, counting writes still in
-// flight, and reads the database for the others. Only the writer writes
-// events, so what it remembers is exact, except after a failed commit: the
-// persistence ids of a failed transaction are forgotten before the next
-// batch, but a batch packed while the failure was in flight may have been
-// checked against them. Its writers are told of the failure, and an entity
-// stops after one.
+// number of the persistence ids it wrote recently, counting writes packed
+// or in flight, and reads the database for the others. Only the writer
+// writes events, so what it remembers is exact, except after a failed
+// commit: the persistence ids of a failed transaction are forgotten before
+// the writer packs more, but writes packed while the failure was in flight
+// may have been checked against them. A failed commit fails every writer in
+// the transaction, and an entity stops after one.
 
 // maxInFlight bounds the transactions handed to badger and not yet done.
-const maxInFlight = 2
+// One is enough: badger writes transactions one after the other anyway, and
+// what arrives meanwhile is better packed into one transaction (one sync)
+// than split over several.
+const maxInFlight = 1
 
 // writeRequest is one WriteMessages call waiting for the writer.
 type writeRequest struct {
@@ -112,6 +118,7 @@ type writer struct {
 	// Owned by the writer goroutine.
 	highest      map[string]uint64
 	highestLimit int
+	b            *txnBuilder // the transaction being packed
 
 	// Observed by tests only.
 	commits     atomic.Int64 // transactions committed
@@ -165,7 +172,14 @@ func (w *writer) stop() {
 func (w *writer) run() {
 	defer close(w.done)
 	defer w.drain()
-	var batch []*writeRequest
+	b := &txnBuilder{w: w}
+	w.b = b
+	b.reset()
+	defer b.discard()
+	// packed holds the requests whose writes are packed into b, or were
+	// answered without it; each still holds the writer's reference, which
+	// is released once b has been handed to badger.
+	var batch, packed []*writeRequest
 	for {
 		if w.beforeBatch != nil {
 			w.beforeBatch()
@@ -179,17 +193,30 @@ func (w *writer) run() {
 		for _, pid := range invalid {
 			delete(w.highest, pid)
 		}
-		if len(batch) == 0 {
+		took := len(batch) > 0
+		for _, req := range batch {
+			w.pack(b, req)
+		}
+		packed = append(packed, batch...)
+		clear(batch)
+		if len(b.members) > 0 {
+			select {
+			case w.inflight <- struct{}{}:
+				b.commit()
+			case <-w.wake:
+				continue // more requests: pack them into the same transaction
+			}
+		}
+		for i, r := range packed {
+			r.release()
+			packed[i] = nil
+		}
+		packed = packed[:0]
+		if !took {
 			if stopped {
 				return
 			}
 			<-w.wake
-			continue
-		}
-		w.packBatch(batch)
-		for i, r := range batch {
-			r.release()
-			batch[i] = nil
 		}
 	}
 }
@@ -205,12 +232,18 @@ func (w *writer) drain() {
 }
 
 // remember records the highest sequence number of pid. When the cache is
-// full it is emptied, after the transactions in flight are done, so that a
-// database read never misses a write the cache knew of.
+// full it is emptied, after the transaction in flight is done, so that a
+// database read never misses a write the cache knew of; the writes packed
+// but not yet committed are remembered again at once.
 func (w *writer) remember(pid string, seq uint64) {
 	if _, ok := w.highest[pid]; !ok && len(w.highest) >= w.highestLimit {
 		w.drain()
 		clear(w.highest)
+		if w.b != nil {
+			for _, m := range w.b.members {
+				w.highest[m.write.pid] = max(w.highest[m.write.pid], m.write.last)
+			}
+		}
 	}
 	w.highest[pid] = seq
 }
@@ -246,7 +279,15 @@ func (b *txnBuilder) reset() {
 		b.txn.Discard()
 	}
 	b.txn = b.w.db.NewTransaction(true)
-	b.members = nil
+	b.members = b.members[:0]
+}
+
+// discard drops the transaction being built.
+func (b *txnBuilder) discard() {
+	if b.txn != nil {
+		b.txn.Discard()
+		b.txn = nil
+	}
 }
 
 // add puts all entries of ew into the transaction, or none.
@@ -285,16 +326,14 @@ func (b *txnBuilder) rebuild() {
 	}
 }
 
-// commit hands the transaction to badger. When badger is done, the members'
-// requests learn the outcome and are released.
+// commit hands the transaction to badger and starts the next one. The
+// caller holds a token of w.inflight, which is given back when badger is
+// done; then the members' requests learn the outcome and are released.
 func (b *txnBuilder) commit() {
-	members := b.members
-	b.members = nil
-	if len(members) == 0 {
-		return
-	}
+	members := slices.Clone(b.members)
 	txn := b.txn
 	b.txn = nil
+	b.reset()
 	w := b.w
 	var reqs []*writeRequest // distinct, in order
 	for _, m := range members {
@@ -303,7 +342,6 @@ func (b *txnBuilder) commit() {
 			reqs = append(reqs, m.req)
 		}
 	}
-	w.inflight <- struct{}{}
 	w.commits.Add(1)
 	txn.CommitWith(func(err error) {
 		if err != nil {
@@ -324,53 +362,45 @@ func (b *txnBuilder) commit() {
 	})
 }
 
-// packBatch packs the requests of one batch into transactions and commits
-// them.
-func (w *writer) packBatch(batch []*writeRequest) {
-	b := &txnBuilder{w: w}
-	b.reset()
-	for _, req := range batch {
-		if err := req.ctx.Err(); err != nil {
+// pack adds the writes of req to b. When b is full it is committed, once
+// the transaction in flight is done, and the write goes to the next one.
+func (w *writer) pack(b *txnBuilder, req *writeRequest) {
+	if err := req.ctx.Err(); err != nil {
+		req.fail(err)
+		return
+	}
+	for i := range req.writes {
+		ew := &req.writes[i]
+		highest, err := w.highestFor(ew.pid)
+		if err != nil {
 			req.fail(err)
+			return
+		}
+		if ew.first <= highest {
+			req.results[ew.index] = fmt.Errorf("%w: %q: sequence number %d, highest is %d",
+				persistence.ErrSequenceConflict, ew.pid, ew.first, highest)
 			continue
 		}
-		for i := range req.writes {
-			ew := &req.writes[i]
-			highest, err := w.highestFor(ew.pid)
-			if err != nil {
-				req.fail(err)
-				break
-			}
-			if ew.first <= highest {
-				req.results[ew.index] = fmt.Errorf("%w: %q: sequence number %d, highest is %d",
-					persistence.ErrSequenceConflict, ew.pid, ew.first, highest)
-				continue
-			}
-			err = b.add(req, ew)
-			if err == nil {
-				continue
-			}
-			if errors.Is(err, badger.ErrTxnTooBig) && len(b.members) > 0 {
-				// Commit what fits and start the next transaction with
-				// this write.
-				b.commit()
-				b.reset()
-				err = b.add(req, ew)
-			}
-			if err != nil {
-				if errors.Is(err, badger.ErrTxnTooBig) {
-					err = fmt.Errorf("%w: %q: %d events exceed one badger transaction",
-						persistence.ErrTooLarge, ew.pid, len(ew.entries))
-				} else {
-					err = fmt.Errorf("%w: %q: %v", persistence.ErrTooLarge, ew.pid, err)
-				}
-				req.results[ew.index] = err
-			}
+		err = b.add(req, ew)
+		if err == nil {
+			continue
 		}
-	}
-	b.commit()
-	if b.txn != nil {
-		b.txn.Discard()
+		if errors.Is(err, badger.ErrTxnTooBig) && len(b.members) > 0 {
+			// Commit what fits and start the next transaction with
+			// this write.
+			w.inflight <- struct{}{}
+			b.commit()
+			err = b.add(req, ew)
+		}
+		if err != nil {
+			if errors.Is(err, badger.ErrTxnTooBig) {
+				err = fmt.Errorf("%w: %q: %d events exceed one badger transaction",
+					persistence.ErrTooLarge, ew.pid, len(ew.entries))
+			} else {
+				err = fmt.Errorf("%w: %q: %v", persistence.ErrTooLarge, ew.pid, err)
+			}
+			req.results[ew.index] = err
+		}
 	}
 }
 
