@@ -21,10 +21,10 @@ type batcher struct {
 	calls int
 }
 
-// writeJob is one entity's writes and where to send the results.
+// writeJob is one entity's writes and the runner that waits for the results.
 type writeJob struct {
 	writes []AtomicWrite
-	done   func(results []error, err error)
+	owner  *runner
 }
 
 // maxCalls bounds the journal calls in flight.
@@ -68,12 +68,13 @@ func (b *batcher) loop() {
 		for _, j := range jobs {
 			n := len(j.writes)
 			if err != nil {
-				j.done(nil, err)
+				j.owner.written(j.writes, nil, err)
 			} else {
-				j.done(results[i:i+n:i+n], nil)
+				j.owner.written(j.writes, results[i:i+n:i+n], nil)
 			}
 			i += n
 		}
 		clear(writes)
+		clear(jobs)
 	}
 }

@@ -60,11 +60,11 @@ type Persistence struct {
 	settings *Settings
 	live     map[string]actor.Ref
 	batcher  *batcher
-	writing  map[string]chan struct{} // persistence ids with a write in flight
+	writing  map[string]writeState // persistence ids with a write in flight
 }
 
 var extensionID = actor.NewExtensionID("persistence", func(*actor.System) *Persistence {
-	return &Persistence{live: make(map[string]actor.Ref), writing: make(map[string]chan struct{})}
+	return &Persistence{live: make(map[string]actor.Ref), writing: make(map[string]writeState)}
 })
 
 // Get returns the system's persistence extension.
@@ -118,21 +118,39 @@ func (p *Persistence) release(pid string, ref actor.Ref) {
 	}
 }
 
-// writeStarted records that pid has a write in flight; the returned function marks it
-// done. An entity has at most one write in flight, and a restarted entity does not
-// start a write before its recovery, which waits for the previous one (awaitWrite).
-func (p *Persistence) writeStarted(pid string) func() {
-	done := make(chan struct{})
+// writeState counts the writes of one persistence id in flight; ch, made only when a
+// recovery waits, is closed when the count drops to zero.
+type writeState struct {
+	n  int
+	ch chan struct{}
+}
+
+// writeStarted records that pid has a write in flight, until writeFinished. An entity
+// has at most one write in flight, and a restarted entity does not start a write
+// before its recovery, which waits for the previous one (awaitWrite); a count keeps
+// the bookkeeping right even when an entity skips recovery.
+func (p *Persistence) writeStarted(pid string) {
 	p.mu.Lock()
-	p.writing[pid] = done
+	st := p.writing[pid]
+	st.n++
+	p.writing[pid] = st
 	p.mu.Unlock()
-	return func() {
-		p.mu.Lock()
-		if p.writing[pid] == done {
-			delete(p.writing, pid)
-		}
+}
+
+// writeFinished marks the end of a write of pid that writeStarted recorded.
+func (p *Persistence) writeFinished(pid string) {
+	p.mu.Lock()
+	st := p.writing[pid]
+	st.n--
+	if st.n > 0 {
+		p.writing[pid] = st
 		p.mu.Unlock()
-		close(done)
+		return
+	}
+	delete(p.writing, pid)
+	p.mu.Unlock()
+	if st.ch != nil {
+		close(st.ch)
 	}
 }
 
@@ -141,13 +159,18 @@ func (p *Persistence) writeStarted(pid string) func() {
 // requests in order would guarantee) and never reuses their sequence numbers.
 func (p *Persistence) awaitWrite(ctx context.Context, pid string) error {
 	p.mu.Lock()
-	done := p.writing[pid]
-	p.mu.Unlock()
-	if done == nil {
+	st, ok := p.writing[pid]
+	if !ok {
+		p.mu.Unlock()
 		return nil
 	}
+	if st.ch == nil {
+		st.ch = make(chan struct{})
+		p.writing[pid] = st
+	}
+	p.mu.Unlock()
 	select {
-	case <-done:
+	case <-st.ch:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -20,6 +20,7 @@ type runner struct {
 	ext       *Persistence
 	pid       string
 	self      actor.Ref
+	writerID  string // the WriterID of this instance's records
 	claimed   bool
 	cancel    context.CancelFunc
 
@@ -27,8 +28,10 @@ type runner struct {
 	lastSeq    uint64
 
 	batch    []AtomicWrite   // written by the command being handled
+	spare    []AtomicWrite   // the slice of the last write done, for the next batch
 	queued   [][]AtomicWrite // flushed batches waiting for the write in flight
 	writing  bool
+	done     writeDone // the outcome of the write in flight, sent to self by pointer
 	pending  []invocation // handlers waiting for their events, in order
 	stashing int          // pending invocations that hold commands back
 
@@ -89,7 +92,7 @@ func (r *runner) Receive(ctx actor.Context) {
 		if m.owner == r {
 			r.onRecoveryDone(ctx, m)
 		}
-	case writeDone:
+	case *writeDone:
 		if m.owner == r {
 			r.onWriteDone(ctx, m)
 		}
@@ -135,6 +138,7 @@ func (r *runner) start(ctx actor.Context) {
 	r.settings = settings
 	r.entity = r.newEntity()
 	r.pid = r.entity.PersistenceID()
+	r.writerID = r.self.String()
 	if err := r.ext.claim(r.pid, r.self); err != nil {
 		ctx.Logger().Error("persistence: cannot start entity", zap.String("persistence_id", r.pid), zap.Error(err))
 		r.entity = nil
@@ -291,7 +295,7 @@ func (r *runner) persist(ctx actor.Context, events []any, handler func(any), sta
 		}
 		records[i] = Record{
 			PersistenceID: r.pid, SequenceNr: r.lastSeq + uint64(i) + 1,
-			Manifest: manifest, Payload: data, Tags: tags, Timestamp: now, WriterID: r.self.String(),
+			Manifest: manifest, Payload: data, Tags: tags, Timestamp: now, WriterID: r.writerID,
 		}
 	}
 	sender := r.sender(ctx)
@@ -328,7 +332,7 @@ func (r *runner) flush(ctx actor.Context) {
 		return
 	}
 	writes := r.batch
-	r.batch = nil
+	r.batch, r.spare = r.spare, nil
 	if r.writing {
 		r.queued = append(r.queued, writes)
 		return
@@ -338,15 +342,22 @@ func (r *runner) flush(ctx actor.Context) {
 
 func (r *runner) write(writes []AtomicWrite) {
 	r.writing = true
-	self := r.self
-	finished := r.ext.writeStarted(r.pid)
-	r.ext.batcher.submit(writeJob{writes: writes, done: func(results []error, err error) {
-		finished()
-		_ = self.Tell(writeDone{owner: r, writes: writes, results: results, err: err})
-	}})
+	r.ext.writeStarted(r.pid)
+	r.ext.batcher.submit(writeJob{writes: writes, owner: r})
 }
 
-func (r *runner) onWriteDone(ctx actor.Context, m writeDone) {
+// written is called by the batcher, on its goroutine, with the outcome of the write in
+// flight. The runner reads r.done only after this Tell, and starts its next write (the
+// next call of written) only after reading it.
+func (r *runner) written(writes []AtomicWrite, results []error, err error) {
+	r.ext.writeFinished(r.pid)
+	r.done = writeDone{owner: r, writes: writes, results: results, err: err}
+	_ = r.self.Tell(&r.done)
+}
+
+func (r *runner) onWriteDone(ctx actor.Context, done *writeDone) {
+	m := *done
+	*done = writeDone{}
 	r.writing = false
 	if m.err != nil {
 		// The journal may or may not hold the events: the entity's state can no
@@ -382,6 +393,10 @@ func (r *runner) onWriteDone(ctx actor.Context, m writeDone) {
 		}
 	}
 	r.runDeferred()
+	if r.spare == nil { // the journal is done with the slice: the next batch can use it
+		clear(m.writes)
+		r.spare = m.writes[:0]
+	}
 	if len(r.queued) > 0 {
 		next := r.queued[0]
 		r.queued = r.queued[1:]
