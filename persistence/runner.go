@@ -31,7 +31,7 @@ type runner struct {
 	spare    []AtomicWrite   // the slice of the last write done, for the next batch
 	queued   [][]AtomicWrite // flushed batches waiting for the write in flight
 	writing  bool
-	done     writeDone // the outcome of the write in flight, sent to self by pointer
+	done     writeDone    // the outcome of the write in flight, sent to self by pointer
 	pending  []invocation // handlers waiting for their events, in order
 	stashing int          // pending invocations that hold commands back
 

@@ -27,15 +27,54 @@ const dictSize = 1024
 
 // encDict is the writer's half of the dictionary.
 type encDict struct {
-	strs map[string]uint32
-	refs map[actor.Ref]uint32
-	next uint32
+	strs  map[string]uint32
+	refs  map[actor.Ref]uint32
+	names []string // entry -> string, to rewrite queued frames for a new connection
+	next  uint32
 }
 
-func (d *encDict) reset() {
+// reset empties the dictionary for a new connection and rewrites queued, unwritten
+// frames so that they refer only to entries they define themselves. It returns the
+// rewritten frames, in place of queued.
+func (d *encDict) reset(queued []byte) []byte {
+	old := d.names
 	clear(d.strs)
 	clear(d.refs)
-	d.next = 0
+	d.names, d.next = nil, 0
+	if len(queued) == 0 {
+		return queued
+	}
+	out := make([]byte, 0, len(queued)+len(queued)/4)
+	for len(queued) >= frameHeaderLen {
+		n := frameHeaderLen + int(binary.BigEndian.Uint32(queued))
+		frame := queued[:n]
+		queued = queued[n:]
+		body := frame[frameHeaderLen:]
+		if body[0] != kindUser {
+			out = append(out, frame...)
+			continue
+		}
+		dec := decoder{b: body[1:]}
+		var start int
+		out, start = beginFrame(out, kindUser)
+		for f := 0; f < 3; f++ {
+			tag := dec.uvarint("field")
+			switch {
+			case tag == 0:
+				out = append(out, 0)
+			case tag%2 == 0:
+				out = d.appendStr(out, old[(tag-1)/2])
+			case (tag-1)/2 == dictSize:
+				out = binary.AppendUvarint(out, 2*dictSize+1)
+				out = appendString(out, dec.string("field", maxStringLen))
+			default:
+				out = d.appendStr(out, dec.string("field", maxStringLen))
+			}
+		}
+		out = append(out, dec.b...)
+		endFrame(out, start)
+	}
+	return out
 }
 
 // take reserves the next entry, or returns dictSize when the dictionary is full.
@@ -58,6 +97,7 @@ func (d *encDict) appendStr(dst []byte, s string) []byte {
 			d.strs = make(map[string]uint32)
 		}
 		d.strs[s] = i
+		d.names = append(d.names, s)
 	}
 	dst = binary.AppendUvarint(dst, 2*uint64(i)+1)
 	return appendString(dst, s)
@@ -82,6 +122,7 @@ func (d *encDict) appendRef(dst []byte, r actor.Ref) []byte {
 			d.refs = make(map[actor.Ref]uint32)
 		}
 		d.refs[r] = i
+		d.names = append(d.names, uri)
 	}
 	dst = binary.AppendUvarint(dst, 2*uint64(i)+1)
 	return appendString(dst, uri)

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bufio"
+	"encoding/binary"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -193,6 +194,41 @@ func (l *outLane) dropUnacked() {
 	l.mu.Unlock()
 }
 
+// requeue puts back, ahead of the queue, the user frames of a failed batch that the
+// write did not reach (written is how many bytes it did), and returns how many frames
+// that was. A frame the failure cut is lost with those before it.
+func (l *outLane) requeue(batch []byte, written int) int {
+	if l.lane != laneUser {
+		return 0
+	}
+	off := 0
+	for off < written && off+frameHeaderLen <= len(batch) {
+		off += frameHeaderLen + int(binary.BigEndian.Uint32(batch[off:]))
+	}
+	rest := batch[min(off, len(batch)):]
+	frames := 0
+	for i := 0; i+frameHeaderLen <= len(rest); i += frameHeaderLen + int(binary.BigEndian.Uint32(rest[i:])) {
+		frames++
+	}
+	if frames == 0 {
+		return 0
+	}
+	l.mu.Lock()
+	l.buf = append(append(make([]byte, 0, len(rest)+len(l.buf)), rest...), l.buf...)
+	l.n += frames
+	l.mu.Unlock()
+	return frames
+}
+
+// drop discards the queued user messages, counting them as dead letters.
+func (l *outLane) drop() {
+	l.mu.Lock()
+	lost := l.n
+	l.buf, l.n = l.dict.reset(nil), 0
+	l.mu.Unlock()
+	l.p.r.stats.deadLetters.Add(uint64(lost))
+}
+
 func (l *outLane) closeConn() {
 	l.mu.Lock()
 	c := l.conn
@@ -227,13 +263,14 @@ func (l *outLane) pending() bool {
 	return len(l.buf) > 0 || l.probe || l.lane == laneSystem && len(l.unacked) > 0 && l.unacked[len(l.unacked)-1].seq > l.sentTo
 }
 
-// reset runs when a connection ends: user frames queued for it are lost (their
-// dictionary references belong to it), system messages will be sent again.
+// reset runs when a connection ends: user frames queued for it are rewritten for the
+// next connection's dictionary, those in flight (inFlight) are lost, and system
+// messages will be sent again.
 func (l *outLane) reset(inFlight int) {
 	l.mu.Lock()
-	lost := l.n + inFlight
-	l.buf, l.n, l.conn = l.buf[:0], 0, nil
-	l.dict.reset()
+	lost := inFlight
+	l.buf = l.dict.reset(l.buf)
+	l.conn = nil
 	l.sentTo = l.acked
 	l.mu.Unlock()
 	if lost > 0 {
@@ -267,7 +304,7 @@ func (l *outLane) run() {
 			}
 			r.log.Info("connect failed", zap.String("peer", l.p.self), zap.Uint8("lane", l.lane), zap.Error(err), zap.Duration("retry_in", backoff))
 			if l.p.blocked.Load() {
-				l.reset(0) // queued for a quarantined incarnation
+				l.drop() // queued for a quarantined incarnation
 			}
 			select {
 			case <-time.After(backoff):
@@ -409,9 +446,9 @@ func (l *outLane) serve(conn net.Conn, br *bufio.Reader) {
 				return
 			}
 		}
-		if _, err := conn.Write(out); err != nil {
+		if n, err := conn.Write(out); err != nil {
 			_ = conn.Close()
-			l.broken(conn, err, frames)
+			l.broken(conn, err, frames-l.requeue(out, n))
 			<-readErr
 			return
 		}

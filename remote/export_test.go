@@ -1,0 +1,35 @@
+package remote
+
+import "context"
+
+// Crash stops r's transport at once, as if its process had died: the listener and
+// every connection close, and nothing answers at its address any more. The actor
+// system itself keeps running.
+func Crash(r *Remote) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = r.close(ctx)
+	r.wg.Wait()
+}
+
+// BreakConnections closes every connection r has; both sides reconnect on their own.
+func BreakConnections(r *Remote) {
+	r.mu.Lock()
+	var peers []*peer
+	for _, p := range r.peers {
+		peers = append(peers, p)
+	}
+	for c := range r.inbound {
+		_ = c.conn.Close()
+	}
+	r.mu.Unlock()
+	for _, p := range peers {
+		p.user.closeConn()
+		p.sys.closeConn()
+	}
+}
+
+// AppendHelloForTest encodes a handshake hello as a dialer would send it.
+func AppendHelloForTest(uid uint64, from, to string) []byte {
+	return appendHello(nil, hello{version: protocolVersion, lane: laneUser, from: from, fromUID: uid, to: to})
+}
