@@ -102,10 +102,10 @@ func (r *Remote) serveInbound(ic *inConn) {
 	}
 	err = in.read(&fr, br)
 	switch {
-	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), r.isClosed():
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), r.isClosed():
 	case errors.Is(err, errMalformed):
 		r.stats.rejected.Add(1)
-		r.log.Warn("closing connection after a malformed frame", zap.String("peer", p.self), zap.String("remote", remoteAddr), zap.Error(err))
+		r.rejectLog.log(r.log, "closing connection after a malformed frame", zap.String("peer", p.self), zap.String("remote", remoteAddr), zap.Error(err))
 	default:
 		r.log.Info("inbound connection ended", zap.String("peer", p.self), zap.Error(err))
 	}
@@ -114,7 +114,7 @@ func (r *Remote) serveInbound(ic *inConn) {
 func (r *Remote) reject(remoteAddr string, err error) {
 	r.stats.rejected.Add(1)
 	if !r.isClosed() {
-		r.log.Warn("inbound connection refused", zap.String("remote", remoteAddr), zap.Error(err))
+		r.rejectLog.log(r.log, "inbound connection refused", zap.String("remote", remoteAddr), zap.Error(err))
 	}
 }
 

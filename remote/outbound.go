@@ -2,10 +2,10 @@ package remote
 
 import (
 	"bufio"
-	"encoding/binary"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"

@@ -42,7 +42,8 @@ type Remote struct {
 	ln    net.Listener
 	stats counters
 
-	dropLog rateLog // inbound messages that cannot be decoded
+	dropLog   rateLog // inbound messages that cannot be decoded
+	rejectLog rateLog // refused and malformed inbound connections
 
 	mu          sync.Mutex
 	peers       map[actor.Address]*peer

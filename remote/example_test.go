@@ -1,0 +1,50 @@
+package remote_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/remote"
+	"github.com/troupe-go/troupe/serialization"
+)
+
+// Greet is a message that crosses the wire: it is registered under a stable name.
+type Greet struct{ Who string }
+
+// Greeting is the reply.
+type Greeting struct{ Text string }
+
+func Example() {
+	reg := serialization.NewRegistry()
+	_ = serialization.Register[*Greet](reg, "example.Greet")
+	_ = serialization.Register[*Greeting](reg, "example.Greeting")
+
+	start := func(name string) *actor.System {
+		sys, _ := actor.New(name, actor.Config{})
+		if _, err := remote.Start(sys, remote.Config{Registry: reg}); err != nil {
+			fmt.Println(err)
+		}
+		return sys
+	}
+	server, client := start("server"), start("client")
+	defer client.Shutdown(context.Background())
+	defer server.Shutdown(context.Background())
+
+	greeter, _ := server.Spawn(actor.PropsFunc(func(ctx actor.Context) {
+		if g, ok := ctx.Message().(*Greet); ok {
+			ctx.Respond(&Greeting{Text: "hello, " + g.Who})
+		}
+	}), "greeter")
+
+	// The client resolves the greeter by its full path and asks it across the wire.
+	ref, _ := client.Resolve(greeter.URI())
+	reply, err := actor.Ask[*Greeting](ref, &Greet{Who: "Ada"}, 3*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(reply.Text, ref.IsLocal())
+	// Output: hello, Ada false
+}
