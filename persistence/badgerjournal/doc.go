@@ -25,16 +25,22 @@
 //
 // # Storage layout
 //
-// Events, the highest sequence numbers kept by deletes, and snapshots live
-// under separate key prefixes. Keys of one persistence id start with the
-// id's length and bytes, so ids that are prefixes of each other or hold any
-// byte never mix, and end with the sequence number in big-endian order, so
-// a replay is one forward scan. Every stored value carries a CRC-32C over
-// its key and bytes: a damaged record surfaces as a
-// *persistence.CorruptRecordError that names its persistence id and
-// sequence number. The highest sequence number of an id is that of its last
-// event, or the one recorded when events were deleted, whichever is higher,
-// so it survives deleting every event.
+// The layout is documented next to the code, in records.go; it is format
+// version 2, and Open refuses a database of another version with
+// ErrIncompatibleFormat. Each persistence id gets a numeric id when its
+// first event is written, stored in the same transaction in both
+// directions; event keys are a kind byte, that id and the sequence number,
+// 17 bytes in big-endian order, so inserts are cheap and a replay is one
+// forward scan. Snapshots, the highest sequence numbers kept by deletes, the
+// id mappings and the tag index live under separate key prefixes. Every
+// stored value carries a CRC-32C over its key and bytes: a damaged record
+// surfaces as a *persistence.CorruptRecordError that names its persistence
+// id and sequence number. The highest sequence number of an id is that of
+// its last event, or the one recorded when events were deleted, whichever
+// is higher, so it survives deleting every event.
+//
+// Tagged events are also entered in a tag index under an offset that grows
+// in commit order, which EventsByTag reads.
 //
 // Badger logs through Options.Logger (a no-op by default), its
 // informational messages at debug level.

@@ -9,40 +9,67 @@ import (
 	"github.com/troupe-go/troupe/persistence"
 )
 
-// Key layout. Every key starts with a kind byte. Keys of one persistence id
-// continue with the id's length as a uvarint and the id's bytes, so that the
-// keys of an id are contiguous and no id's keys share a prefix with another
-// id's, whatever bytes the ids hold: "p" and "p\x00..." differ in their
-// length byte. Event and snapshot keys end with the sequence number as 8
-// big-endian bytes, so that byte order is sequence order and a replay is one
-// forward iterator scan.
+// Key layout. Every key starts with a kind byte.
 //
-//	meta      0x00 "format"                        -> format version (1 byte)
-//	event     0x01 uvarint(len(pid)) pid seq(8 BE) -> event value
-//	highest   0x02 uvarint(len(pid)) pid           -> seq (8 BE), written by deletes
-//	snapshot  0x03 uvarint(len(pid)) pid seq(8 BE) -> snapshot value
+// Events are keyed by a numeric id of their persistence id rather than by
+// the persistence id itself: short keys of fixed width are cheaper to insert
+// into badger's memtable and to compare, whatever the persistence ids look
+// like. The id of a persistence id is assigned by the store when the first
+// event of the persistence id is written, and stored in the same transaction
+// as that event, in both directions. Event keys end with the sequence
+// number as 8 big-endian bytes, so that byte order is sequence order and a
+// replay is one forward iterator scan. Snapshot keys spell out the
+// persistence id (its length as a uvarint, then its bytes, so that ids that
+// are prefixes of each other never mix), which keeps the snapshot store
+// independent of the journal's ids.
 //
-// Kind 0x04 is reserved for an index of events by tag.
+//	meta      0x00 "format"                         -> format version (1 byte)
+//	meta      0x00 "offset"                         -> next tag offset (8 BE)
+//	event     0x01 id(8 BE) seq(8 BE)               -> event value
+//	highest   0x02 id(8 BE)                         -> seq (8 BE), written by deletes
+//	snapshot  0x03 uvarint(len(pid)) pid seq(8 BE)  -> snapshot value
+//	tag       0x04 uvarint(len(tag)) tag offset(8)  -> crc32c(4) id(8 BE) seq(8 BE)
+//	id        0x05 uvarint(len(pid)) pid            -> crc32c(4) id(8 BE)
+//	pid       0x06 id(8 BE)                         -> crc32c(4) pid
+//
+// Ids start at 1. The tag index holds one entry per tag of each tagged
+// event; offsets are assigned by the writer in the order transactions are
+// committed, so a tag's entries are in write order.
 const (
 	kindMeta     byte = 0x00
 	kindEvent    byte = 0x01
 	kindHighest  byte = 0x02
 	kindSnapshot byte = 0x03
+	kindTag      byte = 0x04
+	kindID       byte = 0x05
+	kindPID      byte = 0x06
 )
 
 // MaxPersistenceIDLen is the longest persistence id the store accepts, in
 // bytes. Longer ids are rejected with persistence.ErrInvalidWrite.
 const MaxPersistenceIDLen = 4096
 
-// formatVersion is the version of the key layout and value encodings. Open
-// refuses a database written with another.
-const formatVersion byte = 1
+// MaxTagLen is the longest tag the store accepts, in bytes. A write with a
+// longer tag is rejected with persistence.ErrInvalidWrite.
+const MaxTagLen = 1024
 
-var metaFormatKey = []byte{kindMeta, 'f', 'o', 'r', 'm', 'a', 't'}
+// formatVersion is the version of the key layout and value encodings. Open
+// refuses a database written with another. Version 1 keyed events by the
+// persistence id itself and had no tag index.
+const formatVersion byte = 2
+
+var (
+	metaFormatKey = []byte{kindMeta, 'f', 'o', 'r', 'm', 'a', 't'}
+	metaOffsetKey = []byte{kindMeta, 'o', 'f', 'f', 's', 'e', 't'}
+)
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// appendPrefix appends the key prefix of kind for pid.
+// eventKeyLen is the length of an event key.
+const eventKeyLen = 1 + 8 + 8
+
+// appendPrefix appends the key prefix of kind for pid, for the kinds keyed
+// by the persistence id itself (snapshot, id).
 func appendPrefix(dst []byte, kind byte, pid string) []byte {
 	dst = append(dst, kind)
 	dst = binary.AppendUvarint(dst, uint64(len(pid)))
@@ -52,6 +79,40 @@ func appendPrefix(dst []byte, kind byte, pid string) []byte {
 // appendSeqKey appends the key of kind for pid and seq.
 func appendSeqKey(dst []byte, kind byte, pid string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(appendPrefix(dst, kind, pid), seq)
+}
+
+// appendIDKey appends the key of kind (event, highest, pid) for the numeric id.
+func appendIDKey(dst []byte, kind byte, id uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(dst, kind), id)
+}
+
+// appendEventKey appends the key of the event of id and seq.
+func appendEventKey(dst []byte, id, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(appendIDKey(dst, kindEvent, id), seq)
+}
+
+// appendTagKey appends the key of the tag index entry of tag at offset.
+func appendTagKey(dst []byte, tag string, offset uint64) []byte {
+	return binary.BigEndian.AppendUint64(appendPrefix(dst, kindTag, tag), offset)
+}
+
+// sealed returns crc32c(key, body) followed by body.
+func sealed(key, body []byte) []byte {
+	v := make([]byte, 4, 4+len(body))
+	v = append(v, body...)
+	binary.BigEndian.PutUint32(v, crc32.Update(crc32.Checksum(key, castagnoli), castagnoli, body))
+	return v
+}
+
+// unseal checks a value written by sealed and returns its body.
+func unseal(key, value []byte) ([]byte, error) {
+	if len(value) < 4 {
+		return nil, errMalformed
+	}
+	if crc32.Update(crc32.Checksum(key, castagnoli), castagnoli, value[4:]) != binary.BigEndian.Uint32(value) {
+		return nil, errChecksum
+	}
+	return value[4:], nil
 }
 
 // Value layout of an event (all integers big-endian or uvarint):
@@ -69,8 +130,8 @@ func appendSeqKey(dst []byte, kind byte, pid string, seq uint64) []byte {
 const headerLen = 4 + 1 + 8
 
 // eventSize is the exact encoded size of the key plus the value of r.
-func eventSize(keyLen int, r *persistence.Record) int {
-	n := keyLen + headerLen + uvarintLen(len(r.Manifest)) + len(r.Manifest) +
+func eventSize(r *persistence.Record) int {
+	n := eventKeyLen + headerLen + uvarintLen(len(r.Manifest)) + len(r.Manifest) +
 		uvarintLen(len(r.WriterID)) + len(r.WriterID) + uvarintLen(len(r.Tags)) + len(r.Payload)
 	for _, t := range r.Tags {
 		n += uvarintLen(len(t)) + len(t)
@@ -78,11 +139,12 @@ func eventSize(keyLen int, r *persistence.Record) int {
 	return n
 }
 
-// encodeEvent returns the key and value of r in one allocation.
-func encodeEvent(r *persistence.Record, ts int64) (key, value []byte) {
-	keyLen := 1 + uvarintLen(len(r.PersistenceID)) + len(r.PersistenceID) + 8
-	buf := make([]byte, 0, eventSize(keyLen, r))
-	buf = appendSeqKey(buf, kindEvent, r.PersistenceID, r.SequenceNr)
+// appendEvent appends the key and then the value of r, stored under the
+// persistence id's numeric id, to buf, and returns them. Given a buf with
+// room for eventSize(r) more bytes it does not allocate.
+func appendEvent(buf []byte, id uint64, r *persistence.Record, ts int64) (rest, key, value []byte) {
+	start := len(buf)
+	buf = appendEventKey(buf, id, r.SequenceNr)
 	buf = append(buf, 0, 0, 0, 0, formatVersion)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(ts))
 	buf = appendString(buf, r.Manifest)
@@ -92,9 +154,10 @@ func encodeEvent(r *persistence.Record, ts int64) (key, value []byte) {
 		buf = appendString(buf, t)
 	}
 	buf = append(buf, r.Payload...)
-	key, value = buf[:keyLen:keyLen], buf[keyLen:]
+	mid := start + eventKeyLen
+	key, value = buf[start:mid:mid], buf[mid:len(buf):len(buf)]
 	seal(key, value)
-	return key, value
+	return buf, key, value
 }
 
 // encodeSnapshot returns the key and value of s in one allocation.

@@ -16,12 +16,13 @@ func TestEventEncodingRoundTrip(t *testing.T) {
 		Tags: []string{"a", "", "ccc"}, WriterID: "w",
 	}
 	ts := time.Date(2025, 5, 6, 7, 8, 9, 10, time.UTC).UnixNano()
-	key, value := encodeEvent(&r, ts)
-	if want := appendSeqKey(nil, kindEvent, r.PersistenceID, 7); !bytes.Equal(key, want) {
+	buf := make([]byte, 0, eventSize(&r))
+	_, key, value := appendEvent(buf, 3, &r, ts)
+	if want := appendEventKey(nil, 3, 7); !bytes.Equal(key, want) {
 		t.Fatalf("key %x, want %x", key, want)
 	}
-	if len(key)+len(value) != eventSize(len(key), &r) {
-		t.Fatalf("eventSize is off: %d+%d vs %d", len(key), len(value), eventSize(len(key), &r))
+	if len(key)+len(value) != eventSize(&r) || cap(buf) != eventSize(&r) {
+		t.Fatalf("eventSize is off: %d+%d vs %d", len(key), len(value), eventSize(&r))
 	}
 	var d eventDecoder
 	got, err := d.decode(r.PersistenceID, 7, key, value)
@@ -43,7 +44,7 @@ func TestEventEncodingRoundTrip(t *testing.T) {
 		}
 	}
 	// The same value under another key is detected too.
-	other := appendSeqKey(nil, kindEvent, r.PersistenceID, 8)
+	other := appendEventKey(nil, 3, 8)
 	if _, err := d.decode(r.PersistenceID, 8, other, value); !errors.Is(err, errChecksum) {
 		t.Fatalf("value under the wrong key: %v", err)
 	}
@@ -56,8 +57,8 @@ func TestPrefixesDoNotOverlap(t *testing.T) {
 			if x == y {
 				continue
 			}
-			px := appendPrefix(nil, kindEvent, x)
-			ky := appendSeqKey(nil, kindEvent, y, 1)
+			px := appendPrefix(nil, kindSnapshot, x)
+			ky := appendSeqKey(nil, kindSnapshot, y, 1)
 			if bytes.HasPrefix(ky, px) {
 				t.Errorf("the keys of %q start with the prefix of %q", y, x)
 			}
@@ -71,13 +72,13 @@ func TestPrefixesDoNotOverlap(t *testing.T) {
 // exercised too.
 func FuzzDecodeEvent(f *testing.F) {
 	r := persistence.Record{PersistenceID: "p", SequenceNr: 1, Manifest: "m", Payload: []byte("x"), Tags: []string{"t"}, WriterID: "w"}
-	_, v := encodeEvent(&r, 1)
+	_, _, v := appendEvent(nil, 1, &r, 1)
 	f.Add(v, true)
 	f.Add(v, false)
 	f.Add([]byte{}, true)
 	f.Add(make([]byte, headerLen), true)
 	f.Add(append(make([]byte, headerLen), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), true)
-	key := appendSeqKey(nil, kindEvent, "p", 1)
+	key := appendEventKey(nil, 1, 1)
 	f.Fuzz(func(t *testing.T, value []byte, sealIt bool) {
 		if sealIt && len(value) >= headerLen {
 			value = slices.Clone(value)

@@ -40,7 +40,8 @@ type Store struct {
 	closed   bool
 	inflight sync.WaitGroup
 
-	w *writer
+	w   *writer
+	ids *idRegistry
 }
 
 var (
@@ -89,9 +90,17 @@ func Open(opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	s := &Store{db: db, log: opts.Logger}
-	s.w = startWriter(db, opts.Logger, opts.HighestCacheSize, opts.beforeBatch)
-	return s, nil
+	ids, err := newIDRegistry(db, opts.HighestCacheSize)
+	if err == nil {
+		var offset uint64
+		if offset, err = readNextOffset(db); err == nil {
+			s := &Store{db: db, log: opts.Logger, ids: ids}
+			s.w = startWriter(db, ids, offset, opts.Logger, opts.HighestCacheSize, opts.beforeBatch)
+			return s, nil
+		}
+	}
+	_ = db.Close()
+	return nil, err
 }
 
 // openBadger opens badger, turning a panic inside it into an error: Open
@@ -180,7 +189,11 @@ func (s *Store) ReplayMessages(ctx context.Context, persistenceID string, fromSe
 	if fromSeq > toSeq || len(persistenceID) > MaxPersistenceIDLen {
 		return nil
 	}
-	prefix := appendPrefix(nil, kindEvent, persistenceID)
+	id, _, err := s.ids.lookup(persistenceID, false)
+	if err != nil || id == 0 {
+		return err
+	}
+	prefix := appendIDKey(nil, kindEvent, id)
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
@@ -192,7 +205,7 @@ func (s *Store) ReplayMessages(ctx context.Context, persistenceID string, fromSe
 	for it.Seek(binary.BigEndian.AppendUint64(prefix, fromSeq)); it.ValidForPrefix(prefix); it.Next() {
 		item := it.Item()
 		key := item.Key()
-		if len(key) != len(prefix)+8 {
+		if len(key) != eventKeyLen {
 			return &persistence.CorruptRecordError{PersistenceID: persistenceID, Reason: fmt.Sprintf("key of %d bytes", len(key))}
 		}
 		seq := binary.BigEndian.Uint64(key[len(prefix):])
@@ -236,18 +249,19 @@ func (s *Store) HighestSequenceNr(ctx context.Context, persistenceID string) (ui
 		return 0, err
 	}
 	defer s.leave()
-	return readHighest(s.db, persistenceID)
+	id, _, err := s.ids.lookup(persistenceID, false)
+	if err != nil || id == 0 {
+		return 0, err
+	}
+	return readHighest(s.db, persistenceID, id)
 }
 
 // readHighest returns the larger of the last event's sequence number and the
-// number recorded by deletes.
-func readHighest(db *badger.DB, pid string) (uint64, error) {
-	if len(pid) > MaxPersistenceIDLen {
-		return 0, nil
-	}
+// number recorded by deletes, for pid and its numeric id.
+func readHighest(db *badger.DB, pid string, id uint64) (uint64, error) {
 	var highest uint64
 	err := db.View(func(txn *badger.Txn) error {
-		prefix := appendPrefix(nil, kindEvent, pid)
+		prefix := appendIDKey(nil, kindEvent, id)
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: true})
 		defer it.Close()
 		it.Seek(binary.BigEndian.AppendUint64(prefix, persistence.MaxSequenceNr))
@@ -256,7 +270,7 @@ func readHighest(db *badger.DB, pid string) (uint64, error) {
 				highest = binary.BigEndian.Uint64(key[len(prefix):])
 			}
 		}
-		item, err := txn.Get(appendPrefix(nil, kindHighest, pid))
+		item, err := txn.Get(appendIDKey(nil, kindHighest, id))
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return nil
 		}
@@ -293,9 +307,15 @@ func (s *Store) DeleteMessagesTo(ctx context.Context, persistenceID string, toSe
 		return err
 	}
 	defer s.leave()
-	highest, err := readHighest(s.db, persistenceID)
+	id, _, err := s.ids.lookup(persistenceID, false)
 	if err != nil {
 		return err
+	}
+	var highest uint64
+	if id != 0 {
+		if highest, err = readHighest(s.db, persistenceID, id); err != nil {
+			return err
+		}
 	}
 	if toSeq > highest {
 		return fmt.Errorf("%w: %q: delete to %d, highest is %d", persistence.ErrBeyondHighest, persistenceID, toSeq, highest)
@@ -304,13 +324,13 @@ func (s *Store) DeleteMessagesTo(ctx context.Context, persistenceID string, toSe
 		return nil
 	}
 	err = s.db.Update(func(txn *badger.Txn) error {
-		return txn.Set(appendPrefix(nil, kindHighest, persistenceID), binary.BigEndian.AppendUint64(nil, highest))
+		return txn.Set(appendIDKey(nil, kindHighest, id), binary.BigEndian.AppendUint64(nil, highest))
 	})
 	if err != nil {
 		return fmt.Errorf("badgerjournal: delete %q to %d: %w", persistenceID, toSeq, err)
 	}
 
-	prefix := appendPrefix(nil, kindEvent, persistenceID)
+	prefix := appendIDKey(nil, kindEvent, id)
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
 	err = s.db.View(func(txn *badger.Txn) error {
@@ -334,4 +354,29 @@ func (s *Store) DeleteMessagesTo(ctx context.Context, persistenceID string, toSe
 		return fmt.Errorf("badgerjournal: delete %q to %d: %w", persistenceID, toSeq, err)
 	}
 	return nil
+}
+
+// readNextOffset reads the offset the next tagged event gets.
+func readNextOffset(db *badger.DB) (uint64, error) {
+	next := uint64(1)
+	err := db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(metaOffsetKey)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			if len(v) != 8 {
+				return fmt.Errorf("%w: next tag offset of %d bytes", persistence.ErrCorrupt, len(v))
+			}
+			next = binary.BigEndian.Uint64(v)
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("badgerjournal: read the next tag offset: %w", err)
+	}
+	return next, nil
 }

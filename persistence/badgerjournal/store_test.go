@@ -104,10 +104,14 @@ func suiteOptions() journaltest.Options {
 	return journaltest.Options{
 		Durable: true,
 		CorruptEvent: func(t *testing.T, j persistence.Journal, dir, pid string, seq uint64) persistence.Journal {
+			id, _, err := j.(*Store).ids.lookup(pid, false)
+			if err != nil || id == 0 {
+				t.Fatalf("no id for %q: %v", pid, err)
+			}
 			if err := j.Close(); err != nil {
 				t.Fatal(err)
 			}
-			flipOnDisk(t, dir, appendSeqKey(nil, kindEvent, pid, seq))
+			flipOnDisk(t, dir, appendEventKey(nil, id, seq))
 			return openStore(t, dir)
 		},
 		CorruptSnapshot: func(t *testing.T, s persistence.SnapshotStore, dir, pid string, seq uint64) persistence.SnapshotStore {

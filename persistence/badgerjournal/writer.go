@@ -2,6 +2,7 @@ package badgerjournal
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -96,14 +97,22 @@ func (r *writeRequest) release() {
 type encodedWrite struct {
 	index   int // position in writeRequest.results
 	pid     string
+	id      uint64 // the numeric id of pid
+	newID   bool   // entries hold the mapping of pid to id
 	first   uint64
 	last    uint64
-	entries []badger.Entry
+	entries []badger.Entry // the events, then the mapping when newID
+	tags    [][]string     // the tags of each event; nil when none has any
+
+	// extra holds the tag index entries and the next offset, made by the
+	// writer goroutine when it adds the write to a transaction.
+	extra []badger.Entry
 }
 
 // writer owns the group-commit goroutine.
 type writer struct {
 	db  *badger.DB
+	ids *idRegistry
 	log *zap.Logger
 
 	mu      sync.Mutex
@@ -119,16 +128,19 @@ type writer struct {
 	highest      map[string]uint64
 	highestLimit int
 	b            *txnBuilder // the transaction being packed
+	nextOffset   uint64      // the offset of the next tagged event
 
 	// Observed by tests only.
 	commits     atomic.Int64 // transactions committed
 	beforeBatch func()       // called before each batch is taken
 }
 
-func startWriter(db *badger.DB, log *zap.Logger, cacheSize int, beforeBatch func()) *writer {
+func startWriter(db *badger.DB, ids *idRegistry, nextOffset uint64, log *zap.Logger, cacheSize int, beforeBatch func()) *writer {
 	w := &writer{
 		beforeBatch:  beforeBatch,
 		db:           db,
+		ids:          ids,
+		nextOffset:   nextOffset,
 		log:          log,
 		wake:         make(chan struct{}, 1),
 		done:         make(chan struct{}),
@@ -254,7 +266,14 @@ func (w *writer) highestFor(pid string) (uint64, error) {
 	if seq, ok := w.highest[pid]; ok {
 		return seq, nil
 	}
-	seq, err := readHighest(w.db, pid)
+	id, _, err := w.ids.lookup(pid, false)
+	if err != nil {
+		return 0, err
+	}
+	var seq uint64
+	if id != 0 {
+		seq, err = readHighest(w.db, pid, id)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -290,19 +309,49 @@ func (b *txnBuilder) discard() {
 	}
 }
 
-// add puts all entries of ew into the transaction, or none.
+// add puts all entries of ew into the transaction, or none. The tag index
+// entries of ew's events get their offsets here, in commit order.
 func (b *txnBuilder) add(req *writeRequest, ew *encodedWrite) error {
-	for i := range ew.entries {
-		if err := b.txn.SetEntry(&ew.entries[i]); err != nil {
-			if i > 0 {
-				b.rebuild()
+	w := b.w
+	offset := w.nextOffset
+	if ew.tags != nil {
+		ew.extra = w.tagEntries(ew, ew.extra[:0])
+	}
+	n := 0
+	for _, list := range [2][]badger.Entry{ew.entries, ew.extra} {
+		for i := range list {
+			if err := b.txn.SetEntry(&list[i]); err != nil {
+				w.nextOffset = offset
+				if n > 0 {
+					b.rebuild()
+				}
+				return err
 			}
-			return err
+			n++
 		}
 	}
 	b.members = append(b.members, member{req, ew})
-	b.w.remember(ew.pid, ew.last)
+	w.remember(ew.pid, ew.last)
 	return nil
+}
+
+// tagEntries appends to dst the tag index entries of ew's tagged events,
+// one offset per event, and the entry that stores the next offset.
+func (w *writer) tagEntries(ew *encodedWrite, dst []badger.Entry) []badger.Entry {
+	for k, tags := range ew.tags {
+		if len(tags) == 0 {
+			continue
+		}
+		var ref [16]byte
+		binary.BigEndian.PutUint64(ref[:8], ew.id)
+		binary.BigEndian.PutUint64(ref[8:], ew.first+uint64(k))
+		for _, tag := range tags {
+			key := appendTagKey(nil, tag, w.nextOffset)
+			dst = append(dst, badger.Entry{Key: key, Value: sealed(key, ref[:])})
+		}
+		w.nextOffset++
+	}
+	return append(dst, badger.Entry{Key: metaOffsetKey, Value: binary.BigEndian.AppendUint64(nil, w.nextOffset)})
 }
 
 // rebuild replaces the transaction by one holding only the members, after
@@ -313,14 +362,16 @@ func (b *txnBuilder) rebuild() {
 	b.txn.Discard()
 	b.txn = b.w.db.NewTransaction(true)
 	for _, m := range b.members {
-		for i := range m.write.entries {
-			if err := b.txn.SetEntry(&m.write.entries[i]); err != nil {
-				for _, f := range b.members {
-					f.req.fail(fmt.Errorf("badgerjournal: rebuilding a transaction: %w", err))
-					delete(b.w.highest, f.write.pid)
+		for _, list := range [2][]badger.Entry{m.write.entries, m.write.extra} {
+			for i := range list {
+				if err := b.txn.SetEntry(&list[i]); err != nil {
+					for _, f := range b.members {
+						f.req.fail(fmt.Errorf("badgerjournal: rebuilding a transaction: %w", err))
+						delete(b.w.highest, f.write.pid)
+					}
+					b.reset()
+					return
 				}
-				b.reset()
-				return
 			}
 		}
 	}
@@ -353,6 +404,13 @@ func (b *txnBuilder) commit() {
 			w.mu.Unlock()
 			for _, r := range reqs {
 				r.fail(fmt.Errorf("badgerjournal: commit: %w", err))
+			}
+		}
+		if err == nil {
+			for _, m := range members {
+				if m.write.newID {
+					w.ids.committed(m.write.pid, m.write.id)
+				}
 			}
 		}
 		<-w.inflight
@@ -417,40 +475,66 @@ func (s *Store) WriteMessages(ctx context.Context, writes []persistence.AtomicWr
 
 	results := make([]error, len(writes))
 	now := time.Now().UnixNano()
-	var encoded []encodedWrite
+	// Validate, and size one buffer and one entry slice for every write.
+	var size, events, valid int
 	for i := range writes {
 		aw := &writes[i]
-		if err := aw.Validate(); err != nil {
+		if err := validate(aw); err != nil {
 			results[i] = err
 			continue
 		}
-		if len(aw.PersistenceID) > MaxPersistenceIDLen {
-			results[i] = fmt.Errorf("%w: persistence id of %d bytes, at most %d",
-				persistence.ErrInvalidWrite, len(aw.PersistenceID), MaxPersistenceIDLen)
+		valid++
+		events += len(aw.Events) + 2 // room for the mapping of a new id
+		for k := range aw.Events {
+			size += eventSize(&aw.Events[k])
+		}
+	}
+	if valid == 0 {
+		return results, nil
+	}
+	encoded := make([]encodedWrite, 0, valid)
+	entries := make([]badger.Entry, 0, events)
+	buf := make([]byte, 0, size)
+	for i := range writes {
+		aw := &writes[i]
+		if results[i] != nil {
 			continue
 		}
-		if encoded == nil {
-			encoded = make([]encodedWrite, 0, len(writes)-i)
+		id, newID, err := s.ids.lookup(aw.PersistenceID, true)
+		if err != nil {
+			return nil, err
 		}
 		ew := encodedWrite{
-			index:   i,
-			pid:     aw.PersistenceID,
-			first:   aw.Events[0].SequenceNr,
-			last:    aw.Events[len(aw.Events)-1].SequenceNr,
-			entries: make([]badger.Entry, len(aw.Events)),
+			index: i,
+			pid:   aw.PersistenceID,
+			id:    id,
+			newID: newID,
+			first: aw.Events[0].SequenceNr,
+			last:  aw.Events[len(aw.Events)-1].SequenceNr,
 		}
+		start := len(entries)
 		for k := range aw.Events {
 			e := &aw.Events[k]
 			ts := now
 			if !e.Timestamp.IsZero() {
 				ts = e.Timestamp.UnixNano()
 			}
-			ew.entries[k].Key, ew.entries[k].Value = encodeEvent(e, ts)
+			var key, value []byte
+			buf, key, value = appendEvent(buf, id, e, ts)
+			entries = append(entries, badger.Entry{Key: key, Value: value})
+			if len(e.Tags) > 0 && ew.tags == nil {
+				ew.tags = make([][]string, len(aw.Events))
+			}
+			if ew.tags != nil {
+				ew.tags[k] = e.Tags
+			}
 		}
+		if newID {
+			m := mappingEntries(aw.PersistenceID, id)
+			entries = append(entries, m[:]...)
+		}
+		ew.entries = entries[start:len(entries):len(entries)]
 		encoded = append(encoded, ew)
-	}
-	if len(encoded) == 0 {
-		return results, nil
 	}
 
 	req := &writeRequest{ctx: ctx, writes: encoded, results: results, done: make(chan struct{})}
@@ -468,4 +552,25 @@ func (s *Store) WriteMessages(ctx context.Context, writes []persistence.AtomicWr
 		return nil, err
 	}
 	return results, nil
+}
+
+// validate checks an atomic write against the rules of every journal and
+// the limits of this one.
+func validate(aw *persistence.AtomicWrite) error {
+	if err := aw.Validate(); err != nil {
+		return err
+	}
+	if len(aw.PersistenceID) > MaxPersistenceIDLen {
+		return fmt.Errorf("%w: persistence id of %d bytes, at most %d",
+			persistence.ErrInvalidWrite, len(aw.PersistenceID), MaxPersistenceIDLen)
+	}
+	for _, e := range aw.Events {
+		for _, tag := range e.Tags {
+			if len(tag) > MaxTagLen {
+				return fmt.Errorf("%w: %q #%d: tag of %d bytes, at most %d",
+					persistence.ErrInvalidWrite, aw.PersistenceID, e.SequenceNr, len(tag), MaxTagLen)
+			}
+		}
+	}
+	return nil
 }
