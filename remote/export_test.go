@@ -1,17 +1,5 @@
 package remote
 
-import "context"
-
-// Crash stops r's transport at once, as if its process had died: the listener and
-// every connection close, and nothing answers at its address any more. The actor
-// system itself keeps running.
-func Crash(r *Remote) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_ = r.close(ctx)
-	r.wg.Wait()
-}
-
 // BreakConnections closes every connection r has; both sides reconnect on their own.
 func BreakConnections(r *Remote) {
 	r.mu.Lock()

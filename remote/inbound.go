@@ -19,7 +19,8 @@ import (
 // inConn is an accepted connection after its handshake.
 type inConn struct {
 	conn net.Conn
-	uid  uint64 // the peer incarnation, once known
+	uid  uint64        // the peer incarnation, once known
+	from actor.Address // the peer, once known
 }
 
 // inboundState is the system-lane receive state for one peer incarnation: the next
@@ -89,10 +90,11 @@ func (r *Remote) serveInbound(ic *inConn) {
 	}
 	_ = conn.SetDeadline(time.Time{})
 	r.mu.Lock()
-	ic.uid = h.fromUID
+	ic.uid, ic.from = h.fromUID, p.addr
 	_, quarantined := r.quarantined[h.fromUID]
+	_, blocked := r.blocked[p.addr]
 	r.mu.Unlock()
-	if quarantined || r.isClosed() {
+	if quarantined || blocked || r.isClosed() {
 		return
 	}
 	in := &inbound{r: r, p: p, conn: conn, uid: h.fromUID}
@@ -148,6 +150,8 @@ func (r *Remote) acceptHandshake(conn net.Conn, br *bufio.Reader) (hello, *peer,
 		return refuse("zero uid")
 	case r.isQuarantined(h.fromUID):
 		return refuse("this incarnation is quarantined; restart it")
+	case r.isBlocked(from):
+		return hello{}, nil, errBlocked
 	}
 	w := welcome{version: protocolVersion, addr: r.self, uid: r.uid, mac: handshakeMAC(r.cfg.Secret, roleAcceptor, h.nonce, r.uid)}
 	_, _ = rand.Read(w.nonce[:])

@@ -90,3 +90,32 @@ func TestConfigIsValidated(t *testing.T) {
 		t.Errorf("second Start: %v", err)
 	}
 }
+
+func TestBlockedAddressIsCutOffUntilUnblocked(t *testing.T) {
+	reg := registry(t)
+	a, b := startNode(t, "a", reg), startNode(t, "b", reg)
+	roundTrip(t, a, b, 1)
+	a.r.SetBlocked(b.r.Address(), true)
+	b.r.SetBlocked(a.r.Address(), true)
+	probe := testkit.NewProbe(t, b.sys)
+	ref := a.remoteRef(t, probe.Ref())
+	_ = ref.Tell(&pong{N: 1})
+	probe.ExpectNoMsg(testkit.Dilated(200 * time.Millisecond))
+	a.r.SetBlocked(b.r.Address(), false)
+	b.r.SetBlocked(a.r.Address(), false)
+	roundTrip(t, a, b, 2)
+}
+
+func TestQuarantineByHand(t *testing.T) {
+	reg := registry(t)
+	a, b := startNode(t, "a", reg), startNode(t, "b", reg)
+	echo, _ := b.sys.Spawn(echoProps(), "echo")
+	ref := a.remoteRef(t, echo)
+	probe := testkit.NewProbe(t, a.sys)
+	probe.Watch(ref)
+	roundTrip(t, a, b, 1)
+	a.r.Quarantine(b.r.Address(), b.r.UID(), "removed from the cluster")
+	if term := probe.ExpectTerminated(ref); !term.AddressTerminated {
+		t.Error("not address terminated")
+	}
+}

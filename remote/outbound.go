@@ -336,6 +336,9 @@ func (l *outLane) connect() (net.Conn, *bufio.Reader, error) {
 		case <-ctx.Done():
 		}
 	}()
+	if r.isBlocked(l.p.addr) {
+		return nil, nil, errBlocked
+	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", l.p.addr.HostPort())
 	if err != nil {

@@ -233,6 +233,9 @@ func (p *peer) heartbeatFrom(uid uint64, now time.Time) {
 // with watched actors, and resends of unacknowledged system messages.
 func (p *peer) tick(now time.Time) {
 	p.sys.resendIfStale(now)
+	if p.r.isManaged(p.addr) {
+		return // the cluster decides when this member is gone
+	}
 	p.mu.Lock()
 	fd, uid := p.fd, p.uid
 	gone := fd != nil && !fd.available(now)

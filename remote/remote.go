@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -50,7 +51,10 @@ type Remote struct {
 	inbound     map[*inConn]struct{}
 	inState     map[uint64]*inboundState // system-lane receive state per peer uid
 	quarantined map[uint64]string        // peer uid -> reason
+	blocked     map[actor.Address]struct{}
 	closed      bool
+
+	managed atomic.Pointer[func(actor.Address) bool] // see SetMembership
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -86,6 +90,7 @@ func Start(sys *actor.System, cfg Config) (*Remote, error) {
 		inbound:     make(map[*inConn]struct{}),
 		inState:     make(map[uint64]*inboundState),
 		quarantined: make(map[uint64]string),
+		blocked:     make(map[actor.Address]struct{}),
 		done:        make(chan struct{}),
 	}
 	r.self = r.addr.String()

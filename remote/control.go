@@ -1,0 +1,93 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/troupe-go/troupe/actor"
+	"go.uber.org/zap"
+)
+
+// This file is the transport's interface to the cluster layer and to fault-injection
+// tests (testkit/multinode).
+
+// Quarantine ends communication with incarnation uid of the system at addr, as if the
+// transport had decided it itself: actors watched there are reported terminated with
+// AddressTerminated, its watches of local actors are removed, and it is refused from
+// now on. The cluster calls it when a member is removed.
+func (r *Remote) Quarantine(addr actor.Address, uid uint64, reason string) {
+	p, err := r.peerFor(addr)
+	if err != nil {
+		return
+	}
+	p.quarantine(uid, reason)
+}
+
+// SetMembership hands failure detection for some addresses to the cluster: for an
+// address where managed returns true, the transport's own heartbeats and phi detector
+// are off, and the cluster quarantines the incarnation when it removes the member.
+// nil gives all addresses back to the transport.
+func (r *Remote) SetMembership(managed func(actor.Address) bool) {
+	if managed == nil {
+		r.managed.Store(nil)
+		return
+	}
+	r.managed.Store(&managed)
+}
+
+func (r *Remote) isManaged(addr actor.Address) bool {
+	f := r.managed.Load()
+	return f != nil && (*f)(addr)
+}
+
+// SetBlocked cuts (blocked true) or restores the connections with the system at addr:
+// while cut, open connections are closed, dials fail and handshakes from it are
+// refused, as in a network partition. It exists for fault-injection tests.
+func (r *Remote) SetBlocked(addr actor.Address, blocked bool) {
+	r.mu.Lock()
+	if blocked {
+		r.blocked[addr] = struct{}{}
+	} else {
+		delete(r.blocked, addr)
+	}
+	var conns []*inConn
+	for c := range r.inbound {
+		if blocked && c.from == addr {
+			conns = append(conns, c)
+		}
+	}
+	p := r.peers[addr]
+	r.mu.Unlock()
+	for _, c := range conns {
+		_ = c.conn.Close()
+	}
+	if p != nil && blocked {
+		p.user.closeConn()
+		p.sys.closeConn()
+	}
+	if p != nil && !blocked {
+		p.user.signal()
+		p.sys.signal()
+	}
+}
+
+func (r *Remote) isBlocked(addr actor.Address) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, b := r.blocked[addr]
+	return b
+}
+
+// Abort stops the transport at once, as a crashed process would: the listener and
+// every connection close without flushing what is queued. It exists for
+// fault-injection tests; Shutdown of the actor system closes the transport cleanly.
+func (r *Remote) Abort() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := r.close(ctx); err != nil {
+		r.log.Debug("abort", zap.Error(err))
+	}
+	r.wg.Wait()
+}
+
+var errBlocked = fmt.Errorf("remote: address blocked")
