@@ -128,3 +128,33 @@ type Journal interface {
 	// returns nil.
 	Close() error
 }
+
+// TaggedRecord is an event read by tag: the record and its offset in the
+// tag's order.
+type TaggedRecord struct {
+	// Offset is the event's position among the tagged events of its
+	// journal. Offsets grow in the order events were written; they are not
+	// consecutive. Pass Offset+1 as fromOffset to go on after this event.
+	Offset uint64
+	// Record is the event, as a replay returns it.
+	Record Record
+}
+
+// TagQuerier is implemented by journals that can read events by tag (the
+// tags of Record.Tags, set with Tagged). It is optional: a plug-in that
+// implements it must pass the tag part of journaltest.RunJournalSuite.
+type TagQuerier interface {
+	// EventsByTag calls fn for each stored event tagged with tag whose
+	// offset is at least fromOffset, in the order the events were written
+	// (ascending offsets), and for at most max events (0 means no limit).
+	// The events of one persistence id come in sequence-number order.
+	// Deleted events are skipped. Every event is read from one consistent
+	// view of the journal: an event written later never gets a lower
+	// offset than one already returned, so resuming from the last offset
+	// seen plus one misses nothing.
+	//
+	// It stops at the first error: an error returned by fn is returned as
+	// is; a damaged record yields a *CorruptRecordError. fn must not call
+	// Close.
+	EventsByTag(ctx context.Context, tag string, fromOffset, max uint64, fn func(TaggedRecord) error) error
+}

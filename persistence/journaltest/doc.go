@@ -19,7 +19,11 @@
 // number surviving deletes, deletes beyond the highest failing, persistence
 // ids that are prefixes of each other, concurrent writers, large payloads,
 // survival of close and reopen for durable plug-ins, detection of corrupt
-// records, and behaviour after Close and with cancelled contexts.
+// records, and behaviour after Close and with cancelled contexts. Journals
+// that implement the optional persistence.TagQuerier are also checked for
+// events by tag (write order across persistence ids, resuming from an
+// offset, deleted events skipped, survival of a reopen, concurrent
+// writers); for the others those tests are skipped.
 //
 // Detecting corruption needs the plug-in's help: Options.CorruptEvent and
 // Options.CorruptSnapshot damage one stored record the way a failing disk

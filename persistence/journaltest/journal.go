@@ -35,6 +35,13 @@ func RunJournalSuite(t *testing.T, open OpenJournal, opts Options) {
 		{"CorruptRecord", s.testCorruptRecord},
 		{"Closed", s.testClosed},
 		{"CancelledContext", s.testCancelledContext},
+		// Optional: journals that implement persistence.TagQuerier.
+		{"TagOrder", s.testTagOrder},
+		{"TagResume", s.testTagResume},
+		{"TagDeletes", s.testTagDeletes},
+		{"TagReopen", s.testTagReopen},
+		{"TagConcurrent", s.testTagConcurrent},
+		{"TagClosed", s.testTagClosed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,11 +21,21 @@ type Store struct {
 	writeErr  error
 	streams   map[string]*stream
 	snapshots map[string]map[uint64]*storedSnapshot
+	tags      map[string][]tagRef // per tag, ascending offsets
+	offset    uint64              // the offset of the last tagged event
+}
+
+// tagRef is an entry of the tag index.
+type tagRef struct {
+	offset uint64
+	pid    string
+	seq    uint64
 }
 
 var (
 	_ persistence.Journal       = (*Store)(nil)
 	_ persistence.SnapshotStore = (*Store)(nil)
+	_ persistence.TagQuerier    = (*Store)(nil)
 )
 
 // stream holds the events of one persistence id.
@@ -49,6 +59,7 @@ func New() *Store {
 	return &Store{
 		streams:   map[string]*stream{},
 		snapshots: map[string]map[uint64]*storedSnapshot{},
+		tags:      map[string][]tagRef{},
 	}
 }
 
@@ -89,6 +100,12 @@ func (s *Store) WriteMessages(ctx context.Context, writes []persistence.AtomicWr
 			}
 			rec.Timestamp = time.Unix(0, rec.Timestamp.UnixNano())
 			st.events = append(st.events, storedRecord{rec: rec, sum: recordSum(rec)})
+			if len(rec.Tags) > 0 {
+				s.offset++
+				for _, tag := range rec.Tags {
+					s.tags[tag] = append(s.tags[tag], tagRef{offset: s.offset, pid: rec.PersistenceID, seq: rec.SequenceNr})
+				}
+			}
 		}
 		st.highest = w.Events[len(w.Events)-1].SequenceNr
 	}
@@ -130,6 +147,50 @@ func (s *Store) ReplayMessages(ctx context.Context, persistenceID string, fromSe
 				PersistenceID: r.rec.PersistenceID, SequenceNr: r.rec.SequenceNr, Reason: "checksum mismatch"}
 		}
 		if err := fn(cloneRecord(r.rec)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EventsByTag implements persistence.TagQuerier. fn runs without any lock
+// held, on copies of the stored records.
+func (s *Store) EventsByTag(ctx context.Context, tag string, fromOffset, max uint64, fn func(persistence.TaggedRecord) error) error {
+	if err := s.rlock(ctx); err != nil {
+		return err
+	}
+	refs := s.tags[tag]
+	start, _ := slices.BinarySearchFunc(refs, fromOffset, func(r tagRef, off uint64) int {
+		return cmpSeq(r.offset, off)
+	})
+	var selected []persistence.TaggedRecord
+	var sums []uint32
+	for _, ref := range refs[start:] {
+		if max != 0 && uint64(len(selected)) == max {
+			break
+		}
+		st := s.streams[ref.pid]
+		i, found := slices.BinarySearchFunc(st.events, ref.seq, func(r storedRecord, seq uint64) int {
+			return cmpSeq(r.rec.SequenceNr, seq)
+		})
+		if !found {
+			continue // deleted
+		}
+		selected = append(selected, persistence.TaggedRecord{Offset: ref.offset, Record: st.events[i].rec})
+		sums = append(sums, st.events[i].sum)
+	}
+	s.mu.RUnlock()
+
+	for i, tr := range selected {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if recordSum(tr.Record) != sums[i] {
+			return &persistence.CorruptRecordError{
+				PersistenceID: tr.Record.PersistenceID, SequenceNr: tr.Record.SequenceNr, Reason: "checksum mismatch"}
+		}
+		tr.Record = cloneRecord(tr.Record)
+		if err := fn(tr); err != nil {
 			return err
 		}
 	}
@@ -288,6 +349,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.streams = nil
 	s.snapshots = nil
+	s.tags = nil
 	return nil
 }
 
