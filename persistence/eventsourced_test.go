@@ -81,7 +81,8 @@ func (c *counter) Receive(ctx persistence.Context) {
 	}
 }
 
-func setup(t *testing.T, sys *actor.System) *memjournal.Store {
+// registry returns a registry of the counter's types.
+func registry(t *testing.T) *serialization.Registry {
 	t.Helper()
 	reg := serialization.NewRegistry()
 	for _, err := range []error{
@@ -93,6 +94,12 @@ func setup(t *testing.T, sys *actor.System) *memjournal.Store {
 			t.Fatal(err)
 		}
 	}
+	return reg
+}
+
+func setup(t *testing.T, sys *actor.System) *memjournal.Store {
+	t.Helper()
+	reg := registry(t)
 	store := memjournal.New()
 	t.Cleanup(func() { _ = store.Close() })
 	if err := persistence.Setup(sys, persistence.Settings{Journal: store, Snapshots: store, Registry: reg}); err != nil {

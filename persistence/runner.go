@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -20,7 +21,8 @@ type runner struct {
 	ext       *Persistence
 	pid       string
 	self      actor.Ref
-	writerID  string // the WriterID of this instance's records
+	writerID  string      // the WriterID of this instance's records
+	log       *zap.Logger // for the recovery goroutine
 	claimed   bool
 	cancel    context.CancelFunc
 
@@ -57,6 +59,7 @@ type (
 	recoveredSnapshot struct {
 		owner *runner
 		snap  *Snapshot
+		state any // the decoded snapshot
 		err   error
 	}
 	recoveredEvents struct {
@@ -128,6 +131,7 @@ func (r *runner) Receive(ctx actor.Context) {
 
 func (r *runner) start(ctx actor.Context) {
 	r.self = ctx.Self()
+	r.log = ctx.Logger()
 	r.ext = Get(ctx.System())
 	settings, err := r.ext.config()
 	if err != nil {
@@ -160,8 +164,8 @@ func (r *runner) start(ctx actor.Context) {
 	go r.replay(rctx, rec)
 }
 
-// replay runs on its own goroutine: it loads the snapshot, then streams the events
-// after it to the actor in batches, then the highest sequence number.
+// replay runs on its own goroutine: it loads and decodes the snapshot, then streams
+// the events after it to the actor in batches, then the highest sequence number.
 func (r *runner) replay(ctx context.Context, rec Recovery) {
 	settings, pid, self := r.settings, r.pid, r.self
 	if err := r.ext.awaitWrite(ctx, pid); err != nil {
@@ -169,14 +173,16 @@ func (r *runner) replay(ctx context.Context, rec Recovery) {
 		return
 	}
 	from := uint64(1)
+	fellBack := false
 	if settings.Snapshots != nil && !rec.NoSnapshot {
-		snap, ok, err := settings.Snapshots.LoadSnapshot(ctx, pid, rec.FromSnapshot)
+		snap, state, skipped, err := loadSnapshot(ctx, settings, pid, rec.FromSnapshot, r.log)
 		if err != nil {
 			_ = self.Tell(recoveredSnapshot{owner: r, err: err})
 			return
 		}
-		if ok {
-			_ = self.Tell(recoveredSnapshot{owner: r, snap: &snap})
+		fellBack = skipped
+		if snap != nil {
+			_ = self.Tell(recoveredSnapshot{owner: r, snap: snap, state: state})
 			from = snap.Metadata.SequenceNr + 1
 		}
 	}
@@ -185,7 +191,14 @@ func (r *runner) replay(ctx context.Context, rec Recovery) {
 		to = MaxSequenceNr
 	}
 	batch := make([]Record, 0, settings.ReplayBatch)
+	first := true
 	err := settings.Journal.ReplayMessages(ctx, pid, from, to, 0, func(rec Record) error {
+		if first && fellBack && rec.SequenceNr != from {
+			// The older snapshot (or none) does not reach the events that are left.
+			return fmt.Errorf("%w: %q: the snapshot to fall back to ends at %d, but the events up to %d are deleted",
+				errNoFallback, pid, from-1, rec.SequenceNr-1)
+		}
+		first = false
 		batch = append(batch, rec)
 		if len(batch) == cap(batch) {
 			_ = self.Tell(recoveredEvents{owner: r, records: batch})
@@ -201,7 +214,55 @@ func (r *runner) replay(ctx context.Context, rec Recovery) {
 		return
 	}
 	highest, err := settings.Journal.HighestSequenceNr(ctx, pid)
+	if err == nil && first && fellBack && highest >= from {
+		err = fmt.Errorf("%w: %q: the snapshot to fall back to ends at %d, but the events up to %d are deleted",
+			errNoFallback, pid, from-1, highest)
+	}
 	_ = self.Tell(recoveryDone{owner: r, highest: highest, err: err})
+}
+
+// errNoFallback fails a recovery whose snapshot is unusable when the events it
+// covered are deleted.
+var errNoFallback = errors.New("persistence: unusable snapshot and no fallback")
+
+// maxSnapshotAttempts bounds how many snapshots a recovery tries, newest first,
+// before it gives up on snapshots.
+const maxSnapshotAttempts = 3
+
+// loadSnapshot loads and decodes the newest snapshot c selects. A snapshot that is
+// corrupt in the store or does not decode is logged and skipped, as Akka does, for
+// the next older one; after maxSnapshotAttempts, or when there is none older, the
+// recovery replays from the start (skipped reports that it fell back). Other errors
+// of the store fail the recovery.
+func loadSnapshot(ctx context.Context, settings *Settings, pid string, c SnapshotCriteria, log *zap.Logger) (snap *Snapshot, state any, skipped bool, err error) {
+	for attempt := 0; attempt < maxSnapshotAttempts; attempt++ {
+		s, ok, err := settings.Snapshots.LoadSnapshot(ctx, pid, c)
+		var bad uint64
+		var cre *CorruptRecordError
+		switch {
+		case err != nil && asCorrupt(err, &cre) && cre.Snapshot:
+			bad = cre.SequenceNr
+		case err != nil:
+			return nil, nil, false, err
+		case !ok:
+			return nil, nil, skipped, nil
+		default:
+			st, uerr := settings.Registry.Unmarshal(s.Manifest, s.Payload)
+			if uerr == nil {
+				return &s, st, skipped, nil
+			}
+			err, bad = uerr, s.Metadata.SequenceNr
+		}
+		log.Warn("persistence: snapshot unusable; falling back to an older one",
+			zap.String("persistence_id", pid), zap.Uint64("sequence_nr", bad), zap.Error(err))
+		skipped = true
+		if bad <= max(1, c.MinSequenceNr) {
+			break // nothing older can match
+		}
+		c.MaxSequenceNr = bad - 1
+	}
+	log.Warn("persistence: no usable snapshot; replaying all events", zap.String("persistence_id", pid))
+	return nil, nil, true, nil
 }
 
 func (r *runner) failRecovery(ctx actor.Context, err error, seq uint64) {
@@ -220,13 +281,8 @@ func (r *runner) onSnapshot(ctx actor.Context, m recoveredSnapshot) {
 		r.failRecovery(ctx, m.err, 0)
 		return
 	}
-	state, err := r.settings.Registry.Unmarshal(m.snap.Manifest, m.snap.Payload)
-	if err != nil {
-		r.failRecovery(ctx, fmt.Errorf("snapshot of %q at %d: %w", r.pid, m.snap.Metadata.SequenceNr, err), m.snap.Metadata.SequenceNr)
-		return
-	}
 	r.lastSeq = m.snap.Metadata.SequenceNr
-	r.entity.Recover(&handlerContext{entityContext: r.context(ctx), msg: SnapshotOffer{Metadata: m.snap.Metadata, Snapshot: state}})
+	r.entity.Recover(&handlerContext{entityContext: r.context(ctx), msg: SnapshotOffer{Metadata: m.snap.Metadata, Snapshot: m.state}})
 }
 
 func (r *runner) onEvents(ctx actor.Context, m recoveredEvents) {
