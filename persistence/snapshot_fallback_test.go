@@ -2,9 +2,9 @@ package persistence_test
 
 import (
 	"context"
-	"github.com/troupe-go/troupe/actor"
 	"testing"
 
+	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/testkit"
 )

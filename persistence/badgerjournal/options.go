@@ -3,6 +3,7 @@ package badgerjournal
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -42,6 +43,14 @@ const (
 	// write (larger ones are rejected with persistence.ErrTooLarge).
 	DefaultMemTableSize = 64 << 20
 
+	// DefaultValueLogGCInterval is how often the store runs badger's
+	// value-log garbage collection.
+	DefaultValueLogGCInterval = 10 * time.Minute
+
+	// DefaultValueLogGCDiscardRatio is the share of a value-log file that
+	// must be garbage for the collection to rewrite it.
+	DefaultValueLogGCDiscardRatio = 0.5
+
 	// DefaultHighestCacheSize is how many persistence ids the writer
 	// remembers the highest sequence number of, to check new writes
 	// without reading the database.
@@ -71,9 +80,22 @@ type Options struct {
 	// numbers, in persistence ids. Default: DefaultHighestCacheSize.
 	HighestCacheSize int
 
+	// ValueLogGCInterval is how often badger's value-log garbage
+	// collection runs, reclaiming the space of deleted values stored in the
+	// value log (values of 1 MiB or more). A negative value turns it off.
+	// Close stops it. Default: DefaultValueLogGCInterval.
+	ValueLogGCInterval time.Duration
+
+	// ValueLogGCDiscardRatio is the share of a value-log file, above 0 and
+	// below 1, that must be garbage for the collection to rewrite it.
+	// Default: DefaultValueLogGCDiscardRatio.
+	ValueLogGCDiscardRatio float64
+
 	// beforeBatch, when set by a test, runs on the writer goroutine before
 	// it takes each batch.
 	beforeBatch func()
+	// afterGC, when set by a test, runs after each garbage-collection round.
+	afterGC func()
 }
 
 // Validate reports the first field that holds an unusable value.
@@ -85,6 +107,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("badgerjournal: Options.Durability is %v", o.Durability)
 	case o.MemTableSize != 0 && (o.MemTableSize < 1<<20 || o.MemTableSize > 1<<30):
 		return fmt.Errorf("badgerjournal: Options.MemTableSize %d is not within 1 MiB..1 GiB", o.MemTableSize)
+	case o.ValueLogGCDiscardRatio < 0 || o.ValueLogGCDiscardRatio >= 1:
+		return fmt.Errorf("badgerjournal: Options.ValueLogGCDiscardRatio %v is not within 0..1", o.ValueLogGCDiscardRatio)
 	case o.HighestCacheSize < 0:
 		return fmt.Errorf("badgerjournal: Options.HighestCacheSize %d is negative", o.HighestCacheSize)
 	}
@@ -98,6 +122,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MemTableSize == 0 {
 		o.MemTableSize = DefaultMemTableSize
+	}
+	if o.ValueLogGCInterval == 0 {
+		o.ValueLogGCInterval = DefaultValueLogGCInterval
+	}
+	if o.ValueLogGCDiscardRatio == 0 {
+		o.ValueLogGCDiscardRatio = DefaultValueLogGCDiscardRatio
 	}
 	if o.HighestCacheSize == 0 {
 		o.HighestCacheSize = DefaultHighestCacheSize

@@ -42,6 +42,7 @@ type Store struct {
 
 	w   *writer
 	ids *idRegistry
+	gc  *valueLogGC // nil when turned off
 }
 
 var (
@@ -96,6 +97,9 @@ func Open(opts Options) (*Store, error) {
 		if offset, err = readNextOffset(db); err == nil {
 			s := &Store{db: db, log: opts.Logger, ids: ids}
 			s.w = startWriter(db, ids, offset, opts.Logger, opts.HighestCacheSize, opts.beforeBatch)
+			if opts.ValueLogGCInterval > 0 {
+				s.gc = startValueLogGC(db, opts.Logger, opts.ValueLogGCInterval, opts.ValueLogGCDiscardRatio, opts.afterGC)
+			}
 			return s, nil
 		}
 	}
@@ -166,6 +170,9 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.inflight.Wait()
+	if s.gc != nil {
+		s.gc.close()
+	}
 	s.w.stop()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("badgerjournal: close: %w", err)

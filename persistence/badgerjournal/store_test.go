@@ -16,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"go.uber.org/zap"
@@ -27,9 +28,10 @@ import (
 )
 
 // testOptions keeps badger's memory small, so that the suite's parallel
-// tests do not each reserve 64 MiB memtables.
+// tests do not each reserve 64 MiB memtables, and turns off the value-log
+// garbage collection.
 func testOptions(dir string) Options {
-	return Options{Dir: dir, MemTableSize: 8 << 20}
+	return Options{Dir: dir, MemTableSize: 8 << 20, ValueLogGCInterval: -1}
 }
 
 func openStore(t *testing.T, dir string) *Store {
@@ -158,6 +160,8 @@ func TestOptionsValidate(t *testing.T) {
 		{Options{}, false},
 		{Options{Dir: "x", Durability: 7}, false},
 		{Options{Dir: "x", MemTableSize: 1000}, false},
+		{Options{Dir: "x", ValueLogGCDiscardRatio: 1}, false},
+		{Options{Dir: "x", ValueLogGCDiscardRatio: 0.7, ValueLogGCInterval: -1}, true},
 		{Options{Dir: "x", MemTableSize: 2 << 30}, false},
 		{Options{Dir: "x", HighestCacheSize: -1}, false},
 	}
@@ -524,5 +528,63 @@ func TestSurvivesSIGKILL(t *testing.T) {
 	}
 	if next-1 < acked {
 		t.Fatalf("recovered %d events, %d were acknowledged", next-1, acked)
+	}
+}
+
+// TestValueLogGC: with an interval set, the collection runs rounds over a
+// store holding values in the value log, and Close stops it (goleak checks
+// that its goroutine is gone).
+func TestValueLogGC(t *testing.T) {
+	o := testOptions(t.TempDir())
+	o.MemTableSize = 1 << 20 // values of 100 KiB or more go to the value log
+	o.ValueLogGCInterval = time.Millisecond
+	rounds := make(chan struct{}, 1)
+	o.afterGC = func() {
+		select {
+		case rounds <- struct{}{}:
+		default:
+		}
+	}
+	s, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for seq := uint64(1); seq <= 5; seq++ {
+		results, err := s.WriteMessages(ctx, []persistence.AtomicWrite{{PersistenceID: "big", Events: []persistence.Record{
+			{PersistenceID: "big", SequenceNr: seq, Payload: bytes.Repeat([]byte{byte(seq)}, 120<<10)},
+		}}})
+		if err == nil {
+			err = results[0]
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteMessagesTo(ctx, "big", 4); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		select {
+		case <-rounds:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no garbage-collection round ran")
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, o.Dir)
+	defer s.Close()
+	var got []uint64
+	err = s.ReplayMessages(ctx, "big", 1, persistence.MaxSequenceNr, 0, func(r persistence.Record) error {
+		got = append(got, r.SequenceNr)
+		if len(r.Payload) != 120<<10 || r.Payload[0] != byte(r.SequenceNr) {
+			return fmt.Errorf("#%d: payload damaged", r.SequenceNr)
+		}
+		return nil
+	})
+	if err != nil || len(got) != 1 || got[0] != 5 {
+		t.Fatalf("after garbage collection: %v, %v", got, err)
 	}
 }
