@@ -1,0 +1,15 @@
+// Package multinode runs several Troupe nodes (actor system, remoting and cluster
+// membership) in one test process on 127.0.0.1, and injects faults between them, as
+// Akka's multi-node test kit does with its test conductor.
+//
+// Start starts N nodes on free ports, the first as the seed, and waits until every
+// node sees every node Up. Partition cuts two groups of nodes apart in both serf's
+// gossip (through a wrapping memberlist transport that drops packets and refuses
+// dials) and the remote transport (remote.SetBlocked); Heal removes the cuts. Crash
+// kills a node without a leave, and Restart starts it again on the same addresses as a
+// new incarnation. Await waits for a condition on a node's view of the cluster,
+// re-checking at each cluster event.
+//
+// Nodes use cluster.TestTiming and a stable-after of 1s, so a failure is detected and
+// resolved in a few seconds. Everything is shut down at the end of the test.
+package multinode

@@ -1,0 +1,304 @@
+package multinode
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/remote"
+	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/testkit"
+	"go.uber.org/zap/zapcore"
+)
+
+// Options configure a test cluster. Zero fields mean the documented defaults.
+type Options struct {
+	// Nodes is how many nodes Start starts. Default 3.
+	Nodes int
+	// Registry is shared by every node's transport; default an empty registry.
+	Registry *serialization.Registry
+	// StableAfter is the split-brain resolver's stable-after. Default 1s.
+	StableAfter time.Duration
+	// Configure, when set, adjusts node i's cluster config before it starts.
+	Configure func(i int, c *cluster.Config)
+	// NoWait makes Start return without waiting for every node to be Up.
+	NoWait bool
+}
+
+// Cluster is a set of nodes in one process on 127.0.0.1, each an actor system with
+// remoting and cluster membership, wired through a fault-injecting network.
+type Cluster struct {
+	t    testing.TB
+	opts Options
+	net  *network
+
+	mu    sync.Mutex
+	nodes []*Node
+}
+
+// Node is one member of a test cluster.
+type Node struct {
+	Index   int
+	System  *actor.System
+	Remote  *remote.Remote
+	Cluster *cluster.Cluster
+
+	name       string
+	remotePort int
+	gossip     string // "127.0.0.1:port"
+	crashed    bool
+}
+
+// Start starts opts.Nodes nodes, the first as the seed of the others, and waits until
+// every node sees every node Up. Everything is shut down at the end of the test.
+func Start(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	if opts.Nodes == 0 {
+		opts.Nodes = 3
+	}
+	if opts.Registry == nil {
+		opts.Registry = serialization.NewRegistry()
+	}
+	if opts.StableAfter == 0 {
+		opts.StableAfter = time.Second
+	}
+	c := &Cluster{t: t, opts: opts, net: &network{}}
+	t.Cleanup(c.shutdownAll)
+	for i := range opts.Nodes {
+		n := &Node{Index: i, name: "node" + strconv.Itoa(i)}
+		c.nodes = append(c.nodes, n)
+		seeds := []string(nil)
+		if i > 0 {
+			seeds = []string{c.nodes[0].gossip}
+		}
+		c.boot(n, seeds)
+	}
+	if !opts.NoWait {
+		c.AwaitAllUp(testkit.Dilated(10 * time.Second))
+	}
+	return c
+}
+
+// boot starts (or restarts) node n, on its previous ports if it had any.
+func (c *Cluster) boot(n *Node, seeds []string) {
+	t := c.t
+	t.Helper()
+	logger, stopLog := testkit.NewLogger(t, zapcore.InfoLevel)
+	sys, err := actor.New(n.name, actor.Config{Logger: logger})
+	if err != nil {
+		t.Fatalf("multinode: %v", err)
+	}
+	t.Cleanup(stopLog)
+	r, err := remote.Start(sys, remote.Config{
+		Registry:            c.opts.Registry,
+		ListenPort:          n.remotePort,
+		ReconnectBackoffMin: 10 * time.Millisecond,
+		ReconnectBackoffMax: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatalf("multinode: remote on node %d: %v", n.Index, err)
+	}
+	gossipPort := 0
+	if n.gossip != "" {
+		_, p, _ := splitPort(n.gossip)
+		gossipPort = p
+	}
+	node := n
+	cfg := cluster.Config{
+		Remote:            r,
+		GossipPort:        gossipPort,
+		SeedNodes:         seeds,
+		JoinRetryInterval: 50 * time.Millisecond,
+		Timing:            cluster.TestTiming(),
+		Downing:           cluster.DowningConfig{StableAfter: c.opts.StableAfter},
+		WrapTransport: func(inner memberlist.NodeAwareTransport) memberlist.NodeAwareTransport {
+			self := ""
+			if nt, ok := inner.(*memberlist.NetTransport); ok {
+				self = "127.0.0.1:" + strconv.Itoa(nt.GetAutoBindPort())
+			}
+			return &faultTransport{NodeAwareTransport: inner, net: c.net, self: func() string { return self }}
+		},
+	}
+	if c.opts.Configure != nil {
+		c.opts.Configure(n.Index, &cfg)
+	}
+	cl, err := cluster.Start(sys, cfg)
+	if err != nil {
+		t.Fatalf("multinode: cluster on node %d: %v", n.Index, err)
+	}
+	c.mu.Lock()
+	node.System, node.Remote, node.Cluster = sys, r, cl
+	node.remotePort = r.Address().Port
+	node.gossip = cl.GossipAddress()
+	node.crashed = false
+	c.mu.Unlock()
+}
+
+func splitPort(hostport string) (string, int, error) {
+	for i := len(hostport) - 1; i >= 0; i-- {
+		if hostport[i] == ':' {
+			p, err := strconv.Atoi(hostport[i+1:])
+			return hostport[:i], p, err
+		}
+	}
+	return "", 0, fmt.Errorf("no port in %q", hostport)
+}
+
+// Add starts one more node, joining through the first live node, and returns it.
+func (c *Cluster) Add() *Node {
+	c.mu.Lock()
+	n := &Node{Index: len(c.nodes), name: "node" + strconv.Itoa(len(c.nodes))}
+	c.nodes = append(c.nodes, n)
+	c.mu.Unlock()
+	var seeds []string
+	for _, m := range c.Nodes() {
+		if m != n && !m.crashed && m.System != nil {
+			seeds = []string{m.gossip}
+			break
+		}
+	}
+	c.boot(n, seeds)
+	return n
+}
+
+// Node returns node i.
+func (c *Cluster) Node(i int) *Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[i]
+}
+
+// Nodes returns all nodes, crashed ones included.
+func (c *Cluster) Nodes() []*Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*Node(nil), c.nodes...)
+}
+
+// Partition cuts every node of sideA off from every node of sideB, both in gossip and
+// in the remote transport, until Heal.
+func (c *Cluster) Partition(sideA, sideB []int) {
+	for _, i := range sideA {
+		for _, j := range sideB {
+			a, b := c.Node(i), c.Node(j)
+			c.net.set(a.gossip, b.gossip, true)
+			a.Remote.SetBlocked(b.Remote.Address(), true)
+			b.Remote.SetBlocked(a.Remote.Address(), true)
+		}
+	}
+}
+
+// Heal removes every cut.
+func (c *Cluster) Heal() {
+	c.net.heal()
+	for _, a := range c.Nodes() {
+		for _, b := range c.Nodes() {
+			if a != b && !a.crashed {
+				a.Remote.SetBlocked(b.Remote.Address(), false)
+			}
+		}
+	}
+}
+
+// Crash kills node i as a crashed process would: no leave, no goodbye. Its system is
+// shut down afterwards to free its goroutines.
+func (c *Cluster) Crash(i int) {
+	n := c.Node(i)
+	n.Cluster.Crash()
+	n.Remote.Abort()
+	c.mu.Lock()
+	n.crashed = true
+	c.mu.Unlock()
+	shutdown(c.t, n.System)
+}
+
+// Restart starts crashed node i again on the same addresses, as a new incarnation
+// joining through the first live node.
+func (c *Cluster) Restart(i int) *Node {
+	n := c.Node(i)
+	var seeds []string
+	for _, m := range c.Nodes() {
+		if m != n && !m.crashed {
+			seeds = []string{m.gossip}
+			break
+		}
+	}
+	c.boot(n, seeds)
+	return n
+}
+
+// AwaitAllUp waits until every live node sees every live node Up.
+func (c *Cluster) AwaitAllUp(timeout time.Duration) {
+	c.t.Helper()
+	var live []*Node
+	for _, n := range c.Nodes() {
+		if !n.crashed {
+			live = append(live, n)
+		}
+	}
+	for _, n := range live {
+		c.Await(n.Index, timeout, fmt.Sprintf("%d members Up", len(live)), func(st cluster.CurrentClusterState) bool {
+			up := 0
+			for _, m := range st.Members {
+				if m.Status == cluster.Up {
+					up++
+				}
+			}
+			return up == len(live) && len(st.Members) == len(live)
+		})
+	}
+}
+
+// Await waits until cond holds for node i's view of the cluster, re-checking at every
+// cluster event; it fails the test after timeout.
+func (c *Cluster) Await(i int, timeout time.Duration, what string, cond func(cluster.CurrentClusterState) bool) {
+	c.t.Helper()
+	n := c.Node(i)
+	changed := make(chan struct{}, 1)
+	sub, err := n.System.SpawnSystem(actor.PropsFunc(func(ctx actor.Context) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}), "")
+	if err != nil {
+		c.t.Fatalf("multinode: %v", err)
+	}
+	defer n.System.Stop(sub)
+	n.Cluster.Subscribe(sub)
+	deadline := time.After(timeout)
+	for !cond(n.Cluster.State()) {
+		select {
+		case <-changed:
+		case <-n.Cluster.Stopped():
+			if !cond(n.Cluster.State()) {
+				c.t.Fatalf("multinode: node %d stopped before %s; state %+v", i, what, n.Cluster.State())
+			}
+			return
+		case <-deadline:
+			c.t.Fatalf("multinode: node %d: no %s within %v; state %+v", i, what, timeout, n.Cluster.State())
+		}
+	}
+}
+
+func (c *Cluster) shutdownAll() {
+	for _, n := range c.Nodes() {
+		if n.System != nil {
+			shutdown(c.t, n.System)
+		}
+	}
+}
+
+func shutdown(t testing.TB, sys *actor.System) {
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(15*time.Second))
+	defer cancel()
+	if err := sys.Shutdown(ctx); err != nil {
+		t.Errorf("multinode: shutdown %s: %v", sys.Name(), err)
+	}
+}
