@@ -123,7 +123,10 @@ func (c *Cluster) serfConfig(tags map[string]string) (*serf.Config, error) {
 	sc.EventCh = c.events
 	sc.ReconnectTimeout = 72 * time.Hour // unreachable members go when downed, not by timer
 	sc.TombstoneTimeout = time.Hour
-	sc.EnableNameConflictResolution = true
+	// A second node claiming a member's name (its address) is refused by memberlist,
+	// which keeps the node it knows; serf's extra conflict resolution races inside
+	// serf (seen with -race), and would only make the newcomer shut itself down.
+	sc.EnableNameConflictResolution = false
 	sc.LeavePropagateDelay = c.cfg.Timing.LeavePropagateDelay
 	logger := log.New(&zapWriter{log: c.log.Named("serf")}, "", 0)
 	sc.Logger = logger

@@ -27,6 +27,8 @@ type Options struct {
 	StableAfter time.Duration
 	// Configure, when set, adjusts node i's cluster config before it starts.
 	Configure func(i int, c *cluster.Config)
+	// ConfigureRemote, when set, adjusts node i's remote config before it starts.
+	ConfigureRemote func(i int, c *remote.Config)
 	// NoWait makes Start return without waiting for every node to be Up.
 	NoWait bool
 }
@@ -95,12 +97,16 @@ func (c *Cluster) boot(n *Node, seeds []string) {
 		t.Fatalf("multinode: %v", err)
 	}
 	t.Cleanup(stopLog)
-	r, err := remote.Start(sys, remote.Config{
+	rc := remote.Config{
 		Registry:            c.opts.Registry,
 		ListenPort:          n.remotePort,
 		ReconnectBackoffMin: 10 * time.Millisecond,
 		ReconnectBackoffMax: 200 * time.Millisecond,
-	})
+	}
+	if c.opts.ConfigureRemote != nil {
+		c.opts.ConfigureRemote(n.Index, &rc)
+	}
+	r, err := remote.Start(sys, rc)
 	if err != nil {
 		t.Fatalf("multinode: remote on node %d: %v", n.Index, err)
 	}
