@@ -28,17 +28,20 @@ type scenario struct {
 }
 
 var scenarios = map[string]scenario{
-	"chan":            {2_000_000, runChan},
-	"chan-roundtrip":  {200_000, runChanRoundTrip},
-	"tell":            {2_000_000, runTell},
-	"tell-parallel":   {2_000_000, runTellParallel},
-	"ask":             {200_000, runAsk},
-	"spawn":           {100_000, runSpawn},
-	"persist":         {200_000, runPersist},
-	"persist-latency": {1_000, runPersistLatency},
-	"recover":         {1_000_000, runRecover},
-	"remote-tell":     {2_000_000, runRemoteTell},
-	"remote-ask":      {20_000, runRemoteAsk},
+	"chan":             {2_000_000, runChan},
+	"chan-roundtrip":   {200_000, runChanRoundTrip},
+	"tell":             {2_000_000, runTell},
+	"tell-parallel":    {2_000_000, runTellParallel},
+	"ask":              {200_000, runAsk},
+	"spawn":            {100_000, runSpawn},
+	"persist":          {200_000, runPersist},
+	"persist-latency":  {1_000, runPersistLatency},
+	"recover":          {1_000_000, runRecover},
+	"remote-tell":      {2_000_000, runRemoteTell},
+	"remote-ask":       {20_000, runRemoteAsk},
+	"cluster-form":     {5, runClusterForm},
+	"cluster-failover": {5, runClusterFailover},
+	"cluster-form-25":  {25, runClusterForm},
 }
 
 func main() {
