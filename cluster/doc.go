@@ -1,45 +1,59 @@
 // Package cluster is Troupe's cluster membership: Akka's member model (status, roles,
-// app version, age and reachability), cluster events, and a split-brain resolver, to be
-// carried on hashicorp/serf.
+// app version, age and reachability) carried on hashicorp/serf, cluster events, and a
+// split-brain resolver that downs members instead of serf's timers.
 //
-// # What exists now
+// # A node
 //
-// The protocols, as pure state machines with no goroutines, clocks or network (the
-// way DESIGN.md §6 asks), each tested with table tests:
+// Start joins an actor system with remoting to a cluster:
 //
-//   - Member and UniqueAddress: a member's identity is its address plus an incarnation
-//     uid, so a restarted node is a new member. Statuses move only forward: Joining, Up,
-//     Leaving, Exiting, Down, Removed (MemberStatus.CanMoveTo).
-//   - Age: Member.IsOlderThan orders members by UpNumber, then by address, and Oldest
-//     picks the oldest Up or Leaving member, overall or with a role. There is no leader
-//     to hand out up-numbers as in Akka; instead a member chooses its own age when it
-//     becomes Up (NextUpNumber: its wall clock in milliseconds, but always above every
-//     age it has seen) and publishes it in its tags, so every node reading the same tags
-//     agrees on the oldest.
-//   - Tags: EncodeTags and DecodeTags carry a member (version, address, uid, status,
-//     age, roles, app version) in serf tags. Malformed tags are an error, never a panic;
-//     DecodeTags has a fuzz target.
-//   - Membership: one node's view. It takes observations (a member's tags, a leave, a
-//     down, a removal, reachability changes) and returns the events to publish, in
-//     order: MemberJoined, MemberUp, MemberLeft, MemberExited, MemberDowned,
-//     MemberRemoved, UnreachableMember, ReachableMember and OldestChanged (overall and
-//     per role). It gates Joining to Up on min-nr-of-members (overall and per role),
-//     ignores illegal transitions and never lets a removed identity back in. State
-//     returns the CurrentClusterState a new subscriber gets first.
-//   - Split-brain resolver: Decide is a pure function from the members, the unreachable
-//     set and the strategy (keep-majority by default, static-quorum, keep-oldest,
-//     down-all) to the members to down, this node's side included when it loses. An
-//     equal keep-majority split keeps the side with the lowest address. Resolver adds
-//     the stable-after wait (StableTracker); with no unreachable member it never
-//     decides anything.
+//	r, _ := remote.Start(sys, remote.Config{Registry: reg, ListenPort: 2552})
+//	c, err := cluster.Start(sys, cluster.Config{
+//		Remote:    r,
+//		SeedNodes: []string{"10.0.0.5:7946"}, // gossip addresses of running members
+//	})
+//	c.Subscribe(ref) // CurrentClusterState first, then every event in order
 //
-// # What is coming
+// serf gossips on its own port (GossipPort) and carries each member in its tags:
+// the remote address, the incarnation uid, the status the member reports for itself,
+// its age, roles and app version (EncodeTags, versioned). A member with malformed tags
+// is ignored with a log line.
 //
-// The node itself: an actor that runs serf (gossip encryption with a keyring), turns
-// serf's member events and tags into Membership inputs and its own status into tags,
-// moves itself Up when MinMembersMet, runs the Resolver on a timer of
-// Resolver.Remaining, spreads Down decisions, publishes events to subscribers,
-// joins through seed nodes, leaves gracefully as a coordinated-shutdown phase, and tells
-// remote to quarantine removed incarnations and terminate watches on them. Then
-// testkit/multinode, docs/cluster.md and examples/cluster.
+// # Member lifecycle
+//
+// A member starts Joining and moves itself Up once MinNrOfMembers (overall and per
+// role) have joined; RegisterOnMemberUp callbacks run then. When it becomes Up it picks
+// its age (NextUpNumber: its clock in milliseconds, but above every age it has seen) and
+// never changes it, so every node that sees the same members agrees on the oldest
+// (Oldest, OldestChanged), overall and per role: the singleton and the sharding
+// coordinator live there. Leave (run by coordinated shutdown in the cluster-leave
+// phase) makes the member Leaving, then serf's leave makes it Exiting and Removed on
+// every node, in that order.
+//
+// serf's failure detector makes a member Unreachable, never Removed: an unreachable
+// member stays until the split-brain resolver (or Down by hand) downs it. A removed
+// identity never comes back; a node restarted on the same address is a new
+// incarnation (a new uid) and a new member.
+//
+// # Split-brain resolver
+//
+// When some members are unreachable and membership has not changed for StableAfter,
+// Decide picks the surviving side: keep-majority (the default; an exactly equal split
+// keeps the side with the lowest address), static-quorum, keep-oldest or down-all. The
+// surviving side downs the others and spreads the decision; a node on the losing side
+// downs itself, stops its cluster services and, unless KeepSystemWhenDowned, shuts its
+// actor system down. With no unreachable member nothing is ever downed.
+//
+// # Remote integration
+//
+// Membership replaces the transport's heartbeat failure detector for members: when a
+// member is removed, its incarnation is quarantined in the remote transport, so every
+// watched actor there gets Terminated with AddressTerminated.
+//
+// # Pure state machines
+//
+// The protocols are plain types without goroutines or I/O, tested with table tests:
+// Membership (the view and the events it implies), Decide and Resolver (downing),
+// EncodeTags and DecodeTags (fuzzed). The node (Start) is a thin actor around them that
+// does serf's I/O. testkit/multinode runs several nodes in one test process and
+// injects partitions and crashes.
 package cluster
