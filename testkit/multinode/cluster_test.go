@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/testkit"
 	"github.com/troupe-go/troupe/testkit/multinode"
@@ -227,4 +226,36 @@ func TestNothingIsUpBeforeMinNrOfMembers(t *testing.T) {
 	}
 }
 
-var _ = actor.Ref{}
+
+func TestSystemShutdownLeavesTheClusterGracefully(t *testing.T) {
+	c := multinode.Start(t, multinode.Options{Nodes: 3})
+	leaver := c.Node(2).Cluster.SelfUniqueAddress()
+	p := subscribe(t, c, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(15*time.Second))
+	defer cancel()
+	if err := c.Node(2).System.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expectEvent[cluster.MemberLeft](t, p, leaver, testkit.Dilated(5*time.Second))
+	expectEvent[cluster.MemberExited](t, p, leaver, testkit.Dilated(5*time.Second))
+	expectEvent[cluster.MemberRemoved](t, p, leaver, testkit.Dilated(5*time.Second))
+}
+
+func TestManualDown(t *testing.T) {
+	c := multinode.Start(t, multinode.Options{Nodes: 3})
+	victim := c.Node(2).Cluster.SelfUniqueAddress()
+	p := subscribe(t, c, 1)
+	c.Node(0).Cluster.Down(victim)
+	expectEvent[cluster.MemberDowned](t, p, victim, testkit.Dilated(5*time.Second))
+	expectEvent[cluster.MemberRemoved](t, p, victim, testkit.Dilated(5*time.Second))
+	select {
+	case <-c.Node(2).Cluster.Stopped():
+	case <-time.After(testkit.Dilated(5 * time.Second)):
+		t.Fatal("the downed node did not stop its cluster services")
+	}
+	select {
+	case <-c.Node(2).System.Terminated():
+	case <-time.After(testkit.Dilated(15 * time.Second)):
+		t.Fatal("the downed node's system did not shut down")
+	}
+}
