@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -26,9 +27,10 @@ import (
 // The system lane also keeps every sequenced system message until the peer
 // acknowledges it, and sends it again after a reconnect or when acks stall.
 type outLane struct {
-	p    *peer
-	lane byte
-	wake chan struct{}
+	p       *peer
+	lane    byte
+	wake    chan struct{}
+	started atomic.Bool // the writer goroutine runs
 
 	mu      sync.Mutex
 	buf     []byte  // frames queued for the writer
@@ -56,7 +58,20 @@ func newOutLane(p *peer, lane byte) *outLane {
 	return &outLane{p: p, lane: lane, wake: make(chan struct{}, 1)}
 }
 
+// signal wakes the lane's writer, starting it on first use: a peer that is only
+// named (in a Ref) costs no goroutine until something is sent to it.
 func (l *outLane) signal() {
+	if !l.started.Load() && l.started.CompareAndSwap(false, true) {
+		r := l.p.r
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			return
+		}
+		r.wg.Add(1)
+		r.mu.Unlock()
+		go l.run()
+	}
 	select {
 	case l.wake <- struct{}{}:
 	default:

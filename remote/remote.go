@@ -186,9 +186,6 @@ func (r *Remote) peerFor(addr actor.Address) (*peer, error) {
 	}
 	p := newPeer(r, addr)
 	r.peers[addr] = p
-	r.wg.Add(2)
-	go p.user.run()
-	go p.sys.run()
 	return p, nil
 }
 
