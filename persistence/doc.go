@@ -14,7 +14,10 @@
 // until its handler has run. A failed write stops the entity, because its state
 // may no longer match its journal; an event that cannot be serialised is
 // rejected and the entity keeps running; a failure during recovery stops the
-// entity. AtLeastOnceDelivery, embedded in an entity, resends messages until
+// entity. A snapshot that is corrupt or no longer decodes is logged and skipped
+// for the next older one (up to three), or for a replay of every event, as
+// Akka does; if the events it covered were deleted, the recovery fails rather
+// than start from a wrong state. AtLeastOnceDelivery, embedded in an entity, resends messages until
 // they are confirmed and survives restarts through the entity's own events.
 //
 // # Plug-ins
@@ -43,6 +46,10 @@
 // conflict, too large) does not fail the others, and the entity that issued
 // it keeps running. An error of the call as a whole means the outcome is
 // unknown, and the entities concerned must stop.
+//
+// Journals may also implement TagQuerier, to read the events of a tag (see
+// Tagged) in the order they were written, resuming from an offset; both
+// shipped plug-ins do.
 //
 // The highest sequence number of a persistence id survives the deletion of
 // its events, so a restarted entity never reuses a sequence number.
