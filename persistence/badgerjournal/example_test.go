@@ -53,3 +53,39 @@ func Example() {
 	// 2 cart.ItemAdded pear
 	// highest: 2
 }
+
+func ExampleStore_EventsByTag() {
+	dir, err := os.MkdirTemp("", "journal")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	store, err := badgerjournal.Open(badgerjournal.Options{Dir: dir})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer store.Close()
+
+	ctx := context.Background()
+	ev := func(pid string, seq uint64, payload string, tags ...string) persistence.AtomicWrite {
+		return persistence.AtomicWrite{PersistenceID: pid, Events: []persistence.Record{
+			{PersistenceID: pid, SequenceNr: seq, Manifest: "shop.Event", Payload: []byte(payload), Tags: tags},
+		}}
+	}
+	_, _ = store.WriteMessages(ctx, []persistence.AtomicWrite{ev("cart-1", 1, "apple", "orders")})
+	_, _ = store.WriteMessages(ctx, []persistence.AtomicWrite{ev("cart-2", 1, "browsing")})
+	_, _ = store.WriteMessages(ctx, []persistence.AtomicWrite{ev("cart-2", 2, "pear", "orders")})
+
+	// Read the tag from the start; a reader resumes from the last offset + 1.
+	var next uint64
+	_ = store.EventsByTag(ctx, "orders", next, 0, func(tr persistence.TaggedRecord) error {
+		fmt.Println(tr.Record.PersistenceID, tr.Record.SequenceNr, string(tr.Record.Payload))
+		next = tr.Offset + 1
+		return nil
+	})
+	// Output:
+	// cart-1 1 apple
+	// cart-2 2 pear
+}

@@ -588,3 +588,78 @@ func TestValueLogGC(t *testing.T) {
 		t.Fatalf("after garbage collection: %v, %v", got, err)
 	}
 }
+
+// TestTagIndexAfterRejectedWrites: a tagged write too large for a
+// transaction, and one with a tag too long, are rejected without leaving
+// index entries; the offsets they would have had are not lost to later
+// events, and offsets keep growing across a reopen.
+func TestTagIndexAfterRejectedWrites(t *testing.T) {
+	o := testOptions(t.TempDir())
+	o.MemTableSize = 1 << 20 // transactions of about 150 KiB
+	s, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tagged := func(pid string, n, size int, tag string) persistence.AtomicWrite {
+		w := persistence.AtomicWrite{PersistenceID: pid}
+		for i := 1; i <= n; i++ {
+			w.Events = append(w.Events, persistence.Record{PersistenceID: pid, SequenceNr: uint64(i), Payload: make([]byte, size), Tags: []string{tag}})
+		}
+		return w
+	}
+	results, err := s.WriteMessages(ctx, []persistence.AtomicWrite{
+		tagged("small-1", 300, 100, "t"),
+		tagged("huge", 20000, 10, "t"),
+		tagged("long", 1, 1, strings.Repeat("x", MaxTagLen+1)),
+		tagged("small-2", 300, 100, "t"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if results[0] != nil || !errors.Is(results[1], persistence.ErrTooLarge) ||
+		!errors.Is(results[2], persistence.ErrInvalidWrite) || results[3] != nil {
+		t.Fatalf("results %v", results)
+	}
+	collect := func(s *Store) (pids map[string]int, last uint64) {
+		pids = map[string]int{}
+		err := s.EventsByTag(ctx, "t", 0, 0, func(tr persistence.TaggedRecord) error {
+			if tr.Offset <= last {
+				return fmt.Errorf("offset %d after %d", tr.Offset, last)
+			}
+			last = tr.Offset
+			pids[tr.Record.PersistenceID]++
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pids, last
+	}
+	pids, last := collect(s)
+	if pids["small-1"] != 300 || pids["small-2"] != 300 || len(pids) != 2 {
+		t.Fatalf("events by tag: %v", pids)
+	}
+	if last != 600 {
+		t.Errorf("600 tagged events stored under offsets up to %d", last)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, o.Dir)
+	defer s.Close()
+	mustOK := func(w persistence.AtomicWrite) {
+		t.Helper()
+		results, err := s.WriteMessages(ctx, []persistence.AtomicWrite{w})
+		if err == nil {
+			err = results[0]
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustOK(tagged("after", 1, 1, "t"))
+	if pids, after := collect(s); after != last+1 || pids["after"] != 1 {
+		t.Errorf("the event written after a reopen has offset %d, want %d", after, last+1)
+	}
+}
