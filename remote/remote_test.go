@@ -102,3 +102,27 @@ func TestUnregisteredTypes(t *testing.T) {
 		t.Errorf("receiver stats: %+v", st)
 	}
 }
+
+func TestForwardAcrossSystemsKeepsTheOriginalSender(t *testing.T) {
+	reg := registry(t)
+	a, b, c := startNode(t, "a", reg), startNode(t, "b", reg), startNode(t, "c", reg)
+	echo, _ := c.sys.Spawn(echoProps(), "echo")
+	echoFromB := b.remoteRef(t, echo)
+	// A forwarder on b passes pings on to c's echo; the echo answers a's probe directly.
+	fwd, err := b.sys.Spawn(actor.PropsFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(*ping); ok {
+			ctx.Forward(echoFromB)
+		}
+	}), "forwarder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := testkit.NewProbe(t, a.sys)
+	probe.Send(a.remoteRef(t, fwd), &ping{N: 5})
+	if got := testkit.ExpectMsgType[*pong](probe); got.N != 5 {
+		t.Fatalf("pong %d", got.N)
+	}
+	if s := probe.LastSender(); s.Address() != c.r.Address() {
+		t.Errorf("the reply came from %v, want c's echo", s)
+	}
+}
