@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"reflect"
 	"sync"
 
 	"github.com/troupe-go/troupe/actor"
@@ -22,6 +24,11 @@ type Settings struct {
 	// ReplayBatch is how many replayed events travel in one message to the actor
 	// during recovery. Default 256.
 	ReplayBatch int
+	// CloseOnShutdown hands the plug-ins to the system: once coordinated shutdown has
+	// stopped every actor, the journal and the snapshot store are closed (once, when
+	// they are the same value) if they implement io.Closer. Otherwise the caller
+	// closes them after the system has shut down.
+	CloseOnShutdown bool
 }
 
 // Validate reports missing plug-ins and out-of-range values.
@@ -71,7 +78,8 @@ var extensionID = actor.NewExtensionID("persistence", func(*actor.System) *Persi
 func Get(sys *actor.System) *Persistence { return extensionID.Get(sys) }
 
 // Setup configures persistence for sys. Call it once, before starting event-sourced
-// actors. The caller owns the plug-ins and closes them after the system has shut down.
+// actors. The caller owns the plug-ins and closes them after the system has shut
+// down, unless Settings.CloseOnShutdown hands them to the system.
 func Setup(sys *actor.System, s Settings) error {
 	if err := s.Validate(); err != nil {
 		return err
@@ -85,9 +93,41 @@ func Setup(sys *actor.System, s Settings) error {
 	if p.settings != nil {
 		return fmt.Errorf("%w: Setup called twice", ErrNotConfigured)
 	}
+	if s.CloseOnShutdown {
+		err := sys.CoordinatedShutdown().AddTask(actor.PhaseActorSystemTerminate, "persistence-close", func(ctx context.Context) error {
+			select {
+			case <-sys.Terminated():
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return closePlugins(s.Journal, s.Snapshots)
+		})
+		if err != nil {
+			return err
+		}
+	}
 	p.settings = &s
 	p.batcher = &batcher{journal: s.Journal}
 	return nil
+}
+
+// sameValue reports whether a and b are one comparable value (comparing values of a
+// type that cannot be compared would panic).
+func sameValue(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.IsValid() && vb.IsValid() && va.Type() == vb.Type() && va.Comparable() && va.Equal(vb)
+}
+
+// closePlugins closes the journal and the snapshot store, once if they are one value.
+func closePlugins(j Journal, snaps SnapshotStore) error {
+	var errs []error
+	if c, ok := j.(io.Closer); ok {
+		errs = append(errs, c.Close())
+	}
+	if c, ok := snaps.(io.Closer); ok && !sameValue(snaps, j) {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
 }
 
 func (p *Persistence) config() (*Settings, error) {

@@ -105,7 +105,6 @@ func run(dir, id string, inc, dec int, idle time.Duration) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = store.Close() }()
 
 	reg := serialization.NewRegistry()
 	if err := errors.Join(
@@ -116,10 +115,14 @@ func run(dir, id string, inc, dec int, idle time.Duration) error {
 	}
 	sys, err := actor.New("counter", actor.Config{})
 	if err != nil {
+		_ = store.Close()
 		return err
 	}
+	// The system closes the store once its actors have stopped.
 	defer func() { _ = sys.Shutdown(context.Background()) }()
-	if err := persistence.Setup(sys, persistence.Settings{Journal: store, Snapshots: store, Registry: reg}); err != nil {
+	settings := persistence.Settings{Journal: store, Snapshots: store, Registry: reg, CloseOnShutdown: true}
+	if err := persistence.Setup(sys, settings); err != nil {
+		_ = store.Close()
 		return err
 	}
 
