@@ -257,3 +257,24 @@ func (r *Remote) tickLoop() {
 		}
 	}
 }
+
+func (r *Remote) isClosed() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// deadLetter hands a message the transport cannot send to dead letters.
+func (r *Remote) deadLetter(rr remoteRef, msg any, sender actor.Ref) {
+	r.stats.deadLetters.Add(1)
+	r.sys.PublishDeadLetter(actor.NewRef(rr), msg, sender)
+}
+
+// refuse is deadLetter for a message that cannot be sent at all, with a log line.
+func (r *Remote) refuse(rr remoteRef, msg any, sender actor.Ref, err error) {
+	r.log.Warn("message not sent", zap.String("recipient", rr.peer.self+rr.wire), zap.String("type", fmt.Sprintf("%T", msg)), zap.Error(err))
+	r.deadLetter(rr, msg, sender)
+}
