@@ -7,7 +7,7 @@
 // every node Up, stops one gracefully (SIGTERM: it leaves the cluster during
 // coordinated shutdown), then kills another with SIGKILL, so that the survivors see it
 // unreachable and the split-brain resolver downs and removes it after stable-after.
-// At the end the survivors leave too. It takes about five seconds after the build
+// At the end the survivors leave too. It takes about three seconds after the build
 // (-nodes 3 shows the equal-split rule instead: the side with the lowest address stays).
 //
 // To run nodes by hand, one per terminal:
