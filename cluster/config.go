@@ -18,9 +18,16 @@ type Config struct {
 	// remote address's host, and a free port.
 	GossipHost string
 	GossipPort int
+	// AdvertiseGossipHost and AdvertiseGossipPort are the gossip address the other
+	// members use, when it differs from the bound one (containers, NAT). Defaults:
+	// GossipHost and the bound port.
+	AdvertiseGossipHost string
+	AdvertiseGossipPort int
 	// SeedNodes are gossip addresses ("host:port") to join through. A node retries
-	// them every JoinRetryInterval until one answers or JoinTimeout passes. Empty: the
-	// node forms a cluster of its own that others join.
+	// them every JoinRetryInterval until one answers or JoinTimeout passes, and stays
+	// Joining (never Up, never oldest) until it has joined, so that it cannot form a
+	// cluster of its own by mistake. Only a node that is itself the first seed, or
+	// has no seeds, forms a new cluster.
 	SeedNodes []string
 	// JoinRetryInterval defaults to 1s; JoinTimeout to 30s.
 	JoinRetryInterval time.Duration
@@ -84,6 +91,9 @@ func (c Config) withDefaults() Config {
 	if c.GossipHost == "" && c.Remote != nil {
 		c.GossipHost = c.Remote.Address().Host
 	}
+	if c.AdvertiseGossipHost == "" {
+		c.AdvertiseGossipHost = c.GossipHost
+	}
 	if c.JoinRetryInterval == 0 {
 		c.JoinRetryInterval = time.Second
 	}
@@ -106,6 +116,8 @@ func (c Config) Validate() error {
 		return bad("Remote is required")
 	case c.GossipPort < 0 || c.GossipPort > 65535:
 		return bad("GossipPort %d", c.GossipPort)
+	case c.AdvertiseGossipPort < 0 || c.AdvertiseGossipPort > 65535:
+		return bad("AdvertiseGossipPort %d", c.AdvertiseGossipPort)
 	case c.JoinRetryInterval < 0 || c.JoinTimeout < 0:
 		return bad("negative join interval or timeout")
 	case c.Timing.SuspicionMult < 0 || c.Timing.GossipInterval < 0 || c.Timing.ProbeInterval < 0 ||

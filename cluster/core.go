@@ -14,10 +14,13 @@ import (
 
 // Messages of the core actor.
 type (
-	serfEvent    struct{ ev serf.Event }
-	subscribe    struct{ ref actor.Ref }
-	unsubscribe  struct{ ref actor.Ref }
-	downRequest  struct{ u UniqueAddress }
+	serfEvent   struct{ ev serf.Event }
+	subscribe   struct{ ref actor.Ref }
+	unsubscribe struct{ ref actor.Ref }
+	downRequest struct {
+		u    UniqueAddress
+		addr string // instead of u: the member at this address, whatever its uid
+	}
 	leaveRequest struct{ reply chan error }
 	leaveDone    struct {
 		err   error
@@ -63,7 +66,15 @@ func (k *core) Receive(ctx actor.Context) {
 	case actor.Terminated:
 		delete(k.subs, m.Ref)
 	case downRequest:
-		k.down(m.u, true)
+		u := m.u
+		if m.addr != "" {
+			for _, mem := range k.ms.Members() {
+				if mem.Unique.Addr == m.addr {
+					u = mem.Unique
+				}
+			}
+		}
+		k.down(u, true)
 	case leaveRequest:
 		k.leave(ctx, m.reply)
 	case leaveDone:
@@ -185,7 +196,7 @@ func (k *core) apply(evs []Event, err error) {
 // maybeUp moves this member to Up once min-nr-of-members are in.
 func (k *core) maybeUp() {
 	self, ok := k.ms.Member(k.c.self.Unique)
-	if !ok || self.Status != Joining || k.leaving || k.downed || !k.ms.MinMembersMet() {
+	if !ok || self.Status != Joining || k.leaving || k.downed || !k.c.joined.Load() || !k.ms.MinMembersMet() {
 		return
 	}
 	self.Status = Up

@@ -35,6 +35,7 @@ type Cluster struct {
 	onUp    []func()
 	up      bool
 	managed atomic.Pointer[map[actor.Address]bool]
+	joined  atomic.Bool // joined through a seed, or forms the cluster itself
 
 	events   chan serf.Event
 	done     chan struct{} // closed when the node stops (left, downed or shut down)
@@ -101,6 +102,9 @@ func Start(sys *actor.System, cfg Config) (*Cluster, error) {
 	}
 	c.wg.Add(1)
 	go c.pump()
+	if len(cfg.SeedNodes) == 0 || cfg.SeedNodes[0] == c.GossipAddress() {
+		c.joined.Store(true) // this node forms the cluster
+	}
 	if len(cfg.SeedNodes) > 0 {
 		c.wg.Add(1)
 		go c.joinSeeds()
@@ -135,7 +139,9 @@ func (c *Cluster) serfConfig(tags map[string]string) (*serf.Config, error) {
 	ml.Logger = logger
 	ml.BindAddr = c.cfg.GossipHost
 	ml.BindPort = c.cfg.GossipPort
-	ml.AdvertiseAddr = c.cfg.GossipHost
+	ml.AdvertiseAddr = c.cfg.AdvertiseGossipHost
+	// memberlist fills AdvertisePort from the bound port only when it binds port 0.
+	ml.AdvertisePort = c.cfg.GossipPort
 	t := c.cfg.Timing
 	if t.GossipInterval > 0 {
 		ml.GossipInterval = t.GossipInterval
@@ -172,6 +178,9 @@ func (c *Cluster) serfConfig(tags map[string]string) (*serf.Config, error) {
 		ml.Transport = c.cfg.WrapTransport(nt)
 		ml.BindPort = nt.GetAutoBindPort()
 		ml.AdvertisePort = ml.BindPort
+	}
+	if c.cfg.AdvertiseGossipPort != 0 {
+		ml.AdvertisePort = c.cfg.AdvertiseGossipPort
 	}
 	sc.MemberlistConfig = ml
 	return sc, nil
@@ -210,15 +219,21 @@ func (c *Cluster) pump() {
 func (c *Cluster) joinSeeds() {
 	defer c.wg.Done()
 	deadline := time.Now().Add(c.cfg.JoinTimeout)
-	for {
+	for attempt := 0; ; attempt++ {
 		n, err := c.serf.Join(c.cfg.SeedNodes, true)
 		if err == nil && n > 0 {
+			c.joined.Store(true)
 			c.log.Info("joined through seed nodes", zap.Int("contacted", n))
 			return
 		}
 		if time.Now().After(deadline) {
-			c.log.Error("could not join any seed node; giving up", zap.Strings("seeds", c.cfg.SeedNodes), zap.Error(err))
+			c.log.Error("could not join any seed node; giving up and staying Joining",
+				zap.Strings("seeds", c.cfg.SeedNodes), zap.Error(err))
 			return
+		}
+		if attempt%10 == 0 {
+			c.log.Warn("joining through the seed nodes failed; retrying",
+				zap.Strings("seeds", c.cfg.SeedNodes), zap.Int("attempt", attempt+1), zap.Error(err))
 		}
 		select {
 		case <-time.After(c.cfg.JoinRetryInterval):
@@ -268,6 +283,12 @@ func (c *Cluster) RegisterOnMemberUp(f func()) {
 // Down declares the member at u Down by hand: every node removes it, and the member
 // itself, if it still runs, stops its cluster services.
 func (c *Cluster) Down(u UniqueAddress) { _ = c.core.Tell(downRequest{u: u}) }
+
+// DownAddress downs whichever incarnation is the member at addr (a remote address
+// such as troupe://sys@10.0.0.7:2552), as Down does.
+func (c *Cluster) DownAddress(addr actor.Address) {
+	_ = c.core.Tell(downRequest{addr: addr.String()})
+}
 
 // Leave leaves the cluster gracefully: this member becomes Leaving, then Exiting and
 // Removed as serf spreads its leave. It runs as the coordinated-shutdown phase

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hashicorp/memberlist"
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/remote"
@@ -131,12 +130,6 @@ func clusterConfig(o options) (cluster.Config, error) {
 			StableAfter: o.stableAfter,
 			QuorumSize:  o.quorumSize,
 		},
-	}
-	if o.gossipPort != 0 {
-		// cluster.Start advertises memberlist's default port 7946 for a fixed
-		// GossipPort unless serf's transport is supplied; passing it through unchanged
-		// makes the node advertise the port it binds.
-		cfg.WrapTransport = func(t memberlist.NodeAwareTransport) memberlist.NodeAwareTransport { return t }
 	}
 	if o.roles != "" {
 		cfg.Roles = strings.Split(o.roles, ",")

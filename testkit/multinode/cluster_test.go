@@ -226,7 +226,6 @@ func TestNothingIsUpBeforeMinNrOfMembers(t *testing.T) {
 	}
 }
 
-
 func TestSystemShutdownLeavesTheClusterGracefully(t *testing.T) {
 	c := multinode.Start(t, multinode.Options{Nodes: 3})
 	leaver := c.Node(2).Cluster.SelfUniqueAddress()
@@ -245,7 +244,7 @@ func TestManualDown(t *testing.T) {
 	c := multinode.Start(t, multinode.Options{Nodes: 3})
 	victim := c.Node(2).Cluster.SelfUniqueAddress()
 	p := subscribe(t, c, 1)
-	c.Node(0).Cluster.Down(victim)
+	c.Node(0).Cluster.DownAddress(c.Node(2).Remote.Address())
 	expectEvent[cluster.MemberDowned](t, p, victim, testkit.Dilated(5*time.Second))
 	expectEvent[cluster.MemberRemoved](t, p, victim, testkit.Dilated(5*time.Second))
 	select {

@@ -10,6 +10,11 @@
 // new incarnation. Await waits for a condition on a node's view of the cluster,
 // re-checking at each cluster event.
 //
+// A few tests should also run real OS processes: BuildNode builds the example node
+// (examples/cluster), StartNode runs it on free loopback ports and reads its
+// addresses, and a Process can be waited on for output lines, stopped gracefully
+// (SIGTERM) or killed with SIGKILL.
+//
 // Nodes use cluster.TestTiming and a stable-after of 1s, so a failure is detected and
 // resolved in a few seconds. Everything is shut down at the end of the test.
 package multinode

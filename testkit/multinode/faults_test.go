@@ -136,3 +136,32 @@ func shutdownSystem(t *testing.T, sys *actor.System) {
 		t.Error(err)
 	}
 }
+
+func TestANodeThatCannotJoinStaysJoining(t *testing.T) {
+	sys, err := actor.New("lonely", actor.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shutdownSystem(t, sys)
+	r, err := remote.Start(sys, remote.Config{Registry: serialization.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.Start(sys, cluster.Config{
+		Remote:            r,
+		SeedNodes:         []string{"127.0.0.1:1"}, // nobody there
+		JoinRetryInterval: 20 * time.Millisecond,
+		Timing:            cluster.TestTiming(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testkit.NewProbe(t, sys)
+	c.Subscribe(p.Ref())
+	st := testkit.ExpectMsgType[cluster.CurrentClusterState](p)
+	if len(st.Members) != 1 || st.Members[0].Status != cluster.Joining {
+		t.Fatalf("state %+v", st)
+	}
+	// It never moves itself Up (and so never claims to be the oldest) on its own.
+	p.ExpectNoMsg(testkit.Dilated(500 * time.Millisecond))
+}
