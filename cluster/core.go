@@ -193,11 +193,20 @@ func (k *core) apply(evs []Event, err error) {
 	}
 }
 
-// maybeUp moves this member to Up once min-nr-of-members are in.
+// maybeUp moves this member to Up once it has joined and min-nr-of-members are in. A
+// member that joined an existing cluster also waits until it sees a member Up there:
+// it then picks an age above that member's, so the members that formed the cluster
+// stay older than those that joined it, and the oldest does not move while a cluster
+// forms.
 func (k *core) maybeUp() {
 	self, ok := k.ms.Member(k.c.self.Unique)
 	if !ok || self.Status != Joining || k.leaving || k.downed || !k.c.joined.Load() || !k.ms.MinMembersMet() {
 		return
+	}
+	if !k.c.founder {
+		if _, seen := k.ms.Oldest(""); !seen {
+			return
+		}
 	}
 	self.Status = Up
 	self.UpNumber = k.ms.NextUpNumber(time.Now().UnixMilli())

@@ -36,6 +36,7 @@ type Cluster struct {
 	up      bool
 	managed atomic.Pointer[map[actor.Address]bool]
 	joined  atomic.Bool // joined through a seed, or forms the cluster itself
+	founder bool        // forms the cluster: no seeds, or the first seed itself
 
 	events   chan serf.Event
 	done     chan struct{} // closed when the node stops (left, downed or shut down)
@@ -103,7 +104,8 @@ func Start(sys *actor.System, cfg Config) (*Cluster, error) {
 	c.wg.Add(1)
 	go c.pump()
 	if len(cfg.SeedNodes) == 0 || cfg.SeedNodes[0] == c.GossipAddress() {
-		c.joined.Store(true) // this node forms the cluster
+		c.founder = true
+		c.joined.Store(true)
 	}
 	if len(cfg.SeedNodes) > 0 {
 		c.wg.Add(1)
