@@ -65,11 +65,14 @@ type Config struct {
 
 // Timing tunes gossip and failure detection; a zero field keeps serf's default.
 type Timing struct {
-	GossipInterval   time.Duration // default 200ms
-	ProbeInterval    time.Duration // default 1s
-	ProbeTimeout     time.Duration // default 500ms
-	SuspicionMult    int           // default 4
-	PushPullInterval time.Duration // default 30s
+	GossipInterval time.Duration // default 200ms
+	ProbeInterval  time.Duration // default 1s
+	ProbeTimeout   time.Duration // default 500ms
+	SuspicionMult  int           // default 4
+	// SuspicionMaxTimeoutMult bounds how far a suspicion's timeout stretches while
+	// few other members confirm it; default 6. 1 makes detection times uniform.
+	SuspicionMaxTimeoutMult int
+	PushPullInterval        time.Duration // default 30s
 	// LeavePropagateDelay is how long a leaving node waits for its leave to spread.
 	// Default 1s.
 	LeavePropagateDelay time.Duration
@@ -78,12 +81,15 @@ type Timing struct {
 // TestTiming returns timing for tests: failures are detected in about a second.
 func TestTiming() Timing {
 	return Timing{
-		GossipInterval:      20 * time.Millisecond,
-		ProbeInterval:       100 * time.Millisecond,
-		ProbeTimeout:        50 * time.Millisecond,
-		SuspicionMult:       2,
-		PushPullInterval:    500 * time.Millisecond,
-		LeavePropagateDelay: 100 * time.Millisecond,
+		GossipInterval: 20 * time.Millisecond,
+		ProbeInterval:  100 * time.Millisecond,
+		ProbeTimeout:   50 * time.Millisecond,
+		SuspicionMult:  2,
+		// A fixed suspicion timeout keeps the members' failure detections close
+		// together, well inside the test stable-after of about a second.
+		SuspicionMaxTimeoutMult: 1,
+		PushPullInterval:        500 * time.Millisecond,
+		LeavePropagateDelay:     100 * time.Millisecond,
 	}
 }
 
@@ -120,7 +126,7 @@ func (c Config) Validate() error {
 		return bad("AdvertiseGossipPort %d", c.AdvertiseGossipPort)
 	case c.JoinRetryInterval < 0 || c.JoinTimeout < 0:
 		return bad("negative join interval or timeout")
-	case c.Timing.SuspicionMult < 0 || c.Timing.GossipInterval < 0 || c.Timing.ProbeInterval < 0 ||
+	case c.Timing.SuspicionMult < 0 || c.Timing.SuspicionMaxTimeoutMult < 0 || c.Timing.GossipInterval < 0 || c.Timing.ProbeInterval < 0 ||
 		c.Timing.ProbeTimeout < 0 || c.Timing.PushPullInterval < 0 || c.Timing.LeavePropagateDelay < 0:
 		return bad("negative timing")
 	}

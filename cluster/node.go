@@ -157,6 +157,9 @@ func (c *Cluster) serfConfig(tags map[string]string) (*serf.Config, error) {
 	if t.SuspicionMult > 0 {
 		ml.SuspicionMult = t.SuspicionMult
 	}
+	if t.SuspicionMaxTimeoutMult > 0 {
+		ml.SuspicionMaxTimeoutMult = t.SuspicionMaxTimeoutMult
+	}
 	if t.PushPullInterval > 0 {
 		ml.PushPullInterval = t.PushPullInterval
 	}

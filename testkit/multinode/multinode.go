@@ -23,7 +23,7 @@ type Options struct {
 	Nodes int
 	// Registry is shared by every node's transport; default an empty registry.
 	Registry *serialization.Registry
-	// StableAfter is the split-brain resolver's stable-after. Default 1s.
+	// StableAfter is the split-brain resolver's stable-after. Default 2s.
 	StableAfter time.Duration
 	// Configure, when set, adjusts node i's cluster config before it starts.
 	Configure func(i int, c *cluster.Config)
@@ -68,7 +68,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		opts.Registry = serialization.NewRegistry()
 	}
 	if opts.StableAfter == 0 {
-		opts.StableAfter = time.Second
+		opts.StableAfter = 2 * time.Second
 	}
 	c := &Cluster{t: t, opts: opts, net: &network{}}
 	t.Cleanup(c.shutdownAll)
