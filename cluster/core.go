@@ -171,6 +171,7 @@ func (k *core) apply(evs []Event, err error) {
 	}
 	k.c.publishState(k.ms) // before the events: a subscriber reading State sees them
 	now := time.Now()
+	var downed []UniqueAddress
 	for _, ev := range evs {
 		if _, ok := ev.(OldestChanged); !ok {
 			k.res.Changed(now)
@@ -179,6 +180,10 @@ func (k *core) apply(evs []Event, err error) {
 		case MemberUp:
 			if e.Member.Unique == k.c.self.Unique {
 				k.c.markUp()
+			}
+		case MemberDowned:
+			if e.Member.Unique != k.c.self.Unique {
+				downed = append(downed, e.Member.Unique)
 			}
 		case MemberRemoved:
 			if e.Member.Unique != k.c.self.Unique {
@@ -190,6 +195,11 @@ func (k *core) apply(evs []Event, err error) {
 		for s := range k.subs {
 			_ = s.Tell(ev)
 		}
+	}
+	// A downed member is removed at once (a downed node stops its cluster services);
+	// this also removes an old incarnation that a restarted node replaced.
+	for _, u := range downed {
+		k.apply(k.ms.Remove(u))
 	}
 }
 
@@ -267,10 +277,9 @@ func (k *core) down(u UniqueAddress, spread bool) {
 			k.c.log.Warn("spreading a down decision", zap.Error(err))
 		}
 	}
-	// serf keeps the member as failed (it never answers again: a downed node stops its
-	// serf) until ReconnectTimeout reaps it; serf's own removal would block on a
-	// broadcast and leave a sleeping goroutine behind.
-	k.apply(k.ms.Remove(u))
+	// apply removed it. serf keeps the member as failed (it never answers again: a
+	// downed node stops its serf) until ReconnectTimeout reaps it; serf's own removal
+	// would block on a broadcast and leave a sleeping goroutine behind.
 }
 
 // downSelf stops this node's cluster services: it was downed, by the resolver on its

@@ -21,9 +21,9 @@ var (
 	// ErrRemovedMember is returned when a removed identity shows up again: it can never
 	// be a member again; a restarted node has a new uid.
 	ErrRemovedMember = errors.New("cluster: member was removed and cannot come back")
-	// ErrAddressInUse is returned when a new incarnation claims the address of a member
-	// that is still reachable.
-	ErrAddressInUse = errors.New("cluster: address in use by a reachable member")
+	// ErrAddressInUse is returned when another incarnation claims this node's own
+	// address.
+	ErrAddressInUse = errors.New("cluster: address in use by this node")
 	// ErrMemberChanged is returned when a report about a known member changes what never
 	// changes within an incarnation: its roles, app version or age.
 	ErrMemberChanged = errors.New("cluster: member identity data changed")
@@ -83,9 +83,9 @@ type entry struct {
 //   - statuses only move forward (MemberStatus.CanMoveTo); other changes are ignored
 //     and returned as ErrIllegalTransition;
 //   - a removed identity never comes back (ErrRemovedMember); a new incarnation on the
-//     address of a member is admitted only if that member is Down or unreachable, and
-//     an unreachable old incarnation is then downed (the address can be bound by one
-//     process only, so a live new incarnation proves the old one dead);
+//     address of a member is admitted and the old incarnation downed (the address can
+//     be bound by one process only, so a new incarnation proves the old one gone),
+//     except on this node's own address (ErrAddressInUse);
 //   - OldestChanged is published whenever the oldest Up or Leaving member, overall or
 //     of a role, changes.
 type Membership struct {
@@ -310,7 +310,10 @@ func (ms *Membership) admit(m Member) ([]Event, error) {
 		old := ms.members[prev]
 		switch {
 		case old.m.Status == Down:
-		case ms.IsUnreachable(prev) && prev != ms.self:
+		case prev != ms.self:
+			// The address can be bound by one process only, and serf holds one entry
+			// per address: the new incarnation replaced the old one, which is gone
+			// even if no failure was detected (a quick restart).
 			evs, _ = ms.move(old, Down, 0, evs) // Down is legal from every status but Removed
 		default:
 			return nil, fmt.Errorf("%w: %s claims the address of %s", ErrAddressInUse, m.Unique, prev)

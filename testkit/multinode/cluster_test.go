@@ -258,3 +258,18 @@ func TestManualDown(t *testing.T) {
 		t.Fatal("the downed node's system did not shut down")
 	}
 }
+
+func TestQuickRestartReplacesTheOldIncarnation(t *testing.T) {
+	c := multinode.Start(t, multinode.Options{Nodes: 3})
+	old := c.Node(2).Cluster.SelfUniqueAddress()
+	p := subscribe(t, c, 0)
+	c.Crash(2)
+	n := c.Restart(2) // before the crash is detected and resolved
+	fresh := n.Cluster.SelfUniqueAddress()
+	expectEvent[cluster.MemberRemoved](t, p, old, testkit.Dilated(10*time.Second))
+	expectEvent[cluster.MemberUp](t, p, fresh, testkit.Dilated(10*time.Second))
+	c.AwaitAllUp(testkit.Dilated(10 * time.Second))
+	if q := c.Node(0).Remote.Stats().Quarantines; q != 1 {
+		t.Errorf("quarantines = %d, want 1 (the old incarnation)", q)
+	}
+}
