@@ -153,7 +153,8 @@ func (f *Future) path() string {
 			f.sys.temps.Delete(f.id)
 		}
 	}
-	return "/temp/$" + strconv.FormatUint(f.id, 36)
+	var buf [32]byte
+	return string(strconv.AppendUint(append(buf[:0], "/temp/$"...), f.id, 36))
 }
 
 func (f *Future) system() *System { return f.sys }

@@ -129,11 +129,31 @@ func (r Ref) URI() string {
 	if r.p == nil {
 		return ""
 	}
-	s := r.Address().String() + r.p.path()
-	if uid := r.UID(); uid != 0 {
-		s += "#" + strconv.FormatUint(uid, 10)
+	var prefix string
+	if f, ok := r.p.(foreign); ok {
+		prefix = f.p.Address().String()
+	} else {
+		prefix = r.p.system().addressString()
 	}
-	return s
+	path := r.p.path()
+	buf := make([]byte, 0, 96)
+	buf = append(append(buf, prefix...), path...)
+	if uid := r.UID(); uid != 0 {
+		buf = strconv.AppendUint(append(buf, '#'), uid, 10)
+	}
+	return string(buf)
+}
+
+// addressString is Address().String(), computed once.
+func (s *System) addressString() string {
+	if p := s.addrStr.Load(); p != nil {
+		return *p
+	}
+	a := s.Address().String()
+	if s.provider.Load() != nil { // final once the provider is set
+		s.addrStr.Store(&a)
+	}
+	return a
 }
 
 // foreign adapts a transport's Process to the runtime.

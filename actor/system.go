@@ -37,6 +37,7 @@ type System struct {
 	exts  map[any]*extensionSlot
 
 	provider atomic.Pointer[Provider]
+	addrStr  atomic.Pointer[string] // Address().String() once the provider is set
 	temps    sync.Map // uint64 -> *Future: futures whose path was handed out
 }
 

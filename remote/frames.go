@@ -114,7 +114,7 @@ func (d *encDict) appendRef(dst []byte, r actor.Ref) []byte {
 	}
 	uri := r.URI()
 	i := uint32(dictSize)
-	if !isTemp(r.Path()) {
+	if !isTempURI(uri) {
 		i = d.take()
 	}
 	if i < dictSize {
@@ -128,7 +128,12 @@ func (d *encDict) appendRef(dst []byte, r actor.Ref) []byte {
 	return appendString(dst, uri)
 }
 
-func isTemp(path string) bool { return strings.HasPrefix(path, "/temp/") }
+// isTempURI reports whether a full actor path names a temporary actor (an ask).
+func isTempURI(uri string) bool {
+	rest := strings.TrimPrefix(uri, actor.Scheme+"://")
+	i := strings.IndexByte(rest, '/')
+	return i >= 0 && strings.HasPrefix(rest[i:], "/temp/")
+}
 
 // decEntry is one dictionary entry on the reader's side, with what it resolved to.
 type decEntry struct {

@@ -36,3 +36,16 @@ func TestQueuedFramesAreRewrittenForANewConnection(t *testing.T) {
 		t.Fatalf("%d bytes left", len(queued))
 	}
 }
+
+func TestIsTempURI(t *testing.T) {
+	for uri, want := range map[string]bool{
+		"troupe://a@127.0.0.1:1/temp/$3#3":   true,
+		"troupe://a/temp/$x":                 true,
+		"troupe://a@127.0.0.1:1/user/temp/x": false,
+		"troupe://a@127.0.0.1:1/user/a#5":    false,
+	} {
+		if got := isTempURI(uri); got != want {
+			t.Errorf("isTempURI(%q) = %v", uri, got)
+		}
+	}
+}
