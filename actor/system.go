@@ -38,7 +38,7 @@ type System struct {
 
 	provider atomic.Pointer[Provider]
 	addrStr  atomic.Pointer[string] // Address().String() once the provider is set
-	temps    sync.Map // uint64 -> *Future: futures whose path was handed out
+	temps    sync.Map               // uint64 -> *Future: futures whose path was handed out
 }
 
 // New starts an actor system. The name appears in logs and, later, in remote addresses:

@@ -29,6 +29,21 @@ type Settings struct {
 	// they are the same value) if they implement io.Closer. Otherwise the caller
 	// closes them after the system has shut down.
 	CloseOnShutdown bool
+
+	resolver refResolver // resolves actor paths in decoded events and snapshots
+}
+
+// refResolver resolves the actor paths stored in events and snapshots in the
+// system: a local actor, a remote one with remoting, or dead letters for an actor
+// that is gone (a Ref in an old event may outlive its actor).
+type refResolver struct{ sys *actor.System }
+
+func (r refResolver) ResolveRef(uri string) (actor.Ref, error) {
+	ref, err := r.sys.Resolve(uri)
+	if errors.Is(err, actor.ErrNotFound) {
+		return r.sys.DeadLetters(), nil
+	}
+	return ref, err
 }
 
 // Validate reports missing plug-ins and out-of-range values.
@@ -106,6 +121,7 @@ func Setup(sys *actor.System, s Settings) error {
 			return err
 		}
 	}
+	s.resolver = refResolver{sys: sys}
 	p.settings = &s
 	p.batcher = &batcher{journal: s.Journal}
 	return nil

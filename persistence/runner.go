@@ -247,7 +247,7 @@ func loadSnapshot(ctx context.Context, settings *Settings, pid string, c Snapsho
 		case !ok:
 			return nil, nil, skipped, nil
 		default:
-			st, uerr := settings.Registry.Unmarshal(s.Manifest, s.Payload)
+			st, uerr := settings.Registry.UnmarshalContext(s.Manifest, s.Payload, settings.resolver)
 			if uerr == nil {
 				return &s, st, skipped, nil
 			}
@@ -291,7 +291,7 @@ func (r *runner) onEvents(ctx actor.Context, m recoveredEvents) {
 	}
 	hc := &handlerContext{entityContext: r.context(ctx)} // one per batch, not per event
 	for _, rec := range m.records {
-		ev, err := r.settings.Registry.Unmarshal(rec.Manifest, rec.Payload)
+		ev, err := r.settings.Registry.UnmarshalContext(rec.Manifest, rec.Payload, r.settings.resolver)
 		if err != nil {
 			r.failRecovery(ctx, fmt.Errorf("event %q #%d: %w", r.pid, rec.SequenceNr, err), rec.SequenceNr)
 			return

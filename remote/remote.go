@@ -166,6 +166,10 @@ func (r *Remote) refFromURI(uri string) (actor.Ref, error) {
 	return r.ResolveRemote(addr, path, uid)
 }
 
+// ResolveRef implements serialization.RefResolver: actor paths inside messages
+// resolve to local actors (dead letters when gone) or to Refs that send over the wire.
+func (r *Remote) ResolveRef(uri string) (actor.Ref, error) { return r.refFromURI(uri) }
+
 // localWire is how a recipient is named to the system that hosts it: path#uid.
 func localWire(path string, uid uint64) string {
 	if uid == 0 {

@@ -23,6 +23,14 @@
 // return non-nil *Foo pointers. In both cases Marshal accepts Foo and *Foo
 // and produces the same bytes. Registering both Foo and *Foo is an error.
 //
+// # Actor references
+//
+// An actor.Ref inside a value is encoded as its full path (actor.Ref.URI) and
+// decoded through the RefResolver given as the context (UnmarshalContext,
+// NewCodec): the remote transport resolves to local actors or to Refs that send
+// over the wire, persistence resolves in its system. Without a resolver a value
+// holding a non-zero Ref does not decode (ErrDecode).
+//
 // # Untrusted input
 //
 // Unmarshal is meant for bytes read from disk or from the network. It only
