@@ -48,6 +48,11 @@ type Config struct {
 	// before it is sent again. Default 1s.
 	SystemResendInterval time.Duration
 
+	// WriteTimeout bounds one write to a peer: a peer that takes nothing for this long
+	// (stuck, or too slow to matter) loses its connection, which is then re-dialled.
+	// Default 10s; negative disables it.
+	WriteTimeout time.Duration
+
 	// HandshakeTimeout bounds dialling plus the handshake. Default 5s.
 	HandshakeTimeout time.Duration
 	// ReconnectBackoffMin and ReconnectBackoffMax bound the wait between attempts to
@@ -93,6 +98,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SystemResendInterval == 0 {
 		c.SystemResendInterval = time.Second
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 10 * time.Second
 	}
 	if c.HandshakeTimeout == 0 {
 		c.HandshakeTimeout = 5 * time.Second

@@ -241,6 +241,17 @@ func (l *outLane) drop() {
 	l.p.r.stats.deadLetters.Add(uint64(lost))
 }
 
+// shutdownDeadline bounds a write in progress when the transport closes: a peer that
+// does not read cannot hold the shutdown up.
+func (l *outLane) shutdownDeadline(d time.Duration) {
+	l.mu.Lock()
+	c := l.conn
+	l.mu.Unlock()
+	if c != nil {
+		_ = c.SetWriteDeadline(time.Now().Add(d))
+	}
+}
+
 func (l *outLane) closeConn() {
 	l.mu.Lock()
 	c := l.conn
@@ -365,6 +376,9 @@ func (l *outLane) serve(conn net.Conn, br *bufio.Reader) {
 				<-readErr
 				return
 			}
+		}
+		if r.cfg.WriteTimeout > 0 {
+			_ = conn.SetWriteDeadline(time.Now().Add(r.cfg.WriteTimeout))
 		}
 		if n, err := conn.Write(out); err != nil {
 			_ = conn.Close()

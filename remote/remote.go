@@ -220,6 +220,12 @@ func (r *Remote) close(ctx context.Context) error {
 	for _, c := range conns {
 		_ = c.conn.Close()
 	}
+	r.mu.Lock()
+	for _, p := range r.peers {
+		p.user.shutdownDeadline(time.Second)
+		p.sys.shutdownDeadline(time.Second)
+	}
+	r.mu.Unlock()
 	finished := make(chan struct{})
 	go func() {
 		r.wg.Wait()

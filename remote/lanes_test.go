@@ -1,0 +1,213 @@
+package remote
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/testkit"
+)
+
+// fakePeer accepts connections as a Troupe system would, but never reads its user
+// lane after the handshake: a peer too slow to take messages. Its system lane reports
+// every system message it receives.
+type fakePeer struct {
+	ln     net.Listener
+	addr   string
+	system chan sysMessage
+	users  chan struct{} // one per user-lane connection accepted
+	stop   chan struct{} // closed at the end of the test
+	wg     sync.WaitGroup
+}
+
+func startFakePeer(t *testing.T) *fakePeer {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakePeer{ln: ln, system: make(chan sysMessage, 16), stop: make(chan struct{}), users: make(chan struct{}, 64),
+		addr: "troupe://fake@127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			f.wg.Add(1)
+			go f.serve(c)
+		}
+	}()
+	t.Cleanup(func() {
+		close(f.stop)
+		_ = ln.Close()
+		f.wg.Wait()
+	})
+	return f
+}
+
+func (f *fakePeer) serve(c net.Conn) {
+	defer f.wg.Done()
+	defer c.Close()
+	br := bufio.NewReader(c)
+	fr := frameReader{br: br, max: 1 << 20}
+	body, err := fr.next()
+	if err != nil {
+		return
+	}
+	h, err := parseHello(body)
+	if err != nil {
+		return
+	}
+	if _, err := c.Write(appendWelcome(nil, welcome{version: protocolVersion, addr: f.addr, uid: 777})); err != nil {
+		return
+	}
+	if _, err := fr.next(); err != nil { // the proof
+		return
+	}
+	if h.lane == laneUser {
+		select {
+		case f.users <- struct{}{}:
+		default:
+		}
+		<-f.stop // never read: the dialler's writes fill the socket buffers and block
+		return
+	}
+	for {
+		body, err := fr.next()
+		if err != nil {
+			return
+		}
+		if body[0] == kindSystem {
+			if _, m, err := parseSystem(body); err == nil {
+				f.system <- m
+			}
+		}
+	}
+}
+
+// bulk is a 1 KiB message.
+type bulk struct{ Data []byte }
+
+func TestAFloodOfMessagesDoesNotDelayAWatch(t *testing.T) {
+	reg := serialization.NewRegistry()
+	if err := serialization.Register[*bulk](reg, "test.Bulk"); err != nil {
+		t.Fatal(err)
+	}
+	fake := startFakePeer(t) // first: its cleanup runs after the system's shutdown
+	sys := plainSystem(t)
+	r, err := Start(sys, Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := sys.Resolve(fake.addr + "/user/target#5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 50 MB of messages: far more than the socket buffers hold, so the user lane's
+	// writer is stuck in a write that the peer never drains.
+	msg := &bulk{Data: make([]byte, 1024)}
+	for range 50_000 {
+		if err := target.Tell(msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	watcher := testkit.NewProbe(t, sys)
+	watcher.Watch(target)
+	select {
+	case m := <-fake.system:
+		if m.op != opWatch || m.target != "/user/target#5" {
+			t.Fatalf("system message %+v", m)
+		}
+	case <-time.After(testkit.Dilated(3 * time.Second)):
+		t.Fatal("the watch did not arrive while the user lane was stuck")
+	}
+	if r.Stats().MessagesOut >= 50_000 {
+		t.Fatalf("the user lane was not stuck: %d messages out", r.Stats().MessagesOut)
+	}
+}
+
+func TestAPeerThatStopsReadingLosesItsConnection(t *testing.T) {
+	reg := serialization.NewRegistry()
+	if err := serialization.Register[*bulk](reg, "test.Bulk"); err != nil {
+		t.Fatal(err)
+	}
+	fake := startFakePeer(t)
+	sys := plainSystem(t)
+	r, err := Start(sys, Config{Registry: reg, WriteTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := sys.Resolve(fake.addr + "/user/target")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := &bulk{Data: make([]byte, 1024)}
+	for range 50_000 {
+		_ = target.Tell(msg)
+	}
+	// The stuck write times out; the lane counts what it lost and dials again.
+	for i := range 2 {
+		select {
+		case <-fake.users:
+		case <-time.After(testkit.Dilated(5 * time.Second)):
+			t.Fatalf("user-lane connection %d never came; stats %+v", i+1, r.Stats())
+		}
+	}
+	if r.Stats().DeadLetters == 0 {
+		t.Errorf("lost messages not counted: %+v", r.Stats())
+	}
+}
+
+func TestShutdownIsNotHeldUpByAPeerThatDoesNotRead(t *testing.T) {
+	reg := serialization.NewRegistry()
+	if err := serialization.Register[*bulk](reg, "test.Bulk"); err != nil {
+		t.Fatal(err)
+	}
+	fake := startFakePeer(t)
+	sys, err := actor.New("stuck", actor.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Start(sys, Config{Registry: reg}); err != nil {
+		t.Fatal(err)
+	}
+	target, _ := sys.Resolve(fake.addr + "/user/target")
+	msg := &bulk{Data: make([]byte, 1024)}
+	for range 50_000 {
+		_ = target.Tell(msg)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(10*time.Second))
+	defer cancel()
+	if err := sys.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > testkit.Dilated(3*time.Second) {
+		t.Errorf("shutdown took %v with a stuck peer", took)
+	}
+}
+
+// plainSystem is a system shut down at the end of the test, before the cleanups
+// registered earlier (the fake peer's); the package's TestMain checks for leaks.
+func plainSystem(t *testing.T) *actor.System {
+	sys, err := actor.New("lanes", actor.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(10*time.Second))
+		defer cancel()
+		if err := sys.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return sys
+}
