@@ -2,7 +2,7 @@ package remote
 
 import (
 	"context"
-	"fmt"
+	"errors"
 
 	"github.com/troupe-go/troupe/actor"
 	"go.uber.org/zap"
@@ -90,4 +90,4 @@ func (r *Remote) Abort() {
 	r.wg.Wait()
 }
 
-var errBlocked = fmt.Errorf("remote: address blocked")
+var errBlocked = errors.New("remote: address blocked")

@@ -283,12 +283,11 @@ func (in *inbound) deliverUser(body []byte) error {
 		r.sys.PublishDeadLetter(actor.Ref{}, msg, sender)
 		return nil
 	}
-	return ignore(rcpt.Send(msg, sender))
+	// A local delivery error means a full bounded mailbox, which has already handled
+	// the message as its policy says.
+	_ = rcpt.Send(msg, sender)
+	return nil
 }
-
-// ignore drops a local delivery error: a full bounded mailbox has already handled
-// the message as its policy says.
-func ignore(error) error { return nil }
 
 // recipient resolves the recipient field, caching refs that name one incarnation.
 func (in *inbound) recipient(e *decEntry) (actor.Ref, bool) {
