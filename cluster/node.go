@@ -93,20 +93,21 @@ func Start(sys *actor.System, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: starting serf: %w", err)
 	}
+	if len(cfg.SeedNodes) == 0 || cfg.SeedNodes[0] == c.GossipAddress() {
+		c.founder = true // before the core starts, which reads it
+		c.joined.Store(true)
+	}
 	c.r.SetMembership(c.isMember)
 	c.core, err = sys.SpawnSystem(actor.PropsOf(func() actor.Actor {
 		return &core{c: c, ms: ms, res: res, subs: make(map[actor.Ref]struct{})}
 	}), "cluster")
 	if err != nil {
+		c.r.SetMembership(nil)
 		_ = c.serf.Shutdown()
 		return nil, err
 	}
 	c.wg.Add(1)
 	go c.pump()
-	if len(cfg.SeedNodes) == 0 || cfg.SeedNodes[0] == c.GossipAddress() {
-		c.founder = true
-		c.joined.Store(true)
-	}
 	if len(cfg.SeedNodes) > 0 {
 		c.wg.Add(1)
 		go c.joinSeeds()
