@@ -211,6 +211,27 @@ func ExpectMsgType[T any](p *Probe, timeout ...time.Duration) T {
 	return v
 }
 
+// ExpectNoMsgMatching fails if a message for which match returns true arrives within
+// d; other messages are consumed and ignored. Use it to assert that something does not
+// happen amid unrelated traffic.
+func (p *Probe) ExpectNoMsgMatching(d time.Duration, match func(msg any) bool) {
+	p.t.Helper()
+	deadline := time.Now().Add(Dilated(d))
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		r, ok := p.next(left)
+		if !ok {
+			return
+		}
+		if match(r.Msg) {
+			p.t.Fatalf("testkit: expected no matching message for %v, got %T %+v", d, r.Msg, r.Msg)
+		}
+	}
+}
+
 // ExpectNoMsg fails if a message arrives within d.
 func (p *Probe) ExpectNoMsg(d time.Duration) {
 	p.t.Helper()

@@ -155,3 +155,18 @@ func TestDilated(t *testing.T) {
 		t.Fatalf("invalid factor should be ignored: %v", d)
 	}
 }
+
+func TestExpectNoMsgMatchingIgnoresOtherMessages(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	p := testkit.NewProbe(t, sys)
+	_ = p.Ref().Tell("noise")
+	p.ExpectNoMsgMatching(50*time.Millisecond, func(msg any) bool { return msg == "bad" })
+	msg := failure(t, sys, func(p *testkit.Probe) {
+		_ = p.Ref().Tell("noise")
+		_ = p.Ref().Tell("bad")
+		p.ExpectNoMsgMatching(time.Second, func(msg any) bool { return msg == "bad" })
+	})
+	if !strings.Contains(msg, "bad") {
+		t.Fatalf("failure message %q", msg)
+	}
+}
