@@ -2,7 +2,6 @@ package serialization
 
 import (
 	"fmt"
-	"reflect"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -31,22 +30,15 @@ func (r *Registry) NewCodec(ctx any) *Codec {
 
 // Append is AppendMarshal with the Codec's context.
 func (c *Codec) Append(dst []byte, v any) (manifest string, out []byte, err error) {
-	if v == nil {
-		return "", dst, ErrNilMessage
-	}
-	t := reflect.TypeOf(v)
-	e, ok := c.reg.tables.Load().byType[t]
-	if !ok {
-		return "", dst, fmt.Errorf("%w: %v", ErrUnregistered, t)
-	}
-	if t.Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil() {
-		return "", dst, fmt.Errorf("%w: nil %v", ErrNilMessage, t)
+	e, err := c.reg.entryOf(v)
+	if err != nil {
+		return "", dst, err
 	}
 	out, err = encode(&c.enc, dst, v, c.ctx)
 	if err != nil {
 		c.enc.enc = msgpack.NewEncoder(&c.enc.w) // its state is unknown after a failure
 		c.enc.enc.UseCompactInts(true)
-		return "", dst, fmt.Errorf("%w: %v as %q: %v", ErrEncode, t, e.name, err)
+		return "", dst, encodeError(e, v, err)
 	}
 	return e.name, out, nil
 }
@@ -61,16 +53,9 @@ func (c *Codec) Decode(manifest string, data []byte) (any, error) {
 		}
 		c.last = e
 	}
-	if err := checkWellFormed(data); err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrDecode, e.name, err)
-	}
-	p := reflect.New(e.base)
-	if err := decode(&c.dec, data, p, c.ctx); err != nil {
+	v, err := decodeEntry(e, &c.dec, data, c.ctx)
+	if err != nil {
 		c.dec.dec = msgpack.NewDecoder(&c.dec.rd) // its state is unknown after a failure
-		return nil, fmt.Errorf("%w: %q: %v", ErrDecode, e.name, err)
 	}
-	if e.ptr {
-		return p.Interface(), nil
-	}
-	return p.Elem().Interface(), nil
+	return v, err
 }

@@ -207,16 +207,9 @@ func (r *Registry) AppendMarshal(dst []byte, v any, ctx any) (manifest string, o
 }
 
 func (r *Registry) appendMarshal(dst []byte, v any, ctx any, own bool) (string, []byte, error) {
-	if v == nil {
-		return "", dst, ErrNilMessage
-	}
-	t := reflect.TypeOf(v)
-	e, ok := r.tables.Load().byType[t]
-	if !ok {
-		return "", dst, fmt.Errorf("%w: %v", ErrUnregistered, t)
-	}
-	if t.Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil() {
-		return "", dst, fmt.Errorf("%w: nil %v", ErrNilMessage, t)
+	e, err := r.entryOf(v)
+	if err != nil {
+		return "", dst, err
 	}
 	s := encPool.Get().(*encState)
 	if own {
@@ -225,7 +218,7 @@ func (r *Registry) appendMarshal(dst []byte, v any, ctx any, own bool) (string, 
 	out, err := encode(s, dst, v, ctx)
 	if err != nil {
 		// s may be in any state after a failure; let it go.
-		return "", dst, fmt.Errorf("%w: %v as %q: %v", ErrEncode, t, e.name, err)
+		return "", dst, encodeError(e, v, err)
 	}
 	if own {
 		// Copy before the state goes back to the pool and another caller reuses it.
@@ -235,6 +228,27 @@ func (r *Registry) appendMarshal(dst []byte, v any, ctx any, own bool) (string, 
 		encPool.Put(s)
 	}
 	return e.name, out, nil
+}
+
+// entryOf returns the registration of v's type; nil values and unregistered types are
+// errors.
+func (r *Registry) entryOf(v any) (*entry, error) {
+	if v == nil {
+		return nil, ErrNilMessage
+	}
+	t := reflect.TypeOf(v)
+	e, ok := r.tables.Load().byType[t]
+	if !ok {
+		return nil, fmt.Errorf("%w: %v", ErrUnregistered, t)
+	}
+	if t.Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil() {
+		return nil, fmt.Errorf("%w: nil %v", ErrNilMessage, t)
+	}
+	return e, nil
+}
+
+func encodeError(e *entry, v any, err error) error {
+	return fmt.Errorf("%w: %v as %q: %v", ErrEncode, reflect.TypeOf(v), e.name, err)
 }
 
 func encode(s *encState, dst []byte, v any, ctx any) (out []byte, err error) {
@@ -315,15 +329,23 @@ func (r *Registry) UnmarshalContext(manifest string, data []byte, ctx any) (any,
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownManifest, truncate(manifest))
 	}
+	s := decPool.Get().(*decState)
+	v, err := decodeEntry(e, s, data, ctx)
+	if err == nil {
+		decPool.Put(s) // after a failure s may be in any state; let it go
+	}
+	return v, err
+}
+
+// decodeEntry checks data and decodes it as the type of e, in its registered shape.
+func decodeEntry(e *entry, s *decState, data []byte, ctx any) (any, error) {
 	if err := checkWellFormed(data); err != nil {
 		return nil, fmt.Errorf("%w: %q: %v", ErrDecode, e.name, err)
 	}
 	p := reflect.New(e.base)
-	s := decPool.Get().(*decState)
 	if err := decode(s, data, p, ctx); err != nil {
 		return nil, fmt.Errorf("%w: %q: %v", ErrDecode, e.name, err)
 	}
-	decPool.Put(s)
 	if e.ptr {
 		return p.Interface(), nil
 	}
