@@ -104,7 +104,8 @@ func (d *encDict) appendStr(dst []byte, s string) []byte {
 }
 
 // appendRef appends a sender ref as a field. Temporary refs (asks) are sent as
-// literals: each is used once, and would only crowd the dictionary.
+// literals: each is used once, and would only crowd the dictionary. A ref whose path
+// is longer than a field may be is sent as no sender: it cannot be a reply address.
 func (d *encDict) appendRef(dst []byte, r actor.Ref) []byte {
 	if r.IsZero() {
 		return append(dst, 0)
@@ -113,6 +114,9 @@ func (d *encDict) appendRef(dst []byte, r actor.Ref) []byte {
 		return binary.AppendUvarint(dst, 2*uint64(i)+2)
 	}
 	uri := r.URI()
+	if len(uri) > maxStringLen {
+		return append(dst, 0)
+	}
 	i := uint32(dictSize)
 	if !isTempURI(uri) {
 		i = d.take()

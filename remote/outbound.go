@@ -115,11 +115,6 @@ func (l *outLane) sendUser(rr remoteRef, msg any, sender actor.Ref) error {
 		r.refuse(rr, msg, sender, err)
 		return err
 	}
-	if !sender.IsZero() {
-		if _, known := l.dict.refs[sender]; !known && len(sender.URI()) > maxStringLen {
-			sender = actor.Ref{} // an absurdly long path cannot be a reply address
-		}
-	}
 	buf, start := beginFrame(l.buf, kindUser)
 	buf = l.dict.appendStr(buf, rr.wire)
 	buf = l.dict.appendRef(buf, sender)
@@ -244,21 +239,22 @@ func (l *outLane) drop() {
 // shutdownDeadline bounds a write in progress when the transport closes: a peer that
 // does not read cannot hold the shutdown up.
 func (l *outLane) shutdownDeadline(d time.Duration) {
-	l.mu.Lock()
-	c := l.conn
-	l.mu.Unlock()
-	if c != nil {
+	if c := l.currentConn(); c != nil {
 		_ = c.SetWriteDeadline(time.Now().Add(d))
 	}
 }
 
 func (l *outLane) closeConn() {
-	l.mu.Lock()
-	c := l.conn
-	l.mu.Unlock()
-	if c != nil {
+	if c := l.currentConn(); c != nil {
 		_ = c.Close()
 	}
+}
+
+// currentConn returns the lane's connection, nil while it has none.
+func (l *outLane) currentConn() net.Conn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.conn
 }
 
 // take returns the bytes to write next, swapping in spare as the new queue.

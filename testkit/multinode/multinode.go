@@ -162,14 +162,7 @@ func (c *Cluster) Add() *Node {
 	n := &Node{Index: len(c.nodes), name: "node" + strconv.Itoa(len(c.nodes))}
 	c.nodes = append(c.nodes, n)
 	c.mu.Unlock()
-	var seeds []string
-	for _, m := range c.Nodes() {
-		if m != n && !m.crashed && m.System != nil {
-			seeds = []string{m.gossip}
-			break
-		}
-	}
-	c.boot(n, seeds)
+	c.boot(n, c.liveSeed(n))
 	return n
 }
 
@@ -228,15 +221,18 @@ func (c *Cluster) Crash(i int) {
 // joining through the first live node.
 func (c *Cluster) Restart(i int) *Node {
 	n := c.Node(i)
-	var seeds []string
+	c.boot(n, c.liveSeed(n))
+	return n
+}
+
+// liveSeed returns the gossip address of the first running node other than n.
+func (c *Cluster) liveSeed(n *Node) []string {
 	for _, m := range c.Nodes() {
-		if m != n && !m.crashed {
-			seeds = []string{m.gossip}
-			break
+		if m != n && !m.crashed && m.System != nil {
+			return []string{m.gossip}
 		}
 	}
-	c.boot(n, seeds)
-	return n
+	return nil
 }
 
 // AwaitAllUp waits until every live node sees every live node Up.
