@@ -153,6 +153,11 @@ func (p *peer) unwatch(rr remoteRef, watcher actor.Ref) {
 func (p *peer) dropWatch(rr remoteRef, watcher actor.Ref) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.dropWatchLocked(rr, watcher)
+}
+
+// dropWatchLocked removes one watch, and the failure detector with the last one.
+func (p *peer) dropWatchLocked(rr remoteRef, watcher actor.Ref) bool {
 	ws := p.watchees[rr]
 	if _, ok := ws[watcher]; !ok {
 		return false
@@ -176,20 +181,10 @@ func (p *peer) deathOf(watcher actor.Ref, uri string, addressTerminated bool) {
 	}
 	var dead []remoteRef
 	p.mu.Lock()
-	for rr, ws := range p.watchees {
-		if rr.path != path || rr.uid != 0 && rr.uid != uid {
-			continue
-		}
-		if _, ok := ws[watcher]; ok {
+	for rr := range p.watchees {
+		if rr.path == path && (rr.uid == 0 || rr.uid == uid) && p.dropWatchLocked(rr, watcher) {
 			dead = append(dead, rr)
-			delete(ws, watcher)
-			if len(ws) == 0 {
-				delete(p.watchees, rr)
-			}
 		}
-	}
-	if len(p.watchees) == 0 {
-		p.fd = nil
 	}
 	p.mu.Unlock()
 	for _, rr := range dead {
