@@ -74,7 +74,7 @@ func TestResolveByURIAndUID(t *testing.T) {
 func TestFutureURIResolvesUntilCompleted(t *testing.T) {
 	sys := testkit.NewSystem(t)
 	probe := testkit.NewProbe(t, sys)
-	f := probe.Ref().Ask("q", testkit.DefaultTimeout)
+	f := probe.Ref().Ask(t.Context(), "q")
 	probe.ExpectMsg("q")
 	replyTo := probe.LastSender()
 	got, err := sys.Resolve(replyTo.URI())
@@ -82,7 +82,7 @@ func TestFutureURIResolvesUntilCompleted(t *testing.T) {
 		t.Fatalf("Resolve(%q) = %v, %v", replyTo.URI(), got, err)
 	}
 	_ = got.Tell("answer")
-	if res, err := f.Result(); err != nil || res != "answer" {
+	if res, err := f.Result(t.Context()); err != nil || res != "answer" {
 		t.Fatalf("future = %v, %v", res, err)
 	}
 	if _, err := sys.Resolve(replyTo.URI()); !errors.Is(err, actor.ErrNotFound) {

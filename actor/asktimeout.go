@@ -28,19 +28,21 @@ type askDeadline struct {
 	f       *Future
 	at      int64 // tick at which f fails
 	timeout time.Duration
+	target  Ref // what was asked of whom, for the error
+	msg     any
 }
 
-// add schedules f to fail with ErrAskTimeout after timeout.
-func (a *askTimeouts) add(f *Future, timeout time.Duration) {
+// add schedules f, an ask of msg to target, to fail with ErrTimeout after timeout.
+func (a *askTimeouts) add(f *Future, target Ref, msg any, timeout time.Duration) {
 	n := int64((timeout + askTick - 1) / askTick)
 	at := a.ticks.Load() + n + 1 // +1: the current tick is partly gone
 	a.mu.Lock()
 	if a.stopped {
 		a.mu.Unlock()
-		f.complete(nil, fmt.Errorf("%w: system terminated", ErrAskTimeout))
+		f.complete(nil, fmt.Errorf("%w: system terminated", ErrTimeout))
 		return
 	}
-	a.pending = append(a.pending, askDeadline{f: f, at: at, timeout: timeout})
+	a.pending = append(a.pending, askDeadline{f: f, at: at, timeout: timeout, target: target, msg: msg})
 	start := !a.running
 	a.running = true
 	a.mu.Unlock()
@@ -79,7 +81,7 @@ func (a *askTimeouts) loop() {
 		}
 		a.mu.Unlock()
 		for i, d := range expired {
-			d.f.complete(nil, fmt.Errorf("%w after %v", ErrAskTimeout, d.timeout))
+			d.f.complete(nil, timeoutError(d.target, d.msg, d.timeout))
 			expired[i] = askDeadline{}
 		}
 		expired = expired[:0]
@@ -100,6 +102,6 @@ func (a *askTimeouts) stop() {
 	a.pending = nil
 	a.mu.Unlock()
 	for _, d := range pending {
-		d.f.complete(nil, fmt.Errorf("%w: system terminated", ErrAskTimeout))
+		d.f.complete(nil, fmt.Errorf("%w: system terminated", ErrTimeout))
 	}
 }

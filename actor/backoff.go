@@ -127,7 +127,7 @@ func (b *backoffSupervisor) Receive(ctx Context) {
 			b.finishing = true
 		}
 		if b.child.IsZero() {
-			ctx.System().deadLetter(ctx.Self(), m, ctx.Sender())
+			ctx.System().deadLetter(ctx.Self(), m, ctx.Sender(), ErrRecipientStopped)
 			if b.finishing {
 				ctx.Stop(ctx.Self())
 			}

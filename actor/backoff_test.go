@@ -57,7 +57,7 @@ func TestBackoffOnFailureDelays(t *testing.T) {
 		probe.ExpectMsg("pong")
 		// Running longer than ResetAfter (default Min) resets the count.
 		time.Sleep(6 * time.Second)
-		n, err := actor.Ask[actor.RestartCount](sup, actor.GetRestartCount{}, time.Second)
+		n, err := actor.Ask[actor.RestartCount](t.Context(), sup, actor.GetRestartCount{})
 		if err != nil || n.Count != 0 {
 			t.Fatalf("restart count after reset: %v %v", n, err)
 		}
@@ -90,7 +90,7 @@ func TestBackoffOnStopRestartsStoppedChild(t *testing.T) {
 		// In on-stop mode a failure restarts at once (ordinary restart).
 		_ = sup.Tell("fail")
 		probe.ExpectMsg(time.Second)
-		child, err := actor.Ask[actor.CurrentChild](sup, actor.GetCurrentChild{}, time.Second)
+		child, err := actor.Ask[actor.CurrentChild](t.Context(), sup, actor.GetCurrentChild{})
 		if err != nil || child.Ref.Path() != "/user/sup/c" {
 			t.Fatalf("current child: %v %v", child, err)
 		}

@@ -51,10 +51,12 @@ func BenchmarkAsk(b *testing.B) {
 		}
 	}), "echo")
 	msg := &benchMsg{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if _, err := actor.Ask[*benchMsg](ref, msg, time.Second); err != nil {
+		if _, err := actor.Ask[*benchMsg](ctx, ref, msg); err != nil {
 			b.Fatal(err)
 		}
 	}

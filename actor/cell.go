@@ -83,7 +83,7 @@ func (c *cell) extras() *extras {
 // sendUser queues a user message and schedules the cell.
 func (c *cell) sendUser(msg any, sender Ref) error {
 	if c.state.Load() == stateDead {
-		c.sys.deadLetter(Ref{c}, msg, sender)
+		c.sys.deadLetter(Ref{c}, msg, sender, ErrRecipientStopped)
 		return nil
 	}
 	if c.box == nil {
@@ -94,7 +94,7 @@ func (c *cell) sendUser(msg any, sender Ref) error {
 		case mailbox.Rejected:
 			return ErrMailboxFull
 		case mailbox.DroppedNewest, mailbox.DroppedOldest:
-			c.sys.deadLetter(Ref{c}, dropped.msg, dropped.sender)
+			c.sys.deadLetter(Ref{c}, dropped.msg, dropped.sender, ErrMailboxFull)
 		}
 	}
 	c.schedule()
@@ -329,7 +329,7 @@ func (c *cell) drainDead() {
 		case timerFire, receiveTimeoutTick, deathNote:
 			continue
 		}
-		c.sys.deadLetter(Ref{c}, env.msg, env.sender)
+		c.sys.deadLetter(Ref{c}, env.msg, env.sender, ErrRecipientStopped)
 	}
 }
 

@@ -2,6 +2,7 @@ package actor
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"go.uber.org/zap"
@@ -10,8 +11,16 @@ import (
 // Config configures a System. The zero value is valid: every zero field means its
 // documented default.
 type Config struct {
-	// Logger receives the runtime's logs; nil means a no-op logger.
+	// Logger receives the runtime's logs. When neither Logger nor Slog is set,
+	// warnings and errors go to standard error (never nothing: a failing actor is
+	// always visible). Use zap.NewNop() to silence a system on purpose.
 	Logger *zap.Logger
+	// Slog, as an alternative to Logger, receives the runtime's logs through the
+	// application's log/slog handler. Setting both is an error. (System.Config
+	// reports it as the Logger that wraps it.)
+	Slog *slog.Logger
+	// AskTimeout bounds an Ask whose context has no deadline. Default 10s.
+	AskTimeout time.Duration
 	// Throughput is how many messages an actor handles before yielding its goroutine to
 	// other actors. Default 300.
 	Throughput int
@@ -35,8 +44,15 @@ func DefaultConfig() Config {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Logger == nil {
-		c.Logger = zap.NewNop()
+	switch {
+	case c.Logger != nil:
+	case c.Slog != nil:
+		c.Logger, c.Slog = slogLogger(c.Slog.Handler()), nil
+	default:
+		c.Logger = defaultLogger()
+	}
+	if c.AskTimeout == 0 {
+		c.AskTimeout = 10 * time.Second
 	}
 	if c.Throughput == 0 {
 		c.Throughput = 300
@@ -59,6 +75,10 @@ func (c Config) withDefaults() Config {
 // Validate reports fields out of range.
 func (c Config) Validate() error {
 	switch {
+	case c.Logger != nil && c.Slog != nil:
+		return fmt.Errorf("%w: both Logger and Slog are set", ErrInvalidConfig)
+	case c.AskTimeout < 0:
+		return fmt.Errorf("%w: negative AskTimeout", ErrInvalidConfig)
 	case c.Throughput < 0:
 		return fmt.Errorf("%w: negative Throughput %d", ErrInvalidConfig, c.Throughput)
 	case c.StashCapacity < 0:

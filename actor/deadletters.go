@@ -9,21 +9,38 @@ import (
 )
 
 // DeadLetter is published on the event stream for every message that could not be
-// delivered: its recipient had stopped or never existed, or a bounded mailbox dropped it.
+// delivered: its recipient had stopped or never existed, a bounded mailbox dropped it,
+// or a transport could not send it.
 type DeadLetter struct {
+	// Recipient is the actor the message was for (for a transport, a Ref naming the
+	// remote actor).
 	Recipient Ref
-	Sender    Ref
-	Message   any
+	// Sender is the message's sender, or the zero Ref.
+	Sender Ref
+	// Message is the undelivered message.
+	Message any
+	// Reason says why, as an error to test with errors.Is: ErrRecipientStopped,
+	// ErrMailboxFull, ErrNoRecipient, ErrLateReply, or a transport's own errors.
+	Reason error
 }
 
-// deadLetter publishes an undeliverable message and fails an Ask waiting on it.
-func (s *System) deadLetter(recipient Ref, msg any, sender Ref) {
-	if f, ok := sender.p.(*Future); ok {
-		f.complete(nil, ErrDeadLetter)
+// deadLetter publishes an undeliverable message, counts and logs it, and fails an Ask
+// waiting on it.
+func (s *System) deadLetter(recipient Ref, msg any, sender Ref, reason error) {
+	if reason == nil {
+		reason = ErrDeadLetter
 	}
-	s.events.Publish(DeadLetter{Recipient: recipient, Sender: sender, Message: msg})
-	s.dl.log(s.log, recipient, sender, msg)
+	if f, ok := sender.p.(*Future); ok {
+		f.complete(nil, fmt.Errorf("%w: %v to %v: %w", ErrDeadLetter, typeName(msg), recipient, reason))
+	}
+	s.dlCount.Add(1)
+	s.events.Publish(DeadLetter{Recipient: recipient, Sender: sender, Message: msg, Reason: reason})
+	s.dl.log(s.log, recipient, sender, msg, reason)
 }
+
+// DeadLetterCount returns how many dead letters the system has published since it
+// started.
+func (s *System) DeadLetterCount() uint64 { return s.dlCount.Load() }
 
 // deadLetterLog logs dead letters at a bounded rate and summarises the rest.
 type deadLetterLog struct {
@@ -39,7 +56,7 @@ func (d *deadLetterLog) init(cfg Config) {
 	d.limit, d.interval = cfg.DeadLetterLogLimit, cfg.DeadLetterLogInterval
 }
 
-func (d *deadLetterLog) log(l *zap.Logger, recipient, sender Ref, msg any) {
+func (d *deadLetterLog) log(l *zap.Logger, recipient, sender Ref, msg any, reason error) {
 	if d.limit < 0 {
 		return
 	}
@@ -47,7 +64,7 @@ func (d *deadLetterLog) log(l *zap.Logger, recipient, sender Ref, msg any) {
 	d.mu.Lock()
 	if now.After(d.windowEnd) {
 		if d.suppressed > 0 {
-			l.Info("dead letters not logged in the last window", zap.Int("count", d.suppressed))
+			l.Warn("dead letters not logged in the last window", zap.Int("count", d.suppressed), zap.Duration("window", d.interval))
 		}
 		d.windowEnd, d.logged, d.suppressed = now.Add(d.interval), 0, 0
 	}
@@ -58,17 +75,18 @@ func (d *deadLetterLog) log(l *zap.Logger, recipient, sender Ref, msg any) {
 	}
 	d.logged++
 	d.mu.Unlock()
-	l.Info("dead letter",
+	l.Warn("dead letter",
 		zap.Stringer("recipient", recipient),
 		zap.Stringer("sender", sender),
-		zap.String("type", typeName(msg)))
+		zap.String("type", typeName(msg)),
+		zap.NamedError("reason", reason))
 }
 
 // deadLetterSink is the process behind System.DeadLetters.
 type deadLetterSink struct{ sys *System }
 
 func (d *deadLetterSink) sendUser(msg any, sender Ref) error {
-	d.sys.deadLetter(Ref{d}, msg, sender)
+	d.sys.deadLetter(Ref{d}, msg, sender, ErrDeadLetter)
 	return nil
 }
 

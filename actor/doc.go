@@ -36,18 +36,45 @@
 //
 // # Failure
 //
-// A panic in Receive is recovered (with its stack, as a *supervision.PanicError) and
-// suspends the actor; its parent's supervision.Strategy decides to resume it, restart
-// it (a fresh instance from Props; the mailbox is kept, the failing message is not
-// redelivered), stop it, or escalate. Nothing in this package panics on bad input:
-// errors are returned, and undeliverable messages become DeadLetter events.
+// A panic in Receive is recovered (with its stack, as a *supervision.PanicError),
+// logged at error level with the actor's path and the stack, and suspends the actor;
+// its parent's supervision.Strategy decides to resume it, restart it (a fresh instance
+// from Props; the mailbox is kept, the failing message is not redelivered), stop it, or
+// escalate. Nothing in this package panics on bad input: errors are returned, and
+// undeliverable messages become DeadLetter events. A system configured without a
+// logger writes warnings and errors to standard error; Config.Slog routes the logs to
+// a log/slog handler instead.
+//
+// # What can be lost, and when
+//
+// Delivery between actors is at most once. A message is lost only as a dead letter,
+// and every dead letter is published on the event stream (DeadLetter, with its Reason),
+// counted (System.DeadLetterCount) and logged at warn level at a bounded rate, with a
+// count of what was not logged:
+//   - a message to an actor that has stopped (ErrRecipientStopped), and what was left
+//     in its mailbox and stash when it stopped;
+//   - a message a bounded mailbox dropped (ErrMailboxFull; with the Reject policy,
+//     Tell returns the error instead);
+//   - a reply without a sender to go to (Respond returns ErrNoRecipient);
+//   - a reply that reaches an Ask after it completed (ErrLateReply);
+//   - a message a transport could not send (its own reasons; the send returns them).
 //
 // # Asking, watching, timing
 //
-// Ref.Ask returns a Future; the generic Ask[T] waits for a typed reply. An Ask whose
-// request becomes a dead letter fails at once with ErrDeadLetter. Context.Watch
-// delivers Terminated when a watched actor stops. Keyed timers, a receive timeout,
-// a bounded stash and stacked behaviors are on Context.
+// Blocking calls take a context.Context first. Ref.Ask returns a Future; the generic
+// Ask[T] waits for a typed reply. An Ask fails at its context's deadline with an error
+// naming the target and the message's type (ErrTimeout), and at once with ErrDeadLetter
+// when its request becomes a dead letter. Context.Watch delivers Terminated when a
+// watched actor stops. Keyed timers, a receive timeout, a bounded stash and stacked
+// behaviors are on Context, which is composed of small role interfaces (MessageContext,
+// SenderContext, TimerContext, ...) that helpers can accept alone.
+//
+// # Extension point: transports
+//
+// One part of this package is not for applications: Transport, RemoteProcess,
+// InstallTransport and TransportHost connect a System to a transport that reaches
+// actors in other systems (package remote is one). Refs to such actors behave as local
+// ones.
 //
 // # Shutdown
 //

@@ -25,8 +25,20 @@ var (
 	ErrStopping = errors.New("actor: parent is stopping")
 	// ErrKilled is the failure reason of an actor that received Kill.
 	ErrKilled = errors.New("actor: killed")
-	// ErrAskTimeout fails an Ask whose reply did not arrive in time.
-	ErrAskTimeout = errors.New("actor: ask timed out")
+	// ErrTimeout fails an Ask whose reply did not arrive before its context's
+	// deadline (or the system's AskTimeout, for a context without one). The error
+	// names the target and the message's type, and also matches
+	// context.DeadlineExceeded.
+	ErrTimeout = errors.New("actor: ask timed out")
+	// ErrRecipientStopped is the reason of a dead letter for an actor that has stopped.
+	ErrRecipientStopped = errors.New("actor: recipient has stopped")
+	// ErrLateReply is the reason of a dead letter for a reply that reached an Ask
+	// after it had completed (timed out, or already answered).
+	ErrLateReply = errors.New("actor: reply after the ask completed")
+	// ErrNotChild is returned by Context.Stop for a Ref that is neither the actor
+	// itself nor one of its children: ask other actors to stop with a message, or use
+	// System.Stop.
+	ErrNotChild = errors.New("actor: not a child of this actor")
 	// ErrDeadLetter fails an Ask whose request could not be delivered, for example
 	// because the recipient has stopped; it fails at once rather than at the timeout.
 	ErrDeadLetter = errors.New("actor: recipient unavailable, message sent to dead letters")

@@ -36,7 +36,9 @@ func Example() {
 	for i := 1; i <= 4; i++ {
 		_ = ref.Tell(add{n: i})
 	}
-	sum, err := actor.Ask[int](ref, total{}, time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	sum, err := actor.Ask[int](ctx, ref, total{})
 	fmt.Println(ref.Path(), sum, err)
 	// Output: /user/adder 10 <nil>
 }

@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"sync"
@@ -19,6 +20,8 @@ type Future struct {
 	res   any
 	err   error
 
+	stop func() bool // unregisters the context watch, when there is one
+
 	mu       sync.Mutex
 	pipes    []Ref
 	watchers []Ref
@@ -34,14 +37,6 @@ func failedFuture(err error) *Future {
 	return f
 }
 
-func (f *Future) startTimer(timeout time.Duration) {
-	if timeout <= 0 {
-		f.complete(nil, fmt.Errorf("%w: timeout %v", ErrAskTimeout, timeout))
-		return
-	}
-	f.sys.asks.add(f, timeout)
-}
-
 // complete settles the future once; it reports whether this call settled it.
 func (f *Future) complete(res any, err error) bool {
 	if !f.state.CompareAndSwap(0, 1) {
@@ -53,9 +48,12 @@ func (f *Future) complete(res any, err error) bool {
 	f.res, f.err = res, err
 	f.mu.Lock()
 	f.state.Store(2)
-	pipes, watchers := f.pipes, f.watchers
-	f.pipes, f.watchers = nil, nil
+	pipes, watchers, stop := f.pipes, f.watchers, f.stop
+	f.pipes, f.watchers, f.stop = nil, nil, nil
 	f.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 	close(f.done)
 	if f.named.Load() {
 		f.sys.temps.Delete(f.id)
@@ -81,10 +79,27 @@ func (f *Future) pipe(to Ref) {
 func (f *Future) Done() <-chan struct{} { return f.done }
 
 // Result waits for the future to complete and returns the reply or the error. A reply
-// of type Failure is returned as its error.
-func (f *Future) Result() (any, error) {
+// of type Failure is returned as its error. If ctx ends first, Result returns ctx's
+// error and the future stays pending (its own deadline still applies).
+func (f *Future) Result(ctx context.Context) (any, error) {
+	if done := ctx.Done(); done != nil {
+		select {
+		case <-f.done:
+		case <-done:
+			return nil, ctx.Err()
+		}
+	}
 	<-f.done
 	return f.res, f.err
+}
+
+// timeoutError is the error of an ask whose deadline passed: it names the target and
+// the message's type, and matches ErrTimeout and context.DeadlineExceeded.
+func timeoutError(target Ref, msg any, after time.Duration) error {
+	if after > 0 {
+		return fmt.Errorf("%w after %v: %T to %v: %w", ErrTimeout, after, msg, target, context.DeadlineExceeded)
+	}
+	return fmt.Errorf("%w: %T to %v: %w", ErrTimeout, msg, target, context.DeadlineExceeded)
 }
 
 // PipeTo sends the reply to ref when the future completes, or a Failure if it fails.
@@ -100,31 +115,11 @@ func (f *Future) PipeTo(ref Ref) {
 	f.pipe(ref)
 }
 
-// Ask sends msg to ref and waits up to timeout for a reply of type T. A Failure reply is
-// returned as its error; a reply of another type yields ErrUnexpectedReply. It fails at
-// once with ErrDeadLetter if the request cannot be delivered. Timeouts have a resolution
-// of 10ms.
-func Ask[T any](ref Ref, msg any, timeout time.Duration) (T, error) {
-	var zero T
-	if ref.p == nil {
-		return zero, ErrNoRecipient
-	}
-	res, err := ref.ask(msg, timeout).Result()
-	if err != nil {
-		return zero, err
-	}
-	v, ok := res.(T)
-	if !ok {
-		return zero, fmt.Errorf("%w: got %T, want %T", ErrUnexpectedReply, res, zero)
-	}
-	return v, nil
-}
-
 // The future is the process behind its temporary reply Ref.
 
 func (f *Future) sendUser(msg any, sender Ref) error {
 	if !f.complete(msg, nil) && f.sys != nil {
-		f.sys.deadLetter(Ref{f}, msg, sender)
+		f.sys.deadLetter(Ref{f}, msg, sender, ErrLateReply)
 	}
 	return nil
 }

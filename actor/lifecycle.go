@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -26,7 +27,7 @@ func (c *cell) throughput() int {
 func (c *cell) start() {
 	c.state.Store(stateRunning)
 	if err := c.newInstance(); err != nil {
-		c.logger().Error("actor failed to start; stopping it", zap.Error(err))
+		logError(c.logger(), "actor failed to start; stopping it", err, zap.Error(err))
 		c.beginStop()
 	}
 }
@@ -118,7 +119,7 @@ func (c *cell) childFailed(child *cell, reason error) {
 	if directive == supervision.Escalate && c.isGuardian() {
 		directive = supervision.Stop
 	}
-	log.Warn("actor failed", zap.Stringer("directive", directive))
+	logFailure(log, reason, directive)
 	if ob, ok := c.actor.(failureObserver); ok {
 		ob.childFailed(Ref{child}, reason, directive)
 	}
@@ -145,6 +146,36 @@ func (c *cell) isGuardian() bool {
 	return c.parent == nil || c.parent.parent == nil
 }
 
+// logFailure logs an actor's failure: a panic at error level with its stack, an
+// error returned or raised otherwise (Kill, a failed start) at warn level.
+func logFailure(log *zap.Logger, reason error, directive supervision.Directive) {
+	if panicked(reason) {
+		logError(log, "actor panicked", reason, zap.Stringer("directive", directive))
+		return
+	}
+	log.Warn("actor failed", zap.Stringer("directive", directive))
+}
+
+// logError logs msg at error level with fields; when err is a panic, the entry
+// carries the panic's stack as its stack trace (zap's encoders print it as they print
+// any entry's stack).
+func logError(log *zap.Logger, msg string, err error, fields ...zap.Field) {
+	ce := log.Check(zap.ErrorLevel, msg)
+	if ce == nil {
+		return
+	}
+	var pe *supervision.PanicError
+	if errors.As(err, &pe) {
+		ce.Stack = string(pe.Stack)
+	}
+	ce.Write(fields...)
+}
+
+func panicked(err error) bool {
+	var pe *supervision.PanicError
+	return errors.As(err, &pe)
+}
+
 // restart replaces the instance: Restarting to the old one, children stopped, then a
 // fresh instance from Props with Started. The mailbox is kept; the failing message is
 // not redelivered.
@@ -156,7 +187,7 @@ func (c *cell) restart(reason error) {
 	}
 	c.state.Store(stateRestarting)
 	if err := c.deliver(Restarting{Reason: reason}); err != nil {
-		c.logger().Error("panic while handling Restarting", zap.Error(err))
+		logError(c.logger(), "panic while handling Restarting", err, zap.Error(err))
 	}
 	x := c.x.Load()
 	if x != nil {
@@ -174,7 +205,7 @@ func (c *cell) finishRestart() {
 	c.state.Store(stateRunning)
 	c.actor = nil
 	if err := c.newInstance(); err != nil {
-		c.logger().Error("actor failed to restart; stopping it", zap.Error(err))
+		logError(c.logger(), "actor failed to restart; stopping it", err, zap.Error(err))
 		c.beginStop()
 	}
 }
@@ -192,7 +223,7 @@ func (c *cell) beginStop() {
 		c.cancelReceiveTimeout()
 	}
 	if err := c.deliver(Stopping{}); err != nil {
-		c.logger().Error("panic while handling Stopping", zap.Error(err))
+		logError(c.logger(), "panic while handling Stopping", err, zap.Error(err))
 	}
 	if x := c.x.Load(); x != nil {
 		x.mu.Lock()
@@ -207,7 +238,7 @@ func (c *cell) beginStop() {
 // finishStop delivers Stopped, tells watchers and the parent, and routes what is left.
 func (c *cell) finishStop() {
 	if err := c.deliver(Stopped{}); err != nil {
-		c.logger().Error("panic while handling Stopped", zap.Error(err))
+		logError(c.logger(), "panic while handling Stopped", err, zap.Error(err))
 	}
 	c.actor = nil
 	c.state.Store(stateDead)
@@ -226,7 +257,7 @@ func (c *cell) finishStop() {
 		}
 		x.watchers, x.watching, x.termQueued = nil, nil, nil
 		for _, env := range x.stash {
-			c.sys.deadLetter(self, env.msg, env.sender)
+			c.sys.deadLetter(self, env.msg, env.sender, ErrRecipientStopped)
 		}
 		x.stash, x.behaviors = nil, nil
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/mailbox"
@@ -152,11 +151,11 @@ func TestBoundedMailboxAccountsForEveryMessage(t *testing.T) {
 	// Nothing is sent after these requests, so neither is dropped, and each is
 	// handled after everything queued before it. Dead letters are published before
 	// Tell returns.
-	got, err := actor.Ask[int](ref, "count", 5*time.Second)
+	got, err := actor.Ask[int](t.Context(), ref, "count")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lost, err := actor.Ask[int](counter, "count", 5*time.Second)
+	lost, err := actor.Ask[int](t.Context(), counter, "count")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,5 @@
 package actor
 
-import "time"
-
 // process is what a Ref delivers to: a local actor cell, an ask future, the dead-letter
 // sink, and later the remote layer's proxies.
 type process interface {
@@ -66,43 +64,4 @@ func (r Ref) Send(msg any, sender Ref) error {
 		return ErrNilMessage
 	}
 	return r.p.sendUser(msg, sender)
-}
-
-// Ask sends msg with a temporary reply address and returns a Future completed by the
-// first reply, or failed with ErrAskTimeout after timeout, or failed at once with
-// ErrDeadLetter if the request cannot be delivered. Timeouts have a resolution of 10ms.
-func (r Ref) Ask(msg any, timeout time.Duration) *Future {
-	if r.p == nil {
-		return failedFuture(ErrNoRecipient)
-	}
-	f := newFuture(r.p.system())
-	if err := r.Send(msg, Ref{f}); err != nil {
-		f.complete(nil, err)
-		return f
-	}
-	f.startTimeout(timeout)
-	return f
-}
-
-// ask is Ask for a caller that waits for the reply right away (the generic Ask): when
-// the recipient is a local idle actor, the caller runs it instead of starting a
-// goroutine, since it would only wait.
-func (r Ref) ask(msg any, timeout time.Duration) *Future {
-	c, local := r.p.(*cell)
-	if !local || msg == nil || c.box != nil || c.state.Load() == stateDead {
-		return r.Ask(msg, timeout)
-	}
-	f := newFuture(c.sys)
-	c.userq.Push(envelope{msg: msg, sender: Ref{f}})
-	if c.acquire() {
-		c.runInline()
-	}
-	f.startTimeout(timeout)
-	return f
-}
-
-func (f *Future) startTimeout(timeout time.Duration) {
-	if f.state.Load() == 0 {
-		f.startTimer(timeout)
-	}
 }

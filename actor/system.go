@@ -28,17 +28,19 @@ type System struct {
 	deadLetters Ref
 	events      *EventStream
 	dl          deadLetterLog
+	dlCount     atomic.Uint64
 	shutdown    *CoordinatedShutdown
 	asks        askTimeouts
+	inlining    atomic.Int32 // blocking asks running their recipient inline
 	disp        *dispatcher
 	jan         *janitor
 
 	extMu sync.Mutex
 	exts  map[any]*extensionSlot
 
-	provider atomic.Pointer[Provider]
-	addrStr  atomic.Pointer[string] // Address().String() once the provider is set
-	temps    sync.Map               // uint64 -> *Future: futures whose path was handed out
+	transport atomic.Pointer[Transport]
+	addrStr   atomic.Pointer[string] // Address().String() once the transport is installed
+	temps     sync.Map               // uint64 -> *Future: futures whose path was handed out
 }
 
 // New starts an actor system. The name appears in logs and, later, in remote addresses:
@@ -126,12 +128,24 @@ func (s *System) SpawnSystem(props *Props, name string) (Ref, error) {
 	return s.sysg.spawnChild(props, name)
 }
 
-// Stop asks a top-level actor (or any actor) to stop, asynchronously. Watch it, or use
-// testkit, to know when it has.
-func (s *System) Stop(ref Ref) {
-	if c, ok := ref.p.(*cell); ok && c.sys == s {
-		c.sendSystem(sysStop{})
+// Stop asks any actor to stop, asynchronously: a local actor of this system, or an
+// actor in another system through the transport (which carries the request on its
+// reliable system lane). It returns ErrNotFound for the zero Ref, a Future, or an actor
+// of another local System. Watch the actor, or use testkit, to know when it has stopped.
+func (s *System) Stop(ref Ref) error {
+	switch p := ref.p.(type) {
+	case *cell:
+		if p.sys == s {
+			p.sendSystem(sysStop{})
+			return nil
+		}
+	case foreign:
+		if p.sys == s {
+			p.sendSystem(sysStop{})
+			return nil
+		}
 	}
+	return fmt.Errorf("%w: %v cannot be stopped from system %s", ErrNotFound, ref, s.name)
 }
 
 // Resolve returns the actor at path: a local path such as "/user/a/b", or a full path
@@ -146,11 +160,11 @@ func (s *System) Resolve(path string) (Ref, error) {
 		return Ref{}, fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	if addr != (Address{}) && addr != s.Address() {
-		p := s.provider.Load()
-		if p == nil || !addr.HasHost() {
+		t := s.transport.Load()
+		if t == nil || !addr.HasHost() {
 			return Ref{}, fmt.Errorf("%w: %s is not this system (%s) and remoting is off", ErrNotFound, addr, s.Address())
 		}
-		return (*p).ResolveRemote(addr, local, uid)
+		return (*t).ResolveRemote(addr, local, uid)
 	}
 	return s.resolveLocal(local, uid)
 }

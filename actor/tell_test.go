@@ -1,6 +1,7 @@
 package actor_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -139,20 +140,27 @@ func TestAsk(t *testing.T) {
 		}
 	}), "doubler")
 
-	got, err := actor.Ask[int](doubler, 21, time.Second)
+	got, err := actor.Ask[int](t.Context(), doubler, 21)
 	if err != nil || got != 42 {
 		t.Fatalf("Ask = %v, %v", got, err)
 	}
-	if _, err := actor.Ask[int](doubler, "x", time.Second); err == nil || err.Error() != "no strings" {
+	if _, err := actor.Ask[int](t.Context(), doubler, "x"); err == nil || err.Error() != "no strings" {
 		t.Fatalf("Failure reply: %v", err)
 	}
-	if _, err := actor.Ask[string](doubler, 1, time.Second); !errors.Is(err, actor.ErrUnexpectedReply) {
+	if _, err := actor.Ask[string](t.Context(), doubler, 1); !errors.Is(err, actor.ErrUnexpectedReply) {
 		t.Fatalf("wrong type: %v", err)
 	}
-	if _, err := actor.Ask[int](doubler, 1.5, 50*time.Millisecond); !errors.Is(err, actor.ErrAskTimeout) {
+	short, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err = actor.Ask[int](short, doubler, 1.5)
+	if !errors.Is(err, actor.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("no reply: %v", err)
 	}
-	res, err := doubler.Ask(5, time.Second).Result()
+	// The error names the target and the message's type.
+	if msg := err.Error(); !strings.Contains(msg, "/user/doubler") || !strings.Contains(msg, "float64") {
+		t.Fatalf("timeout error %q does not name the target and the message type", msg)
+	}
+	res, err := doubler.Ask(t.Context(), 5).Result(t.Context())
 	if err != nil || res != 10 {
 		t.Fatalf("Future = %v, %v", res, err)
 	}
@@ -167,14 +175,14 @@ func TestAskToStoppedActorFailsFast(t *testing.T) {
 	probe.ExpectTerminated(ref)
 
 	start := time.Now()
-	_, err := actor.Ask[int](ref, 1, 10*time.Second)
+	_, err := actor.Ask[int](t.Context(), ref, 1)
 	if !errors.Is(err, actor.ErrDeadLetter) {
 		t.Fatalf("Ask to stopped actor: %v", err)
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Fatalf("Ask took %v: it waited for the timeout", took)
 	}
-	if _, err := ref.Ask(1, 10*time.Second).Result(); !errors.Is(err, actor.ErrDeadLetter) {
+	if _, err := ref.Ask(t.Context(), 1).Result(t.Context()); !errors.Is(err, actor.ErrDeadLetter) {
 		t.Fatalf("Future to stopped actor: %v", err)
 	}
 }
@@ -187,11 +195,13 @@ func TestPipeTo(t *testing.T) {
 			ctx.Respond(s)
 		}
 	}), "echo")
-	echo.Ask("piped", time.Second).PipeTo(probe.Ref())
+	echo.Ask(t.Context(), "piped").PipeTo(probe.Ref())
 	probe.ExpectMsg("piped")
-	echo.Ask(1, 20*time.Millisecond).PipeTo(probe.Ref())
+	short, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	echo.Ask(short, 1).PipeTo(probe.Ref())
 	f := testkit.ExpectMsgType[actor.Failure](probe)
-	if !errors.Is(f.Err, actor.ErrAskTimeout) {
+	if !errors.Is(f.Err, actor.ErrTimeout) {
 		t.Fatalf("piped failure: %v", f.Err)
 	}
 }
@@ -207,12 +217,38 @@ func TestDeadLettersArePublished(t *testing.T) {
 	watcher.ExpectTerminated(ref)
 	_ = ref.Tell("late")
 	dl := testkit.ExpectMsgType[actor.DeadLetter](probe)
-	if dl.Recipient != ref || dl.Message != "late" {
+	if dl.Recipient != ref || dl.Message != "late" || !errors.Is(dl.Reason, actor.ErrRecipientStopped) {
 		t.Fatalf("dead letter %+v", dl)
 	}
 	_ = sys.DeadLetters().Tell("direct")
 	dl = testkit.ExpectMsgType[actor.DeadLetter](probe)
-	if dl.Message != "direct" {
+	if dl.Message != "direct" || !errors.Is(dl.Reason, actor.ErrDeadLetter) {
 		t.Fatalf("dead letter %+v", dl)
+	}
+	if n := sys.DeadLetterCount(); n != 2 {
+		t.Fatalf("DeadLetterCount = %d, want 2", n)
+	}
+}
+
+// Respond without a sender and Stop of a stranger say so, instead of doing nothing.
+func TestRespondAndStopReportMisuse(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	probe := testkit.NewProbe(t, sys)
+	stranger := spawn(t, sys, actor.PropsFunc(func(actor.Context) {}), "stranger")
+	ref := spawn(t, sys, actor.PropsFunc(func(ctx actor.Context) {
+		if ctx.Message() == "go" {
+			_ = probe.Ref().Tell(ctx.Respond("answer"))
+			_ = probe.Ref().Tell(ctx.Stop(stranger))
+			_ = probe.Ref().Tell(ctx.Stop(actor.Ref{}))
+		}
+	}), "misuser")
+	_ = ref.Tell("go") // no sender
+	for _, want := range []error{actor.ErrNoRecipient, actor.ErrNotChild, actor.ErrNotChild} {
+		if err := testkit.ExpectMsgType[error](probe); !errors.Is(err, want) {
+			t.Fatalf("got %v, want %v", err, want)
+		}
+	}
+	if err := sys.Stop(actor.Ref{}); !errors.Is(err, actor.ErrNotFound) {
+		t.Fatalf("System.Stop of the zero Ref: %v", err)
 	}
 }

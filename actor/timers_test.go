@@ -1,6 +1,7 @@
 package actor_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"testing/synctest"
@@ -151,11 +152,19 @@ func TestAskTimeoutVirtualTime(t *testing.T) {
 		sys := testkit.NewSystem(t)
 		silent := spawn(t, sys, actor.PropsFunc(func(actor.Context) {}), "silent")
 		start := time.Now()
-		_, err := actor.Ask[int](silent, "anyone?", 3*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		_, err := actor.Ask[int](ctx, silent, "anyone?")
 		took := time.Since(start)
-		if !errors.Is(err, actor.ErrAskTimeout) || took < 3*time.Second || took > 3*time.Second+50*time.Millisecond {
+		if !errors.Is(err, actor.ErrTimeout) || took < 3*time.Second || took > 3*time.Second+50*time.Millisecond {
 			t.Fatalf("Ask failed with %v after %v; want a timeout after 3s", err, took)
 		}
-		_ = silent.Ask("pending at shutdown", time.Hour)
+		// Without a deadline, the system's AskTimeout (10s by default) bounds an Ask.
+		start = time.Now()
+		_, err = actor.Ask[int](context.Background(), silent, "anyone?")
+		if took := time.Since(start); !errors.Is(err, actor.ErrTimeout) || took < 10*time.Second || took > 10*time.Second+50*time.Millisecond {
+			t.Fatalf("Ask without a deadline failed with %v after %v; want a timeout after 10s", err, took)
+		}
+		_ = silent.Ask(context.Background(), "pending at shutdown")
 	})
 }

@@ -88,7 +88,7 @@ func TestWatchAskFuture(t *testing.T) {
 			_ = probe.Ref().Tell(m.Ref == asker)
 		}
 	}), "watcher")
-	if r, err := watcher.Ask("hello", time.Second).Result(); err != nil || r != "watching" {
+	if r, err := watcher.Ask(t.Context(), "hello").Result(t.Context()); err != nil || r != "watching" {
 		t.Fatalf("ask: %v %v", r, err)
 	}
 	probe.ExpectMsg(true)

@@ -31,12 +31,11 @@ func (c *entityContext) Sender() actor.Ref {
 	return c.Context.Sender()
 }
 
-func (c *entityContext) Respond(msg any) {
+func (c *entityContext) Respond(msg any) error {
 	if c.r.inHandler {
-		_ = c.r.handlerSender.Send(msg, c.Self())
-		return
+		return c.r.handlerSender.Send(msg, c.Self())
 	}
-	c.Context.Respond(msg)
+	return c.Context.Respond(msg)
 }
 
 func (c *entityContext) Persist(event any, handler func(any)) error {

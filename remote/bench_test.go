@@ -1,6 +1,7 @@
 package remote_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -18,9 +19,11 @@ func BenchmarkRemoteAsk(b *testing.B) {
 	}
 	ref := a.remoteRef(b, echo)
 	msg := &ping{N: 1}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := actor.Ask[*pong](ref, msg, 5*time.Second); err != nil {
+		if _, err := actor.Ask[*pong](ctx, ref, msg); err != nil {
 			b.Fatal(err)
 		}
 	}

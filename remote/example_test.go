@@ -40,7 +40,9 @@ func Example() {
 
 	// The client resolves the greeter by its full path and asks it across the wire.
 	ref, _ := client.Resolve(greeter.URI())
-	reply, err := actor.Ask[*Greeting](ref, &Greet{Who: "Ada"}, 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	reply, err := actor.Ask[*Greeting](ctx, ref, &Greet{Who: "Ada"})
 	if err != nil {
 		fmt.Println(err)
 		return

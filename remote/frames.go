@@ -215,6 +215,7 @@ const (
 	opWatch   byte = 1 // target: the watchee (path#uid here); other: the watcher's URI
 	opUnwatch byte = 2 // as opWatch
 	opDeath   byte = 3 // target: the watcher (path#uid here); other: the dead actor's URI
+	opStop    byte = 4 // target: the actor to stop (path#uid here); other: empty
 )
 
 // sysMessage is the payload of a system frame.
@@ -250,7 +251,7 @@ func parseSystem(body []byte) (uint64, sysMessage, error) {
 	if err := d.done(); err != nil {
 		return 0, sysMessage{}, err
 	}
-	if m.op < opWatch || m.op > opDeath || flag > 1 || seq == 0 {
+	if m.op < opWatch || m.op > opStop || flag > 1 || seq == 0 {
 		return 0, sysMessage{}, fmt.Errorf("%w: system message op %d flag %d seq %d", errMalformed, m.op, flag, seq)
 	}
 	m.addressTerminated = flag == 1

@@ -280,7 +280,7 @@ func (in *inbound) deliverUser(body []byte) error {
 	}
 	if !found {
 		r.stats.deadLetters.Add(1)
-		r.sys.PublishDeadLetter(actor.Ref{}, msg, sender)
+		r.host.DeadLetter(actor.Ref{}, msg, sender, fmt.Errorf("%w: %s", actor.ErrNotFound, sanitize(h.rcpt.s)))
 		return nil
 	}
 	// A local delivery error means a full bounded mailbox, which has already handled
@@ -343,24 +343,28 @@ func (in *inbound) apply(m sysMessage) {
 		if m.op == opUnwatch {
 			if err == nil {
 				p.watchedByPeer(watchee, watcher, false)
-				watchee.SendSystem(actor.UnwatchRequest{Watcher: watcher})
+				r.host.Unwatch(watchee, watcher)
 			}
 			return
 		}
 		if err != nil {
 			// Already gone: answer as a local dead actor would.
-			rp, _ := watcher.Process()
+			rp, _ := r.host.Remote(watcher)
 			rr := rp.(remoteRef)
 			rr.peer.sys.sendSystem(sysMessage{op: opDeath, target: rr.wire, other: r.self + m.target})
 			return
 		}
 		p.watchedByPeer(watchee, watcher, true)
-		watchee.SendSystem(actor.WatchRequest{Watcher: watcher})
+		r.host.Watch(watchee, watcher)
 	case opDeath:
 		watcher, err := r.sys.Resolve(m.target)
 		if err != nil {
 			return // the watcher is gone too
 		}
 		p.deathOf(watcher, m.other, m.addressTerminated)
+	case opStop:
+		if target, err := r.sys.Resolve(m.target); err == nil {
+			_ = r.sys.Stop(target)
+		}
 	}
 }

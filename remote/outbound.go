@@ -87,14 +87,16 @@ func (l *outLane) sendUser(rr remoteRef, msg any, sender actor.Ref) error {
 		l.probe = true
 		l.mu.Unlock()
 		l.signal()
-		r.deadLetter(rr, msg, sender)
-		return nil
+		err := fmt.Errorf("%w: %s", ErrQuarantined, l.p.self)
+		r.deadLetter(rr, msg, sender, err)
+		return err
 	}
 	l.mu.Lock()
 	if l.n >= r.cfg.OutboundQueueSize {
 		l.mu.Unlock()
-		r.deadLetter(rr, msg, sender)
-		return nil
+		err := fmt.Errorf("%w: %d messages queued for %s", ErrOverloaded, r.cfg.OutboundQueueSize, l.p.self)
+		r.deadLetter(rr, msg, sender, err)
+		return err
 	}
 	if l.codec == nil {
 		l.codec = r.cfg.Registry.NewCodec(r)

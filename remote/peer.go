@@ -100,15 +100,16 @@ func (p *peer) addressTerminated() {
 	watchees, watchedBy := p.watchees, p.watchedBy
 	p.watchees, p.watchedBy, p.fd = nil, nil, nil
 	p.mu.Unlock()
+	host := p.r.host
 	for rr, watchers := range watchees {
-		dead := actor.NewRef(rr)
+		dead := rr.ref()
 		for w := range watchers {
-			w.SendSystem(actor.DeathNotice{Ref: dead, AddressTerminated: true})
+			host.Terminated(w, dead, true)
 		}
 	}
 	for local, watchers := range watchedBy {
 		for w := range watchers {
-			local.SendSystem(actor.UnwatchRequest{Watcher: w})
+			host.Unwatch(local, w)
 		}
 	}
 }
@@ -137,7 +138,7 @@ func (p *peer) watch(rr remoteRef, watcher actor.Ref) {
 	if p.blocked.Load() {
 		// The incarnation is gone: answer at once, as for a dead local actor.
 		p.dropWatch(rr, watcher)
-		watcher.SendSystem(actor.DeathNotice{Ref: actor.NewRef(rr), AddressTerminated: true})
+		p.r.host.Terminated(watcher, rr.ref(), true)
 		return
 	}
 	p.sys.sendSystem(sysMessage{op: opWatch, target: rr.wire, other: watcher.URI()})
@@ -188,7 +189,7 @@ func (p *peer) deathOf(watcher actor.Ref, uri string, addressTerminated bool) {
 	}
 	p.mu.Unlock()
 	for _, rr := range dead {
-		watcher.SendSystem(actor.DeathNotice{Ref: actor.NewRef(rr), AddressTerminated: addressTerminated})
+		p.r.host.Terminated(watcher, rr.ref(), addressTerminated)
 	}
 }
 

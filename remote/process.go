@@ -4,8 +4,8 @@ import (
 	"github.com/troupe-go/troupe/actor"
 )
 
-// remoteRef is the actor.Process behind a Ref to an actor in another system. It is a
-// comparable value: Refs to the same path and uid at the same peer are equal.
+// remoteRef is the actor.RemoteProcess behind a Ref to an actor in another system. It
+// is a comparable value: Refs to the same path and uid at the same peer are equal.
 type remoteRef struct {
 	peer *peer
 	path string
@@ -17,24 +17,30 @@ func newRemoteRef(p *peer, path string, uid uint64) remoteRef {
 	return remoteRef{peer: p, path: path, wire: localWire(path, uid), uid: uid}
 }
 
-// SendUser queues msg for the peer. Errors (unregistered type, too large) are also
+// ref returns the actor.Ref for rr.
+func (rr remoteRef) ref() actor.Ref { return rr.peer.r.host.NewRef(rr) }
+
+// Send queues msg for the peer. Errors (unregistered type, too large) are also
 // reported as dead letters.
-func (rr remoteRef) SendUser(msg any, sender actor.Ref) error {
+func (rr remoteRef) Send(msg any, sender actor.Ref) error {
 	return rr.peer.user.sendUser(rr, msg, sender)
 }
 
-// SendSystem carries watch, unwatch and death notices to the peer.
-func (rr remoteRef) SendSystem(m actor.SystemMessage) {
-	switch m := m.(type) {
-	case actor.WatchRequest:
-		rr.peer.watch(rr, m.Watcher)
-	case actor.UnwatchRequest:
-		rr.peer.unwatch(rr, m.Watcher)
-	case actor.DeathNotice:
-		// A local actor that rr watched has stopped; rr is the watcher.
-		rr.peer.watchedByPeer(m.Ref, actor.NewRef(rr), false)
-		rr.peer.sys.sendSystem(sysMessage{op: opDeath, target: rr.wire, other: m.Ref.URI(), addressTerminated: m.AddressTerminated})
-	}
+// Watch asks the peer to report the actor's termination to watcher.
+func (rr remoteRef) Watch(watcher actor.Ref) { rr.peer.watch(rr, watcher) }
+
+// Unwatch withdraws Watch.
+func (rr remoteRef) Unwatch(watcher actor.Ref) { rr.peer.unwatch(rr, watcher) }
+
+// Terminated tells the actor, a watcher, that the local actor ref it watched stopped.
+func (rr remoteRef) Terminated(ref actor.Ref) {
+	rr.peer.watchedByPeer(ref, rr.ref(), false)
+	rr.peer.sys.sendSystem(sysMessage{op: opDeath, target: rr.wire, other: ref.URI()})
+}
+
+// Stop asks the peer to stop the actor, over the reliable system lane.
+func (rr remoteRef) Stop() {
+	rr.peer.sys.sendSystem(sysMessage{op: opStop, target: rr.wire})
 }
 
 // Path returns the actor's path in its system.
@@ -45,6 +51,3 @@ func (rr remoteRef) Address() actor.Address { return rr.peer.addr }
 
 // UID returns the actor's incarnation uid, 0 if unknown.
 func (rr remoteRef) UID() uint64 { return rr.uid }
-
-// System returns the local system the Ref belongs to.
-func (rr remoteRef) System() *actor.System { return rr.peer.r.sys }

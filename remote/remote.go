@@ -29,12 +29,20 @@ var (
 	ErrFrameTooLarge = errors.New("remote: message exceeds the maximum frame size")
 	// ErrClosed is returned after the transport has shut down.
 	ErrClosed = errors.New("remote: transport closed")
+	// ErrOverloaded is returned by a send that finds the outbound queue to the
+	// recipient's system full; the message goes to dead letters.
+	ErrOverloaded = errors.New("remote: outbound queue full")
+	// ErrQuarantined is returned by a send to a system whose incarnation is
+	// quarantined (it restarted, or was declared gone); the message goes to dead
+	// letters.
+	ErrQuarantined = errors.New("remote: peer quarantined")
 )
 
 // Remote is the transport of one actor system: it listens for other systems, keeps a
 // connection per lane to each peer, and stands behind Refs to actors elsewhere.
 type Remote struct {
 	sys   *actor.System
+	host  *actor.TransportHost
 	cfg   Config
 	log   *zap.Logger
 	addr  actor.Address
@@ -95,7 +103,7 @@ func Start(sys *actor.System, cfg Config) (*Remote, error) {
 	}
 	r.self = r.addr.String()
 	r.log = sys.Logger().With(zap.String("address", r.self))
-	if err := sys.SetProvider(r); err != nil {
+	if r.host, err = actor.InstallTransport(sys, r); err != nil {
 		_ = ln.Close()
 		return nil, err
 	}
@@ -136,7 +144,7 @@ func (r *Remote) UID() uint64 { return r.uid }
 // Stats returns the transport's counters.
 func (r *Remote) Stats() Stats { return r.stats.snapshot() }
 
-// ResolveRemote implements actor.Provider: a Ref to path (and uid, 0 for any
+// ResolveRemote implements actor.Transport: a Ref to path (and uid, 0 for any
 // incarnation) in the system at addr. It does not contact that system.
 func (r *Remote) ResolveRemote(addr actor.Address, path string, uid uint64) (actor.Ref, error) {
 	if !addr.HasHost() {
@@ -146,7 +154,7 @@ func (r *Remote) ResolveRemote(addr actor.Address, path string, uid uint64) (act
 	if err != nil {
 		return actor.Ref{}, err
 	}
-	return actor.NewRef(newRemoteRef(p, path, uid)), nil
+	return newRemoteRef(p, path, uid).ref(), nil
 }
 
 // refFromURI turns a full actor path from the wire into a Ref: a local actor when the
@@ -277,14 +285,15 @@ func (r *Remote) isClosed() bool {
 	}
 }
 
-// deadLetter hands a message the transport cannot send to dead letters.
-func (r *Remote) deadLetter(rr remoteRef, msg any, sender actor.Ref) {
+// deadLetter hands a message the transport cannot send to dead letters, with the
+// reason.
+func (r *Remote) deadLetter(rr remoteRef, msg any, sender actor.Ref, reason error) {
 	r.stats.deadLetters.Add(1)
-	r.sys.PublishDeadLetter(actor.NewRef(rr), msg, sender)
+	r.host.DeadLetter(rr.ref(), msg, sender, reason)
 }
 
 // refuse is deadLetter for a message that cannot be sent at all, with a log line.
 func (r *Remote) refuse(rr remoteRef, msg any, sender actor.Ref, err error) {
 	r.log.Warn("message not sent", zap.String("recipient", rr.peer.self+rr.wire), zap.String("type", fmt.Sprintf("%T", msg)), zap.Error(err))
-	r.deadLetter(rr, msg, sender)
+	r.deadLetter(rr, msg, sender, err)
 }

@@ -36,12 +36,12 @@ func TestTellAndReplyAcrossSystems(t *testing.T) {
 		t.Fatalf("pong %d", got.N)
 	}
 	// Ask across systems.
-	got, err := actor.Ask[*pong](ref, &ping{N: 3}, testkit.DefaultTimeout)
+	got, err := actor.Ask[*pong](t.Context(), ref, &ping{N: 3})
 	if err != nil || got.N != 3 {
 		t.Fatalf("ask = %v, %v", got, err)
 	}
 	// Refs come back equal to what was sent: local refs as local, remote as remote.
-	back, err := actor.Ask[*carry](ref, &carry{Refs: []actor.Ref{probe.Ref(), ref}, One: b.sys.DeadLetters()}, testkit.DefaultTimeout)
+	back, err := actor.Ask[*carry](t.Context(), ref, &carry{Refs: []actor.Ref{probe.Ref(), ref}, One: b.sys.DeadLetters()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,22 @@ func TestRemoteWatchSeesTheActorStop(t *testing.T) {
 	other.ExpectTerminated(ref)
 }
 
+// System.Stop of a Ref to an actor in another system stops it there.
+func TestSystemStopOfARemoteActor(t *testing.T) {
+	reg := registry(t)
+	a, b := startNode(t, "a", reg), startNode(t, "b", reg)
+	echo, err := b.sys.Spawn(echoProps(), "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := testkit.NewProbe(t, b.sys)
+	local.Watch(echo)
+	if err := a.sys.Stop(a.remoteRef(t, echo)); err != nil {
+		t.Fatal(err)
+	}
+	local.ExpectTerminated(echo)
+}
+
 func TestRemoteUnwatch(t *testing.T) {
 	reg := registry(t)
 	a, b := startNode(t, "a", reg), startNode(t, "b", reg)

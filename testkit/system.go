@@ -22,7 +22,7 @@ func NewSystem(t testing.TB, cfg ...actor.Config) *actor.System {
 		c = cfg[0]
 	}
 	stopLog := func() {}
-	if c.Logger == nil {
+	if c.Logger == nil && c.Slog == nil {
 		c.Logger, stopLog = NewLogger(t, zapcore.InfoLevel)
 	}
 	before := goleak.IgnoreCurrent()

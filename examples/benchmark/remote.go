@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"time"
@@ -160,14 +161,16 @@ func runRemoteAsk(n int) (result, error) {
 		return nil, err
 	}
 	msg := &wireMsg{Body: make([]byte, 100)}
-	if _, err := actor.Ask[*wireMsg](target, msg, 5*time.Second); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if _, err := actor.Ask[*wireMsg](ctx, target, msg); err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	lat := make([]time.Duration, n)
 	res, err := measure(n, func() error {
 		for i := range n {
 			t0 := time.Now()
-			if _, err := actor.Ask[*wireMsg](target, msg, 5*time.Second); err != nil {
+			if _, err := actor.Ask[*wireMsg](ctx, target, msg); err != nil {
 				return err
 			}
 			lat[i] = time.Since(t0)

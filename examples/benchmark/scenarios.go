@@ -164,9 +164,11 @@ func runAsk(n int) (result, error) {
 		return nil, err
 	}
 	msg := &payload{}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
 	return measure(n, func() error {
 		for range n {
-			if _, err := actor.Ask[*payload](echo, msg, 5*time.Second); err != nil {
+			if _, err := actor.Ask[*payload](ctx, echo, msg); err != nil {
 				return err
 			}
 		}

@@ -92,7 +92,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	ctr, err := actor.Ask[actor.Ref](p, whereIs{}, time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ctr, err := actor.Ask[actor.Ref](ctx, p, whereIs{})
 	if err != nil {
 		return err
 	}
@@ -100,14 +102,14 @@ func run() error {
 	for i := 1; i <= 10; i++ {
 		_ = ctr.Tell(increment{by: i})
 	}
-	n, err := actor.Ask[int](ctr, get{}, time.Second)
+	n, err := actor.Ask[int](ctx, ctr, get{})
 	if err != nil {
 		return err
 	}
 	fmt.Println("count after ten increments:", n)
 
 	_ = ctr.Tell(crash{})
-	n, err = actor.Ask[int](ctr, get{}, time.Second)
+	n, err = actor.Ask[int](ctx, ctr, get{})
 	if err != nil {
 		return err
 	}
@@ -118,14 +120,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if _, err := actor.Ask[bool](w, ctr, time.Second); err != nil {
+	if _, err := actor.Ask[bool](ctx, w, ctr); err != nil {
 		return err
 	}
 	_ = ctr.Tell(actor.PoisonPill{})
 	<-done
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	if err := sys.Shutdown(ctx); err != nil {
 		return err
 	}

@@ -131,7 +131,9 @@ func run(dir, id string, inc, dec int, idle time.Duration) error {
 	if err != nil {
 		return err
 	}
-	ask := func(cmd any) (int, error) { return actor.Ask[int](ref, cmd, 5*time.Second) }
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ask := func(cmd any) (int, error) { return actor.Ask[int](ctx, ref, cmd) }
 	for range inc {
 		if _, err := ask(increment{}); err != nil {
 			return err
@@ -172,7 +174,7 @@ func run(dir, id string, inc, dec int, idle time.Duration) error {
 	if n2, err := ask(get{}); err != nil || n2 != n {
 		return fmt.Errorf("after passivation the count is %d (%v), want %d", n2, err, n)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return sys.Shutdown(ctx)
+	stop, cancelStop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelStop()
+	return sys.Shutdown(stop)
 }

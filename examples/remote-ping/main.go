@@ -164,14 +164,16 @@ func runPing(peer string, rounds, stream int) error {
 		return err
 	}
 	msg := &Ping{Body: make([]byte, 100)}
-	if _, err := actor.Ask[*Pong](pong, msg, 5*time.Second); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := actor.Ask[*Pong](ctx, pong, msg); err != nil {
 		return fmt.Errorf("first ping: %w", err)
 	}
 
 	start := time.Now()
 	for i := range rounds {
 		msg.Seq = int64(i)
-		if _, err := actor.Ask[*Pong](pong, msg, 5*time.Second); err != nil {
+		if _, err := actor.Ask[*Pong](ctx, pong, msg); err != nil {
 			return err
 		}
 	}
@@ -180,7 +182,7 @@ func runPing(peer string, rounds, stream int) error {
 
 	// The stream: pong answers every 10,000th message; at most 60,000 are in flight.
 	const every, window = 10_000, 60_000
-	if _, err := actor.Ask[*Pong](pong, &Burst{Every: every}, 5*time.Second); err != nil {
+	if _, err := actor.Ask[*Pong](ctx, pong, &Burst{Every: every}); err != nil {
 		return err
 	}
 	acks := make(chan int64, 256)

@@ -1,0 +1,113 @@
+package actor
+
+import (
+	"context"
+	"fmt"
+)
+
+// Ask sends msg to r with a temporary reply address and returns a Future completed by
+// the first reply. The future fails with ErrTimeout at ctx's deadline (after the
+// system's Config.AskTimeout when ctx has none), with ctx's error when ctx is
+// cancelled, and at once with ErrDeadLetter when the request cannot be delivered.
+// Deadlines have a resolution of 10ms. Ask never blocks; inside an actor, use
+// Future.PipeTo to receive the reply as a message.
+func (r Ref) Ask(ctx context.Context, msg any) *Future {
+	if r.p == nil {
+		return failedFuture(ErrNoRecipient)
+	}
+	f := newFuture(r.p.system())
+	if err := r.Send(msg, Ref{f}); err != nil {
+		f.complete(nil, err)
+		return f
+	}
+	f.watchContext(ctx, r, msg)
+	return f
+}
+
+// Ask sends msg to ref and waits for a reply of type T, until ctx ends (or, when ctx
+// has no deadline, for the system's Config.AskTimeout). A Failure reply is returned as
+// its error; a reply of another type yields ErrUnexpectedReply. It fails at once with
+// ErrDeadLetter if the request cannot be delivered, and with an error matching
+// ErrTimeout (and context.DeadlineExceeded) that names ref and msg's type when the
+// deadline passes.
+func Ask[T any](ctx context.Context, ref Ref, msg any) (T, error) {
+	var zero T
+	if ref.p == nil {
+		return zero, ErrNoRecipient
+	}
+	f := ref.ask(ctx, msg)
+	if done := ctx.Done(); done != nil {
+		select {
+		case <-f.done:
+		case <-done:
+			f.complete(nil, contextError(ctx, ref, msg))
+		}
+	}
+	<-f.done
+	if f.err != nil {
+		return zero, f.err
+	}
+	v, ok := f.res.(T)
+	if !ok {
+		return zero, fmt.Errorf("%w: got %T, want %T", ErrUnexpectedReply, f.res, zero)
+	}
+	return v, nil
+}
+
+// ask is Ask for a caller that waits for the reply right away (the generic Ask): when
+// the recipient is a local idle actor, the caller runs it instead of handing it to a
+// worker, since it would only wait. A caller with a cancellable ctx watches it itself,
+// so the future needs a deadline only when ctx has none.
+func (r Ref) ask(ctx context.Context, msg any) *Future {
+	c, local := r.p.(*cell)
+	if !local || msg == nil || c.box != nil || c.state.Load() == stateDead {
+		return r.Ask(ctx, msg)
+	}
+	f := newFuture(c.sys)
+	c.userq.Push(envelope{msg: msg, sender: Ref{f}})
+	if c.acquire() {
+		if c.sys.inlining.Add(1) <= maxInlineAsks {
+			c.runInline()
+		} else {
+			c.sys.disp.submit(c)
+		}
+		c.sys.inlining.Add(-1)
+	}
+	if ctx.Done() == nil && f.state.Load() == 0 {
+		f.sys.asks.add(f, r, msg, f.sys.cfg.AskTimeout)
+	}
+	return f
+}
+
+// maxInlineAsks bounds the blocking asks that run their recipient on the asking
+// goroutine at one time. An actor that asks from its Receive, whose recipient asks the
+// next, and so on, would otherwise nest one stack frame per actor on one goroutine
+// until the stack overflowed; past the bound, recipients run on the dispatcher's
+// workers (which the monitor adds as asks block them) and a chain too long for its
+// deadline fails with ErrTimeout instead.
+const maxInlineAsks = 64
+
+// watchContext makes the future fail when ctx ends, or after the system's AskTimeout
+// when ctx cannot end.
+func (f *Future) watchContext(ctx context.Context, target Ref, msg any) {
+	if f.state.Load() != 0 {
+		return
+	}
+	if ctx.Done() == nil {
+		f.sys.asks.add(f, target, msg, f.sys.cfg.AskTimeout)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.state.Load() == 0 { // complete takes f.stop under f.mu once it has settled
+		f.stop = context.AfterFunc(ctx, func() { f.complete(nil, contextError(ctx, target, msg)) })
+	}
+}
+
+// contextError is the error of an ask whose context ended.
+func contextError(ctx context.Context, target Ref, msg any) error {
+	if ctx.Err() == context.DeadlineExceeded {
+		return timeoutError(target, msg, 0)
+	}
+	return fmt.Errorf("actor: ask %T to %v: %w", msg, target, context.Cause(ctx))
+}
