@@ -188,7 +188,7 @@ func (k *core) apply(evs []Event, err error) {
 		case MemberRemoved:
 			if e.Member.Unique != k.c.self.Unique {
 				if addr, err := actor.ParseAddress(e.Member.Unique.Addr); err == nil {
-					k.c.r.Quarantine(addr, e.Member.Unique.UID, "removed from the cluster")
+					k.c.link.Quarantine(addr, e.Member.Unique.UID, "removed from the cluster")
 				}
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/serf/serf"
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/remote"
 	"go.uber.org/zap"
 )
@@ -24,6 +25,7 @@ import (
 type Cluster struct {
 	sys  *actor.System
 	r    *remote.Remote
+	link hooks.Remote // the transport's quarantine and failure-detection hand-over
 	cfg  Config
 	log  *zap.Logger
 	self Member
@@ -97,16 +99,18 @@ func Start(sys *actor.System, cfg Config) (*Cluster, error) {
 		c.founder = true // before the core starts, which reads it
 		c.joined.Store(true)
 	}
-	c.r.SetMembership(c.isMember)
+	c.link = hooks.RemoteOf(sys)
+	c.link.SetMembership(c.isMember)
 	c.core, err = sys.SpawnSystem(actor.PropsOf(func() actor.Actor {
 		return &core{c: c, ms: ms, res: res, subs: make(map[actor.Ref]struct{})}
 	}), "cluster")
 	if err != nil {
-		c.r.SetMembership(nil)
+		c.link.SetMembership(nil)
 		_ = c.serf.Shutdown()
 		return nil, err
 	}
 	c.wg.Add(1)
+	hooks.SetCluster(sys, crasher{c})
 	go c.pump()
 	if len(cfg.SeedNodes) > 0 {
 		c.wg.Add(1)
@@ -317,9 +321,12 @@ func (c *Cluster) Leave(ctx context.Context) error {
 // Stopped is closed when this node has left the cluster, was downed, or shut down.
 func (c *Cluster) Stopped() <-chan struct{} { return c.done }
 
-// Crash stops serf at once without leaving, as a killed process would. It exists for
-// fault-injection tests; the others see this member become unreachable.
-func (c *Cluster) Crash() { c.stop() }
+// crasher exposes Crash to the test kits through internal/hooks: serf stops at once
+// without leaving, as a killed process would; the others see this member become
+// unreachable.
+type crasher struct{ c *Cluster }
+
+func (k crasher) Crash() { k.c.stop() }
 
 // stop shuts serf down and ends the node's goroutines; it is idempotent.
 func (c *Cluster) stop() {

@@ -9,13 +9,23 @@ import (
 )
 
 // This file is the transport's interface to the cluster layer and to fault-injection
-// tests (testkit/multinode).
+// tests (testkit/multinode), reached through internal/hooks rather than exported.
 
-// Quarantine ends communication with incarnation uid of the system at addr, as if the
+// hookAdapter exposes the transport's internal interface to internal/hooks.
+type hookAdapter struct{ r *Remote }
+
+func (h hookAdapter) Quarantine(addr actor.Address, uid uint64, reason string) {
+	h.r.quarantine(addr, uid, reason)
+}
+func (h hookAdapter) SetMembership(managed func(actor.Address) bool) { h.r.setMembership(managed) }
+func (h hookAdapter) Abort()                                         { h.r.abort() }
+func (h hookAdapter) SetBlocked(addr actor.Address, blocked bool)    { h.r.setBlocked(addr, blocked) }
+
+// quarantine ends communication with incarnation uid of the system at addr, as if the
 // transport had decided it itself: actors watched there are reported terminated with
 // AddressTerminated, its watches of local actors are removed, and it is refused from
 // now on. The cluster calls it when a member is removed.
-func (r *Remote) Quarantine(addr actor.Address, uid uint64, reason string) {
+func (r *Remote) quarantine(addr actor.Address, uid uint64, reason string) {
 	p, err := r.peerFor(addr)
 	if err != nil {
 		return
@@ -23,11 +33,11 @@ func (r *Remote) Quarantine(addr actor.Address, uid uint64, reason string) {
 	p.quarantine(uid, reason)
 }
 
-// SetMembership hands failure detection for some addresses to the cluster: for an
+// setMembership hands failure detection for some addresses to the cluster: for an
 // address where managed returns true, the transport's own heartbeats and phi detector
 // are off, and the cluster quarantines the incarnation when it removes the member.
 // nil gives all addresses back to the transport.
-func (r *Remote) SetMembership(managed func(actor.Address) bool) {
+func (r *Remote) setMembership(managed func(actor.Address) bool) {
 	if managed == nil {
 		r.managed.Store(nil)
 		return
@@ -40,10 +50,10 @@ func (r *Remote) isManaged(addr actor.Address) bool {
 	return f != nil && (*f)(addr)
 }
 
-// SetBlocked cuts (blocked true) or restores the connections with the system at addr:
+// setBlocked cuts (blocked true) or restores the connections with the system at addr:
 // while cut, open connections are closed, dials fail and handshakes from it are
 // refused, as in a network partition. It exists for fault-injection tests.
-func (r *Remote) SetBlocked(addr actor.Address, blocked bool) {
+func (r *Remote) setBlocked(addr actor.Address, blocked bool) {
 	r.mu.Lock()
 	if blocked {
 		r.blocked[addr] = struct{}{}
@@ -78,10 +88,10 @@ func (r *Remote) isBlocked(addr actor.Address) bool {
 	return b
 }
 
-// Abort stops the transport at once, as a crashed process would: the listener and
+// abort stops the transport at once, as a crashed process would: the listener and
 // every connection close without flushing what is queued. It exists for
 // fault-injection tests; Shutdown of the actor system closes the transport cleanly.
-func (r *Remote) Abort() {
+func (r *Remote) abort() {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := r.close(ctx); err != nil {

@@ -99,14 +99,14 @@ func TestBlockedAddressIsCutOffUntilUnblocked(t *testing.T) {
 	reg := registry(t)
 	a, b := startNode(t, "a", reg), startNode(t, "b", reg)
 	roundTrip(t, a, b, 1)
-	a.r.SetBlocked(b.r.Address(), true)
-	b.r.SetBlocked(a.r.Address(), true)
+	remote.SetBlocked(a.r, b.r.Address(), true)
+	remote.SetBlocked(b.r, a.r.Address(), true)
 	probe := testkit.NewProbe(t, b.sys)
 	ref := a.remoteRef(t, probe.Ref())
 	_ = ref.Tell(&pong{N: 1})
 	probe.ExpectNoMsg(testkit.Dilated(200 * time.Millisecond))
-	a.r.SetBlocked(b.r.Address(), false)
-	b.r.SetBlocked(a.r.Address(), false)
+	remote.SetBlocked(a.r, b.r.Address(), false)
+	remote.SetBlocked(b.r, a.r.Address(), false)
 	roundTrip(t, a, b, 2)
 }
 
@@ -118,7 +118,7 @@ func TestQuarantineByHand(t *testing.T) {
 	probe := testkit.NewProbe(t, a.sys)
 	probe.Watch(ref)
 	roundTrip(t, a, b, 1)
-	a.r.Quarantine(b.r.Address(), b.r.UID(), "removed from the cluster")
+	remote.Quarantine(a.r, b.r.Address(), b.r.UID(), "removed from the cluster")
 	if term := probe.ExpectTerminated(ref); !term.AddressTerminated {
 		t.Error("not address terminated")
 	}

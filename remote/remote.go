@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/hooks"
 	"go.uber.org/zap"
 )
 
@@ -118,12 +119,22 @@ func Start(sys *actor.System, cfg Config) (*Remote, error) {
 		_ = ln.Close()
 		return nil, err
 	}
+	hooks.SetRemote(sys, hookAdapter{r})
+	extension.Get(sys).Store(r)
 	r.wg.Add(2)
 	go r.acceptLoop()
 	go r.tickLoop()
 	r.log.Info("remoting started", zap.Uint64("uid", r.uid))
 	return r, nil
 }
+
+var extension = actor.NewExtensionID("troupe.remote", func(*actor.System) *atomic.Pointer[Remote] {
+	return new(atomic.Pointer[Remote])
+})
+
+// Get returns the transport Start installed in sys, or nil when remoting was not
+// started.
+func Get(sys *actor.System) *Remote { return extension.Get(sys).Load() }
 
 func randomUID() uint64 {
 	var b [8]byte

@@ -118,7 +118,7 @@ func TestFailureDetectorTerminatesWatchedActorsOfALostSystem(t *testing.T) {
 	probe.Send(ref, &ping{N: 1})
 	testkit.ExpectMsgType[*pong](probe)
 
-	b.r.Abort() // the actor lives on, but nobody can reach its system
+	remote.Abort(b.r) // the actor lives on, but nobody can reach its system
 	term := probe.ExpectTerminated(ref, testkit.Dilated(5*time.Second))
 	if !term.AddressTerminated {
 		t.Error("Terminated after a lost system does not say address terminated")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
 )
@@ -140,8 +141,8 @@ func runClusterFailover(n int) (result, error) {
 	gone := victim.c.SelfUniqueAddress()
 	survivors := nodes[:n-1]
 	start := time.Now()
-	victim.c.Crash()
-	victim.r.Abort()
+	hooks.ClusterOf(victim.sys).Crash()
+	hooks.RemoteOf(victim.sys).Abort()
 	err = waitFor(survivors, 60*time.Second, func(st cluster.CurrentClusterState) bool {
 		for _, m := range st.Members {
 			if m.Unique == gone {

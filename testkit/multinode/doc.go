@@ -5,7 +5,7 @@
 // Start starts N nodes on free ports, the first as the seed, and waits until every
 // node sees every node Up. Partition cuts two groups of nodes apart in both serf's
 // gossip (through a wrapping memberlist transport that drops packets and refuses
-// dials) and the remote transport (remote.SetBlocked); Heal removes the cuts. Crash
+// dials) and the remote transport (its fault-injection hooks); Heal removes the cuts. Crash
 // kills a node without a leave, and Restart starts it again on the same addresses as a
 // new incarnation. Await waits for a condition on a node's view of the cluster,
 // re-checking at each cluster event.

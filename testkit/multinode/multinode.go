@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/testkit"
@@ -187,8 +188,8 @@ func (c *Cluster) Partition(sideA, sideB []int) {
 		for _, j := range sideB {
 			a, b := c.Node(i), c.Node(j)
 			c.net.set(a.gossip, b.gossip, true)
-			a.Remote.SetBlocked(b.Remote.Address(), true)
-			b.Remote.SetBlocked(a.Remote.Address(), true)
+			hooks.RemoteOf(a.System).SetBlocked(b.Remote.Address(), true)
+			hooks.RemoteOf(b.System).SetBlocked(a.Remote.Address(), true)
 		}
 	}
 }
@@ -199,7 +200,7 @@ func (c *Cluster) Heal() {
 	for _, a := range c.Nodes() {
 		for _, b := range c.Nodes() {
 			if a != b && !a.crashed {
-				a.Remote.SetBlocked(b.Remote.Address(), false)
+				hooks.RemoteOf(a.System).SetBlocked(b.Remote.Address(), false)
 			}
 		}
 	}
@@ -209,8 +210,8 @@ func (c *Cluster) Heal() {
 // shut down afterwards to free its goroutines.
 func (c *Cluster) Crash(i int) {
 	n := c.Node(i)
-	n.Cluster.Crash()
-	n.Remote.Abort()
+	hooks.ClusterOf(n.System).Crash()
+	hooks.RemoteOf(n.System).Abort()
 	c.mu.Lock()
 	n.crashed = true
 	c.mu.Unlock()

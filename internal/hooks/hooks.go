@@ -1,0 +1,75 @@
+// Package hooks connects Troupe's packages to each other, and to the test kits, outside
+// their public APIs: the cluster reaches the running transport's quarantine and
+// failure-detection hand-over through it, and testkit/multinode reaches the fault
+// injection (abort, block, crash) that production types do not export. Each running
+// component registers its hooks with its actor system when it starts.
+package hooks
+
+import (
+	"sync"
+
+	"github.com/troupe-go/troupe/actor"
+)
+
+// Remote is what a running remote transport offers the cluster and the test kits.
+type Remote interface {
+	// Quarantine ends communication with incarnation uid of the system at addr, as if
+	// the transport had decided it itself.
+	Quarantine(addr actor.Address, uid uint64, reason string)
+	// SetMembership hands failure detection for the addresses where managed returns
+	// true to the cluster; nil gives every address back to the transport.
+	SetMembership(managed func(actor.Address) bool)
+	// Abort stops the transport at once, as a crashed process would: nothing queued
+	// is flushed.
+	Abort()
+	// SetBlocked cuts (true) or restores (false) the connections with addr, as a
+	// network partition would.
+	SetBlocked(addr actor.Address, blocked bool)
+}
+
+// Cluster is what a running cluster node offers the test kits.
+type Cluster interface {
+	// Crash stops the node's membership at once without leaving, as a killed process
+	// would.
+	Crash()
+}
+
+type registry struct {
+	mu      sync.Mutex
+	remote  Remote
+	cluster Cluster
+}
+
+var ext = actor.NewExtensionID("troupe.internal.hooks", func(*actor.System) *registry { return &registry{} })
+
+// SetRemote registers sys's transport.
+func SetRemote(sys *actor.System, r Remote) {
+	reg := ext.Get(sys)
+	reg.mu.Lock()
+	reg.remote = r
+	reg.mu.Unlock()
+}
+
+// RemoteOf returns sys's transport, or nil when remoting is not started.
+func RemoteOf(sys *actor.System) Remote {
+	reg := ext.Get(sys)
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	return reg.remote
+}
+
+// SetCluster registers sys's cluster node.
+func SetCluster(sys *actor.System, c Cluster) {
+	reg := ext.Get(sys)
+	reg.mu.Lock()
+	reg.cluster = c
+	reg.mu.Unlock()
+}
+
+// ClusterOf returns sys's cluster node, or nil when the cluster is not started.
+func ClusterOf(sys *actor.System) Cluster {
+	reg := ext.Get(sys)
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	return reg.cluster
+}
