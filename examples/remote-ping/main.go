@@ -6,7 +6,7 @@
 // starts the pong process itself (this program again, with -role pong) and pings it.
 // To run the two sides yourself, on one machine or two:
 //
-//	go run ./examples/remote-ping -role pong -listen 127.0.0.1:25520
+//	go run ./examples/remote-ping -role pong -listen 127.0.0.1:25520   # until Ctrl-C
 //	go run ./examples/remote-ping -role ping -peer 127.0.0.1:25520
 package main
 
@@ -20,8 +20,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -55,11 +57,12 @@ func main() {
 	peer := flag.String("peer", "", "ping: host:port of the pong process")
 	rounds := flag.Int("rounds", 20_000, "ping: sequential round trips")
 	stream := flag.Int("stream", 1_000_000, "ping: messages in the one-way stream")
+	child := flag.Bool("child", false, "pong: run as the child of a ping process, until standard input closes")
 	flag.Parse()
 	var err error
 	switch *role {
 	case "pong":
-		err = runPong(*listen)
+		err = runPong(*listen, *child)
 	case "ping":
 		err = runPing(*peer, *rounds, *stream)
 	case "":
@@ -93,8 +96,9 @@ func startSystem(name, listen string) (*actor.System, *remote.Remote, error) {
 	return sys, r, nil
 }
 
-// runPong answers pings until its standard input closes.
-func runPong(listen string) error {
+// runPong answers pings until it is interrupted (SIGINT or SIGTERM), or, as the
+// child of a ping process, until its standard input closes.
+func runPong(listen string, child bool) error {
 	sys, r, err := startSystem("pong", listen)
 	if err != nil {
 		return err
@@ -115,7 +119,13 @@ func runPong(listen string) error {
 		return err
 	}
 	fmt.Println(r.Address().HostPort()) // the parent reads this line
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	if child {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+	} else {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		<-ctx.Done()
+		stop()
+	}
 	return sys.Shutdown(context.Background())
 }
 
@@ -124,7 +134,7 @@ func runBoth(rounds, stream int) error {
 	if err != nil {
 		return err
 	}
-	child := exec.Command(exe, "-role", "pong")
+	child := exec.Command(exe, "-role", "pong", "-child")
 	child.Stderr = os.Stderr
 	stdin, err := child.StdinPipe()
 	if err != nil {
