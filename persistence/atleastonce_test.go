@@ -51,9 +51,9 @@ func (s *reliableSender) Recover(ctx persistence.Context) { s.apply(ctx.Message(
 func (s *reliableSender) Receive(ctx persistence.Context) {
 	switch m := ctx.Message().(type) {
 	case send:
-		_ = ctx.Persist(MsgSent{Payload: m.payload}, s.apply)
+		_ = persistence.Persist(ctx, MsgSent{Payload: m.payload}, func(ev MsgSent) { s.apply(ev) })
 	case confirm:
-		_ = ctx.Persist(MsgConfirmed{DeliveryID: m.id}, s.apply)
+		_ = persistence.Persist(ctx, MsgConfirmed{DeliveryID: m.id}, func(ev MsgConfirmed) { s.apply(ev) })
 	case persistence.UnconfirmedWarning:
 		_ = s.probe.Tell(m)
 	}
@@ -67,7 +67,7 @@ func TestAtLeastOnceDeliverySurvivesRestart(t *testing.T) {
 		_ = serialization.Register[MsgConfirmed](reg, "test.MsgConfirmed")
 		store := memjournal.New()
 		defer func() { _ = store.Close() }()
-		if err := persistence.Setup(sys, persistence.Settings{Journal: store, Registry: reg}); err != nil {
+		if _, err := persistence.Start(sys, persistence.Config{Journal: store, Registry: reg}); err != nil {
 			t.Fatal(err)
 		}
 		dest := testkit.NewProbe(t, sys)

@@ -19,7 +19,7 @@ func TestCloseOnShutdownClosesThePluginsAfterTheActors(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := memjournal.New()
-	err = persistence.Setup(sys, persistence.Settings{
+	_, err = persistence.Start(sys, persistence.Config{
 		Journal: store, Snapshots: store, Registry: serialization.NewRegistry(), CloseOnShutdown: true,
 	})
 	if err != nil {
