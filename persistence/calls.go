@@ -144,6 +144,12 @@ func (p *plugins) run(ctx context.Context, br *lockedBreaker, timeout time.Durat
 	for {
 		select {
 		case err := <-done:
+			if err != nil && !idle && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				// The plug-in gave up at the deadline it was given: the same timeout.
+				br.report(t, outcomeFailure)
+				p.stats.callsTimedOut.Add(1)
+				return false, fmt.Errorf("%w: %s did not answer within %v: %w", ErrCallTimeout, what, timeout, err)
+			}
 			br.report(t, classify(err, ctx))
 			return false, err
 		case <-progress:
