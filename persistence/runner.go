@@ -143,11 +143,17 @@ func (r *runner) deliver(ctx actor.Context, msg any) {
 
 // persist serialises events and hands them to the core.
 func (r *runner) persist(ctx actor.Context, events []any, handler func(any), stashing bool, tags []string) error {
-	if r.core == nil || r.entity == nil {
-		return errStopped
+	var refused error
+	switch {
+	case r.core == nil || r.entity == nil || r.core.Stopped():
+		refused = errStopped
+	case r.core.Recovering():
+		refused = errNotRecovered
 	}
-	if r.core.Recovering() {
-		return fmt.Errorf("%w (%q)", errNotRecovered, r.pid)
+	if refused != nil {
+		r.p.stats.eventsRejected.Add(uint64(len(events)))
+		r.p.logDrop(ctx.Logger(), "persistence: event rejected", zap.String("persistence_id", r.pid), zap.Error(refused))
+		return fmt.Errorf("%w (%q)", refused, r.pid)
 	}
 	records := make([]Record, len(events))
 	hs := r.hs[:0]
@@ -158,8 +164,8 @@ func (r *runner) persist(ctx actor.Context, events []any, handler func(any), sta
 		if err != nil {
 			clear(hs)
 			r.hs = hs[:0]
-			r.p.stats.eventsRejected.Add(1)
-			r.log.Warn("persistence: event rejected", zap.Error(err))
+			r.p.stats.eventsRejected.Add(uint64(len(events)))
+			r.p.logDrop(r.log, "persistence: event rejected", zap.Error(err))
 			return fmt.Errorf("%w: %q: %w", ErrRejected, r.pid, err)
 		}
 		records[i] = Record{Manifest: manifest, Payload: data, Tags: tags, Timestamp: now, WriterID: r.writerID}
