@@ -38,8 +38,8 @@ func (c *entityContext) Respond(msg any) {
 	c.Context.Respond(msg)
 }
 
-func (c *entityContext) persist(events []any, handler func(any), stashing bool, tags []string) error {
-	return c.r.persist(c.Context, events, handler, stashing, tags)
+func (c *entityContext) persist(events []any, single any, h handler, stashing bool, tags []string) error {
+	return c.r.persist(c.Context, events, single, h, stashing, tags)
 }
 
 func (c *entityContext) Defer(handler func()) { c.r.deferCall(c.Context, handler) }

@@ -40,6 +40,7 @@ type entityCore[H any] struct {
 	batch    []AtomicWrite // persisted since the last flush
 	queued   []AtomicWrite // flushed while a call was in flight: the next call
 	inFlight []AtomicWrite // the journal call in flight
+	spare    []AtomicWrite // the slice of the last call answered, for the next one
 	callID   uint64        // the id of the call in flight, or of the last one
 
 	pending  []invocation[H] // in order; pending[head:] are waiting
@@ -209,6 +210,9 @@ func (c *entityCore[H]) Defer(h H) (runNow bool) {
 // is in flight.
 func (c *entityCore[H]) Flush() (call, bool) {
 	if len(c.batch) > 0 {
+		if c.queued == nil {
+			c.queued, c.spare = c.spare, nil
+		}
 		c.queued = append(c.queued, c.batch...)
 		clear(c.batch)
 		c.batch = c.batch[:0]
@@ -251,6 +255,8 @@ func (c *entityCore[H]) Written(id uint64, results []error, err error) error {
 			i++
 		}
 	}
+	clear(writes) // the journal is done with them: the next call reuses the slice
+	c.spare = writes[:0]
 	return nil
 }
 

@@ -104,10 +104,10 @@
 //     With Config.CloseOnShutdown the plug-ins are closed once those calls
 //     return, or when the shutdown phase's time is up (warn log).
 //
-// Internal notices (*persistence.writeDone, persistence.opDone) can show up in
-// dead letters when the entity they were meant for has stopped or restarted;
-// they carry nothing the entity had not already received or lost as listed
-// above.
+// The runtime's internal messages (*persistence.writeDone,
+// persistence.opDone, the recovery's messages) can show up in dead letters
+// when the entity they were meant for has stopped or restarted; they carry
+// nothing the entity had not already received, or lost as listed above.
 //
 // # Plug-ins
 //

@@ -68,9 +68,10 @@ type Context interface {
 	// replies are.
 	DeleteSnapshots(c SnapshotCriteria)
 
-	// persist records events for the journal call that follows the current message;
-	// handler runs with each once it is stored. Persist and its variants call it.
-	persist(events []any, handler func(any), stashing bool, tags []string) error
+	// persist records events (or, when events is nil, the one event single) for the
+	// journal call that follows the current message; handler runs with each once it
+	// is stored. Persist and its variants call it.
+	persist(events []any, single any, handler handler, stashing bool, tags []string) error
 }
 
 // SnapshotOffer is given to Recover first when recovery starts from a snapshot.

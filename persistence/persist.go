@@ -30,15 +30,23 @@ func tagsOf(opts []PersistOption) []string {
 	return o.tags
 }
 
+// handler is a persist handler the runtime can call with an event of any type.
+type handler interface{ run(event any) }
+
+// typedHandler calls a typed handler; converting one to handler allocates nothing.
+type typedHandler[E any] func(E)
+
+func (h typedHandler[E]) run(event any) {
+	e, _ := event.(E)
+	h(e)
+}
+
 // typed adapts a typed handler to the runtime's; nil stays nil.
-func typed[E any](handler func(E)) func(any) {
-	if handler == nil {
+func typed[E any](h func(E)) handler {
+	if h == nil {
 		return nil
 	}
-	return func(ev any) {
-		e, _ := ev.(E)
-		handler(e)
-	}
+	return typedHandler[E](h)
 }
 
 // Persist writes event and then calls handler with it (nil runs nothing). Until
@@ -53,7 +61,7 @@ func typed[E any](handler func(E)) func(any) {
 // call fails, times out or is refused by the circuit breaker, the entity stops,
 // since its state may no longer match its journal.
 func Persist[E any](ctx Context, event E, handler func(E), opts ...PersistOption) error {
-	return ctx.persist([]any{event}, typed(handler), true, tagsOf(opts))
+	return ctx.persist(nil, event, typed(handler), true, tagsOf(opts))
 }
 
 // PersistAll writes events atomically (all or none) and calls handler with each, in
@@ -66,14 +74,14 @@ func PersistAll[E any](ctx Context, events []E, handler func(E), opts ...Persist
 	for i, e := range events {
 		evs[i] = e
 	}
-	return ctx.persist(evs, typed(handler), true, tagsOf(opts))
+	return ctx.persist(evs, nil, typed(handler), true, tagsOf(opts))
 }
 
 // PersistAsync is Persist without stashing: commands keep arriving while the write
 // is in flight (they see LastSequenceNr without this event until its handler has
 // run); handlers still run in order.
 func PersistAsync[E any](ctx Context, event E, handler func(E), opts ...PersistOption) error {
-	return ctx.persist([]any{event}, typed(handler), false, tagsOf(opts))
+	return ctx.persist(nil, event, typed(handler), false, tagsOf(opts))
 }
 
 // PersistAllAsync is PersistAll without stashing.
@@ -85,5 +93,5 @@ func PersistAllAsync[E any](ctx Context, events []E, handler func(E), opts ...Pe
 	for i, e := range events {
 		evs[i] = e
 	}
-	return ctx.persist(evs, typed(handler), false, tagsOf(opts))
+	return ctx.persist(evs, nil, typed(handler), false, tagsOf(opts))
 }

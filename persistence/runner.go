@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +32,7 @@ type runner struct {
 	done writeDone // the answer of the call in flight, sent to self by pointer
 	ops  []*sideOp // snapshot and delete requests not yet answered to the entity
 	hs   []invoke  // reused by persist
+	buf  []byte    // reused by marshal
 
 	handlerSender actor.Ref // the sender seen inside a persist handler
 	inHandler     bool
@@ -41,7 +43,7 @@ type runner struct {
 // or a deferred call, and the sender of the command behind it.
 type invoke struct {
 	event    any
-	handler  func(any)
+	handler  handler
 	deferred func()
 	sender   actor.Ref
 }
@@ -128,10 +130,14 @@ func (r *runner) command(ctx actor.Context) {
 // dropCommand sends a command that cannot be stashed to dead letters, counts it and
 // logs it.
 func (r *runner) dropCommand(ctx actor.Context, err error) {
-	r.p.stats.commandsDropped.Add(1)
-	r.p.logDrop(ctx.Logger(), "persistence: command dropped to dead letters: the stash is full",
-		zap.String("persistence_id", r.pid), zap.String("type", fmt.Sprintf("%T", ctx.Message())), zap.Error(err))
-	_ = r.p.sys.DeadLetters().Send(ctx.Message(), ctx.Sender())
+	fields := []zap.Field{zap.String("persistence_id", r.pid), zap.String("type", fmt.Sprintf("%T", ctx.Message())), zap.Error(err)}
+	if r.p != nil {
+		r.p.stats.commandsDropped.Add(1)
+		r.p.logDrop(ctx.Logger(), "persistence: command dropped to dead letters: the stash is full", fields...)
+	} else {
+		ctx.Logger().Warn("persistence: command dropped to dead letters: the stash is full", fields...)
+	}
+	_ = ctx.System().DeadLetters().Send(ctx.Message(), ctx.Sender())
 }
 
 // deliver gives the entity a message made by the runtime, outside any handler, and
@@ -142,7 +148,11 @@ func (r *runner) deliver(ctx actor.Context, msg any) {
 }
 
 // persist serialises events and hands them to the core.
-func (r *runner) persist(ctx actor.Context, events []any, handler func(any), stashing bool, tags []string) error {
+func (r *runner) persist(ctx actor.Context, events []any, single any, h handler, stashing bool, tags []string) error {
+	n := len(events)
+	if events == nil {
+		n = 1
+	}
 	var refused error
 	switch {
 	case r.core == nil || r.entity == nil || r.core.Stopped():
@@ -151,30 +161,47 @@ func (r *runner) persist(ctx actor.Context, events []any, handler func(any), sta
 		refused = errNotRecovered
 	}
 	if refused != nil {
-		r.p.stats.eventsRejected.Add(uint64(len(events)))
+		r.p.stats.eventsRejected.Add(uint64(n))
 		r.p.logDrop(ctx.Logger(), "persistence: event rejected", zap.String("persistence_id", r.pid), zap.Error(refused))
 		return fmt.Errorf("%w (%q)", refused, r.pid)
 	}
-	records := make([]Record, len(events))
+	records := make([]Record, n)
 	hs := r.hs[:0]
 	now := time.Now()
 	sender := r.sender(ctx)
-	for i, ev := range events {
-		manifest, data, err := r.p.cfg.Registry.AppendMarshal(nil, ev, r.p.codec)
+	for i := range n {
+		ev := single
+		if events != nil {
+			ev = events[i]
+		}
+		manifest, data, err := r.marshal(ev)
 		if err != nil {
 			clear(hs)
 			r.hs = hs[:0]
-			r.p.stats.eventsRejected.Add(uint64(len(events)))
+			r.p.stats.eventsRejected.Add(uint64(n))
 			r.p.logDrop(r.log, "persistence: event rejected", zap.Error(err))
 			return fmt.Errorf("%w: %q: %w", ErrRejected, r.pid, err)
 		}
 		records[i] = Record{Manifest: manifest, Payload: data, Tags: tags, Timestamp: now, WriterID: r.writerID}
-		hs = append(hs, invoke{event: ev, handler: handler, sender: sender})
+		hs = append(hs, invoke{event: ev, handler: h, sender: sender})
 	}
 	err := r.core.Persist(records, hs, stashing)
 	clear(hs)
 	r.hs = hs[:0]
 	return err
+}
+
+// marshal serialises v for the journal, through the codec context (which resolves
+// nested refs and deliveries), in a buffer it reuses, and returns a copy.
+func (r *runner) marshal(v any) (manifest string, data []byte, err error) {
+	manifest, out, err := r.p.cfg.Registry.AppendMarshal(r.buf[:0], v, r.p.codec)
+	if err != nil {
+		return "", nil, err
+	}
+	if cap(out) <= 64<<10 {
+		r.buf = out[:0] // keep a buffer of ordinary size for the next event
+	}
+	return manifest, bytes.Clone(out), nil
 }
 
 // deferCall runs fn now, or once the invocations before it have run.
@@ -241,7 +268,7 @@ func (r *runner) runSteps(ctx actor.Context) {
 		switch st.kind {
 		case runHandler:
 			if st.h.handler != nil {
-				st.h.handler(st.h.event)
+				st.h.handler.run(st.h.event)
 			}
 		case runDeferred:
 			st.h.deferred()

@@ -136,7 +136,7 @@ func (r *runner) saveSnapshot(snapshot any) {
 		r.answer(SaveSnapshotFailure{Metadata: meta, Err: fmt.Errorf("%w: no snapshot store", ErrNotConfigured)})
 		return
 	}
-	manifest, data, err := r.p.cfg.Registry.AppendMarshal(nil, snapshot, r.p.codec)
+	manifest, data, err := r.marshal(snapshot)
 	if err != nil {
 		r.answer(SaveSnapshotFailure{Metadata: meta, Err: fmt.Errorf("%w: %w", ErrRejected, err)})
 		return
