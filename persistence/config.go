@@ -20,6 +20,10 @@ var (
 
 	// ErrAlreadyStarted is returned by a second Start for the same system.
 	ErrAlreadyStarted = errors.New("persistence: already started for this system")
+
+	// ErrNoSnapshotStore fails SaveSnapshot and DeleteSnapshots (in their Failure
+	// replies) in a system whose Config has no snapshot store.
+	ErrNoSnapshotStore = errors.New("persistence: no snapshot store configured")
 )
 
 // Defaults of the zero values of Config.
@@ -53,7 +57,7 @@ type Config struct {
 	// Journal stores events. Required.
 	Journal Journal
 	// Snapshots stores snapshots; nil disables them (SaveSnapshot then answers
-	// SaveSnapshotFailure wrapping ErrNotConfigured).
+	// SaveSnapshotFailure wrapping ErrNoSnapshotStore).
 	Snapshots SnapshotStore
 	// Registry serialises events and snapshots. Required: only registered types
 	// are persisted; any other is rejected with ErrRejected.

@@ -84,9 +84,10 @@
 //     the persistence id and sequence number; Stats.RecoveriesFailed. Nothing
 //     is lost from the journal.
 //   - SaveSnapshot, DeleteMessages and DeleteSnapshots that fail (no snapshot
-//     store, an unserialisable snapshot, a store error, ErrCallTimeout,
-//     ErrCircuitOpen): the entity receives the Failure reply with the error. A
-//     timed-out call may still take effect later in the plug-in.
+//     store: ErrNoSnapshotStore; an unserialisable snapshot: ErrRejected; a
+//     store error, ErrCallTimeout, ErrCircuitOpen): the entity receives the
+//     Failure reply with the error. A timed-out call may still take effect
+//     later in the plug-in.
 //   - Replies to those requests when the entity stops or restarts first: the
 //     stop waits for them (each bounded by its call timeout) and the entity
 //     receives them before Stopping, Restarting or Stopped. Only when it can

@@ -374,3 +374,41 @@ func TestRecoveryWaitsForPreviousInstancesWrite(t *testing.T) {
 	probe.Send(ref, increment{by: 1})
 	probe.ExpectMsg(2)
 }
+
+// Without a snapshot store, SaveSnapshot answers SaveSnapshotFailure wrapping
+// ErrNoSnapshotStore, and an unserialisable snapshot one wrapping ErrRejected; the
+// entity keeps running.
+func TestSnapshotFailuresAreReplies(t *testing.T) {
+	t.Run("unserialisable", func(t *testing.T) {
+		sys := testkit.NewSystem(t)
+		setup(t, sys) // its registry does not know Notes
+		probe := testkit.NewProbe(t, sys)
+		ref, _ := sys.Spawn(persistence.Props(func() persistence.Entity {
+			return &snapStopper{notebook{id: "unserialisable", probe: probe.Ref()}}
+		}), "s")
+		probe.ExpectMsg([]string(nil))
+		_ = ref.Tell("snap")
+		if f := testkit.ExpectMsgType[persistence.SaveSnapshotFailure](probe); !errors.Is(f.Err, persistence.ErrRejected) {
+			t.Fatalf("unserialisable: %v", f.Err)
+		}
+		probe.Send(ref, seqQuery{})
+		probe.ExpectMsg(uint64(0))
+	})
+	sys := testkit.NewSystem(t)
+	store := memjournal.New()
+	t.Cleanup(func() { _ = store.Close() })
+	if _, err := persistence.Start(sys, persistence.Config{Journal: store, Registry: notebookRegistry(t)}); err != nil {
+		t.Fatal(err)
+	}
+	probe := testkit.NewProbe(t, sys)
+	ref, _ := sys.Spawn(persistence.Props(func() persistence.Entity {
+		return &snapStopper{notebook{id: "nostore", probe: probe.Ref()}}
+	}), "s")
+	probe.ExpectMsg([]string(nil))
+	_ = ref.Tell("snap")
+	if f := testkit.ExpectMsgType[persistence.SaveSnapshotFailure](probe); !errors.Is(f.Err, persistence.ErrNoSnapshotStore) {
+		t.Fatalf("without a store: %v", f.Err)
+	}
+	probe.Send(ref, note{s: "x"})
+	probe.ExpectMsg(uint64(1))
+}

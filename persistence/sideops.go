@@ -133,7 +133,7 @@ func (r *runner) deliverResult(ctx actor.Context, res any) {
 func (r *runner) saveSnapshot(snapshot any) {
 	meta := SnapshotMetadata{PersistenceID: r.pid, SequenceNr: r.core.LastSequenceNr(), Timestamp: time.Now()}
 	if r.p.cfg.Snapshots == nil {
-		r.answer(SaveSnapshotFailure{Metadata: meta, Err: fmt.Errorf("%w: no snapshot store", ErrNotConfigured)})
+		r.answer(SaveSnapshotFailure{Metadata: meta, Err: ErrNoSnapshotStore})
 		return
 	}
 	manifest, data, err := r.marshal(snapshot)
@@ -164,7 +164,7 @@ func (r *runner) deleteMessages(toSeq uint64) {
 // deleteSnapshots deletes the entity's snapshots that crit selects.
 func (r *runner) deleteSnapshots(crit SnapshotCriteria) {
 	if r.p.cfg.Snapshots == nil {
-		r.answer(DeleteSnapshotsFailure{Criteria: crit, Err: fmt.Errorf("%w: no snapshot store", ErrNotConfigured)})
+		r.answer(DeleteSnapshotsFailure{Criteria: crit, Err: ErrNoSnapshotStore})
 		return
 	}
 	calls, pid := r.p.calls, r.pid
