@@ -51,8 +51,9 @@
 //
 // # What can be lost, and when
 //
-// Nothing is dropped silently: each case below has an error, a reply or a dead
-// letter the caller sees, a log line, and a counter in Stats.
+// Nothing is dropped silently: in each case below the entity or the caller
+// gets an error, a reply or a dead letter (which the actor system publishes and
+// logs), and what the runtime drops on its own is logged and counted in Stats.
 //
 //   - An event that cannot be serialised, or is persisted before recovery has
 //     completed or after the entity stopped: Persist returns an error wrapping
