@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/serialization"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // AtLeastOnceDelivery sends messages to other actors until they are confirmed, and
@@ -58,7 +60,10 @@ type UnconfirmedWarning struct {
 }
 
 // DeliverySnapshot is the delivery state to include in a snapshot and to restore with
-// SetDeliverySnapshot.
+// SetDeliverySnapshot. Stored in a snapshot (or an event), each unconfirmed message
+// keeps its registered type: it is serialised through the registry under its own
+// manifest, so its type must be registered too. Its destination is stored as an
+// actor path and resolves again on recovery.
 type DeliverySnapshot struct {
 	CurrentDeliveryID uint64
 	Unconfirmed       []UnconfirmedDelivery
@@ -185,4 +190,81 @@ func (a *AtLeastOnceDelivery) tick() (UnconfirmedWarning, bool) {
 		}
 	}
 	return warn, len(warn.Unconfirmed) > 0
+}
+
+// errDeliveryCodec reports an UnconfirmedDelivery encoded or decoded outside
+// persistence, which alone knows the registry its message is encoded with.
+var errDeliveryCodec = errors.New("persistence: an UnconfirmedDelivery is encoded only in events and snapshots of persistence")
+
+// EncodeMsgpack encodes the delivery with its message serialised through the
+// registry of persistence, under its manifest, so that the message decodes as the
+// registered type it was (a plain msgpack encoding of Message, an interface, would
+// decode as a map). It works inside the events and snapshots persistence encodes, and
+// fails elsewhere.
+func (u UnconfirmedDelivery) EncodeMsgpack(enc *msgpack.Encoder) error {
+	cc, ok := serialization.EncoderContext(enc).(*codecContext)
+	if !ok {
+		return errDeliveryCodec
+	}
+	manifest, payload, err := cc.reg.AppendMarshal(nil, u.Message, cc)
+	if err != nil {
+		return fmt.Errorf("unconfirmed delivery %d: %w", u.DeliveryID, err)
+	}
+	if err := enc.EncodeMapLen(4); err != nil {
+		return err
+	}
+	for _, kv := range []struct {
+		k string
+		v any
+	}{{"DeliveryID", u.DeliveryID}, {"Destination", u.Destination}, {"Manifest", manifest}, {"Payload", payload}} {
+		if err := enc.EncodeString(kv.k); err != nil {
+			return err
+		}
+		if err := enc.Encode(kv.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DecodeMsgpack decodes what EncodeMsgpack encoded, with the message decoded as its
+// registered type. Unknown keys are skipped.
+func (u *UnconfirmedDelivery) DecodeMsgpack(dec *msgpack.Decoder) error {
+	cc, ok := serialization.DecoderContext(dec).(*codecContext)
+	if !ok {
+		return errDeliveryCodec
+	}
+	n, err := dec.DecodeMapLen()
+	if err != nil {
+		return err
+	}
+	var manifest string
+	var payload []byte
+	for range max(n, 0) {
+		key, err := dec.DecodeString()
+		if err != nil {
+			return err
+		}
+		switch key {
+		case "DeliveryID":
+			err = dec.Decode(&u.DeliveryID)
+		case "Destination":
+			err = dec.Decode(&u.Destination)
+		case "Manifest":
+			manifest, err = dec.DecodeString()
+		case "Payload":
+			payload, err = dec.DecodeBytes()
+		default:
+			err = dec.Skip()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	msg, err := cc.reg.UnmarshalContext(manifest, payload, cc)
+	if err != nil {
+		return fmt.Errorf("unconfirmed delivery %d: %w", u.DeliveryID, err)
+	}
+	u.Message = msg
+	return nil
 }

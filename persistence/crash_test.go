@@ -36,9 +36,9 @@ func (w *crashWriter) Receive(ctx persistence.Context) {
 }
 
 func (w *crashWriter) next(ctx persistence.Context) {
-	_ = ctx.Persist(Seq{N: ctx.LastSequenceNr() + 1}, func(ev any) {
+	_ = persistence.Persist(ctx, Seq{N: ctx.LastSequenceNr() + 1}, func(ev Seq) {
 		// The handler has run: the event is on disk. Report it before going on.
-		fmt.Fprintln(w.out, ev.(Seq).N)
+		fmt.Fprintln(w.out, ev.N)
 		_ = w.out.Flush()
 		w.next(ctx)
 	})
@@ -60,7 +60,7 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := persistence.Setup(sys, persistence.Settings{Journal: store, Registry: reg}); err != nil {
+	if _, err := persistence.Start(sys, persistence.Config{Journal: store, Registry: reg}); err != nil {
 		t.Fatal(err)
 	}
 	ref, err := sys.Spawn(persistence.Props(func() persistence.Entity {

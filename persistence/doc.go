@@ -3,22 +3,113 @@
 // replaying them, from the latest snapshot onwards, when they start again on
 // any node.
 //
+// # Starting
+//
+// Call Start once per system with a Config naming the plug-ins and a
+// serialization.Registry; Get returns the running Persistence, whose Stats
+// count what was lost or refused. The zero value of every other Config field
+// means a documented default.
+//
 // # Event-sourced actors
 //
 // An Entity names its history (PersistenceID), applies replayed events and
-// snapshots in Recover (each as ctx.Message()), and handles commands in Receive with a Context that can
-// Persist, PersistAll, PersistAsync and Defer, save snapshots and delete events.
-// Run one with Props after calling Setup once per system with the plug-ins and a
-// serialization.Registry. Recovery (snapshot, then events, then
-// RecoveryCompleted) runs before any command; Persist holds back new commands
-// until its handler has run. A failed write stops the entity, because its state
-// may no longer match its journal; an event that cannot be serialised is
-// rejected and the entity keeps running; a failure during recovery stops the
-// entity. A snapshot that is corrupt or no longer decodes is logged and skipped
-// for the next older one (up to three), or for a replay of every event, as
-// Akka does; if the events it covered were deleted, the recovery fails rather
-// than start from a wrong state. AtLeastOnceDelivery, embedded in an entity, resends messages until
-// they are confirmed and survives restarts through the entity's own events.
+// snapshots in Recover (each as ctx.Message()), and handles commands in
+// Receive. Run one with Props. Recovery (snapshot, then events, then
+// RecoveryCompleted) runs before any command.
+//
+// Commands persist events with the generic functions Persist, PersistAll,
+// PersistAsync and PersistAllAsync, whose handlers receive the event with its
+// own type, and order work after them with Context.Defer. Persist holds back
+// new commands until its handler has run; PersistAsync does not. The events
+// persisted while handling one message are written in one journal call, after
+// the message; one call per entity is in flight at a time, so events are
+// stored and handlers run in order. Inside a handler, LastSequenceNr is that
+// handler's event's number, and elsewhere the last event handled, so a
+// snapshot (SaveSnapshot) covers exactly the events applied to the state.
+//
+// A failed write stops the entity, because its state may no longer match its
+// journal; an event that cannot be serialised is rejected (ErrRejected) and
+// the entity keeps running; a write the journal rejects is reported as
+// PersistRejected and the entity keeps running; a failure during recovery
+// stops the entity. A snapshot that is corrupt or no longer decodes is logged
+// and skipped for the next older one (up to three), or for a replay of every
+// event, as Akka does; if the events it covered were deleted, the recovery
+// fails rather than start from a wrong state. AtLeastOnceDelivery, embedded in
+// an entity, resends messages until they are confirmed and survives restarts
+// through the entity's own events and snapshots.
+//
+// # Bounded calls and circuit breakers
+//
+// Every journal and snapshot-store call the runtime makes runs on a goroutine
+// of its own and is waited for at most its call timeout (Config.JournalBreaker
+// and Config.SnapshotBreaker; a replay at most Config.RecoveryEventTimeout per
+// event), so a plug-in that hangs, even one that ignores its context, fails
+// the operation with ErrCallTimeout instead of hanging the entity. A circuit
+// breaker per plug-in, as in Akka, opens after MaxFailures failed or timed-out
+// calls in a row; while open, calls fail at once with ErrCircuitOpen; after
+// ResetTimeout one trial call goes through, and its success closes it.
+//
+// # What can be lost, and when
+//
+// Nothing is dropped silently: in each case below the entity or the caller
+// gets an error, a reply or a dead letter (which the actor system publishes and
+// logs), and what the runtime drops on its own is logged and counted in Stats.
+//
+//   - An event that cannot be serialised, or is persisted before recovery has
+//     completed or after the entity stopped: Persist returns an error wrapping
+//     ErrRejected; nothing is written; warn log; Stats.EventsRejected.
+//   - A write the journal rejects (sequence-number conflict, too large,
+//     invalid): not stored; the entity receives PersistRejected in the
+//     handler's place; warn log; Stats.EventsRejected.
+//   - A journal call that fails as a whole, times out (ErrCallTimeout) or is
+//     refused by the open breaker (ErrCircuitOpen): the events are stored or
+//     not, as the journal decided (a refused call stored nothing); their
+//     handlers never run and their replies are never sent; the entity stops;
+//     error log; Stats.WritesFailed and Stats.HandlersDropped (and
+//     CallsTimedOut or CallsRejected). A new incarnation waits for that call
+//     to return (up to the journal's call timeout) and recovers what was
+//     stored.
+//   - An entity that stops or restarts (Stop, PoisonPill, a panic) with events
+//     persisted whose handlers have not run: the call in flight completes in
+//     the journal (stored or not), events queued behind it are not written,
+//     and none of those handlers runs, so their replies are never sent; warn
+//     log; Stats.HandlersDropped. Stop an entity with a command handled after
+//     its handlers (or after Defer) to avoid this.
+//   - Commands that arrive while the entity stashes (recovering, or a Persist
+//     waiting) when the stash is full: sent to dead letters (an Ask fails with
+//     actor.ErrDeadLetter); rate-limited warn log; Stats.CommandsDropped.
+//     Commands stashed or arriving when the entity stops go to dead letters,
+//     as for any actor.
+//   - A recovery that fails (a corrupt or undecodable event, a stalled or
+//     failing journal, the breaker open): the entity stops; error log naming
+//     the persistence id and sequence number; Stats.RecoveriesFailed. Nothing
+//     is lost from the journal.
+//   - SaveSnapshot, DeleteMessages and DeleteSnapshots that fail (no snapshot
+//     store: ErrNoSnapshotStore; an unserialisable snapshot: ErrRejected; a
+//     store error, ErrCallTimeout, ErrCircuitOpen): the entity receives the
+//     Failure reply with the error. A timed-out call may still take effect
+//     later in the plug-in.
+//   - Replies to those requests when the entity stops or restarts first: the
+//     stop waits for them (each bounded by its call timeout) and the entity
+//     receives them before Stopping, Restarting or Stopped. Only when it can
+//     no longer receive them (it was stopped by a failure, or it made the
+//     request from its Restarting or Stopped handler) does the reply go to
+//     dead letters, with a rate-limited warn log and
+//     Stats.ResultsUndelivered; the snapshot or delete itself is still carried
+//     out, and the runtime waits for the store's answer.
+//   - Respond inside a persist handler whose command had no sender: the reply
+//     goes to dead letters, as actor.Context.Respond does.
+//   - At-least-once delivery: Deliver fails with ErrTooManyUnconfirmed beyond
+//     MaxUnconfirmed; a message is resent until confirmed and an
+//     UnconfirmedWarning reaches the entity after WarnAfter attempts.
+//   - Plug-in calls abandoned at their timeout keep running in the plug-in.
+//     With Config.CloseOnShutdown the plug-ins are closed once those calls
+//     return, or when the shutdown phase's time is up (warn log).
+//
+// The runtime's internal messages (*persistence.writeDone,
+// persistence.opDone, the recovery's messages) can show up in dead letters
+// when the entity they were meant for has stopped or restarted; they carry
+// nothing the entity had not already received, or lost as listed above.
 //
 // # Plug-ins
 //
@@ -36,8 +127,8 @@
 // Plug-ins deal in bytes. An event reaches the journal as a Record: its
 // persistence id, its sequence number, and the event serialised by a
 // serialization.Registry (a manifest naming its type plus the payload), with
-// optional tags, a write timestamp and the writer's id. Snapshots are stored
-// the same way. Plug-ins never decode payloads.
+// optional tags (WithTags), a write timestamp and the writer's id. Snapshots
+// are stored the same way. Plug-ins never decode payloads.
 //
 // The unit of atomicity is the AtomicWrite: the events of one persist or
 // persist-all call of one entity, stored all or none. One WriteMessages call
@@ -48,7 +139,7 @@
 // unknown, and the entities concerned must stop.
 //
 // Journals may also implement TagQuerier, to read the events of a tag (see
-// Tagged) in the order they were written, resuming from an offset; both
+// WithTags) in the order they were written, resuming from an offset; both
 // shipped plug-ins do.
 //
 // The highest sequence number of a persistence id survives the deletion of

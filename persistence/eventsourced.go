@@ -37,44 +37,41 @@ type RecoveryConfigurer interface {
 }
 
 // Context is the actor.Context of an event-sourced actor, with the persistence
-// operations. Inside a persist handler, Sender and Respond refer to the sender of
-// the command that persisted the event.
+// operations. Persist events with the functions Persist, PersistAll and PersistAsync,
+// which keep the event's type. Inside a persist handler (and a deferred call), Sender
+// and Respond refer to the sender of the command that persisted the event.
+//
+// Only the runtime implements Context.
 type Context interface {
 	actor.Context
 
-	// Persist writes event and then calls handler with it. Until the handler has run,
-	// new commands are stashed, so the entity never sees a command against state its
-	// journal does not hold yet. An event that cannot be serialised is rejected with
-	// ErrRejected: nothing is written and the entity keeps running.
-	Persist(event any, handler func(event any)) error
-	// PersistAll writes events atomically (all or none) and calls handler with each.
-	PersistAll(events []any, handler func(event any)) error
-	// PersistAsync is Persist without stashing: commands keep arriving while the
-	// write is in flight; handlers still run in order.
-	PersistAsync(event any, handler func(event any)) error
-	// Defer runs handler after every persist handler issued before it; at once when
-	// none is pending.
+	// Defer runs handler after every persist handler (and deferred call) issued
+	// before it, and holds commands back until then, as Persist does; it runs at once
+	// when none is pending.
 	Defer(handler func())
-	// LastSequenceNr is the sequence number of the last event persisted or replayed.
+	// LastSequenceNr is the sequence number of the last event handled: inside a
+	// persist handler, that handler's event; elsewhere, the last event whose handler
+	// has run or that was replayed. Events persisted but not handled yet do not
+	// count, so a snapshot taken anywhere covers exactly the events applied so far.
 	LastSequenceNr() uint64
 	// SaveSnapshot stores snapshot at LastSequenceNr; the entity then receives
-	// SaveSnapshotSuccess or SaveSnapshotFailure.
+	// SaveSnapshotSuccess or SaveSnapshotFailure, even when it stops meanwhile (the
+	// reply comes before Stopping, Restarting or Stopped; see "What can be lost" in
+	// the package documentation for the one exception).
 	SaveSnapshot(snapshot any)
 	// DeleteMessages deletes events up to toSeq; the entity then receives
 	// DeleteMessagesSuccess or DeleteMessagesFailure (deleting above the highest
-	// sequence number fails).
+	// sequence number fails), delivered as SaveSnapshot's replies are.
 	DeleteMessages(toSeq uint64)
 	// DeleteSnapshots deletes the snapshots c selects; the entity then receives
-	// DeleteSnapshotsSuccess or DeleteSnapshotsFailure.
+	// DeleteSnapshotsSuccess or DeleteSnapshotsFailure, delivered as SaveSnapshot's
+	// replies are.
 	DeleteSnapshots(c SnapshotCriteria)
-}
 
-// Tagged wraps an event to store it with tags, so that a later query can read events
-// by tag: ctx.Persist(persistence.Tagged{Event: ev, Tags: []string{"orders"}}, h). The
-// handler, and Recover on replay, see the event itself.
-type Tagged struct {
-	Event any
-	Tags  []string
+	// persist records events (or, when events is nil, the one event single) for the
+	// journal call that follows the current message; handler runs with each once it
+	// is stored. Persist and its variants call it.
+	persist(events []any, single any, handler handler, stashing bool, tags []string) error
 }
 
 // SnapshotOffer is given to Recover first when recovery starts from a snapshot.
@@ -89,7 +86,9 @@ type RecoveryCompleted struct {
 }
 
 // PersistRejected tells the entity that the journal rejected the write of Event
-// (for example a sequence-number conflict); its handler did not run.
+// (for example a sequence-number conflict); its handler did not run, and the entity
+// keeps running. It arrives in the handler's place, in order, with Sender and Respond
+// referring to the command that persisted the event.
 type PersistRejected struct {
 	Event      any
 	SequenceNr uint64

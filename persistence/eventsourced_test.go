@@ -62,18 +62,18 @@ func (c *counter) Recover(ctx persistence.Context) {
 func (c *counter) Receive(ctx persistence.Context) {
 	switch m := ctx.Message().(type) {
 	case increment:
-		_ = ctx.Persist(Incremented{By: m.by}, func(ev any) {
+		_ = persistence.Persist(ctx, Incremented{By: m.by}, func(ev Incremented) {
 			c.apply(ev)
 			ctx.Respond(c.value)
 		})
 	case decrement:
-		_ = ctx.PersistAll([]any{Decremented{By: m.by}, Decremented{By: m.by}}, func(ev any) { c.apply(ev) })
+		_ = persistence.PersistAll(ctx, []Decremented{{By: m.by}, {By: m.by}}, func(ev Decremented) { c.apply(ev) })
 	case get:
 		ctx.Respond(c.value)
 	case snap:
 		ctx.SaveSnapshot(CounterState{Value: c.value})
 	case unserialisable:
-		ctx.Respond(ctx.Persist(m, func(any) { panic("handler of a rejected event ran") }))
+		ctx.Respond(persistence.Persist(ctx, m, func(unserialisable) { panic("handler of a rejected event ran") }))
 	case deleteTo:
 		ctx.DeleteMessages(m.seq)
 	case persistence.SaveSnapshotSuccess, persistence.DeleteMessagesSuccess, persistence.DeleteMessagesFailure:
@@ -102,7 +102,7 @@ func setup(t *testing.T, sys *actor.System) *memjournal.Store {
 	reg := registry(t)
 	store := memjournal.New()
 	t.Cleanup(func() { _ = store.Close() })
-	if err := persistence.Setup(sys, persistence.Settings{Journal: store, Snapshots: store, Registry: reg}); err != nil {
+	if _, err := persistence.Start(sys, persistence.Config{Journal: store, Snapshots: store, Registry: reg}); err != nil {
 		t.Fatal(err)
 	}
 	return store
@@ -253,7 +253,7 @@ func TestDeleteMessages(t *testing.T) {
 	probe.ExpectMsg(persistence.DeleteMessagesSuccess{ToSequenceNr: 1})
 }
 
-func TestSetupIsRequired(t *testing.T) {
+func TestStartIsRequired(t *testing.T) {
 	sys := testkit.NewSystem(t)
 	probe := testkit.NewProbe(t, sys)
 	ref, _ := sys.Spawn(counterProps("unconfigured", probe), "c")
@@ -289,7 +289,7 @@ type crasher struct{ counter }
 func (c *crasher) Receive(ctx persistence.Context) {
 	switch ctx.Message() {
 	case "async":
-		_ = ctx.PersistAsync(Incremented{By: 1}, func(ev any) { c.apply(ev) })
+		_ = persistence.PersistAsync(ctx, Incremented{By: 1}, func(ev Incremented) { c.apply(ev) })
 	case "crash":
 		panic("crash with a write in flight")
 	default:
@@ -301,10 +301,10 @@ type tagged struct{ counter }
 
 func (c *tagged) Receive(ctx persistence.Context) {
 	if m, ok := ctx.Message().(increment); ok {
-		_ = ctx.Persist(persistence.Tagged{Event: Incremented{By: m.by}, Tags: []string{"counters", "even"}}, func(ev any) {
-			c.apply(ev) // the handler sees the event, not the wrapper
+		_ = persistence.Persist(ctx, Incremented{By: m.by}, func(ev Incremented) {
+			c.apply(ev)
 			ctx.Respond(c.value)
-		})
+		}, persistence.WithTags("counters", "even"))
 		return
 	}
 	c.counter.Receive(ctx)
@@ -358,7 +358,7 @@ func TestRecoveryWaitsForPreviousInstancesWrite(t *testing.T) {
 	store := memjournal.New()
 	defer func() { _ = store.Close() }()
 	gated := &gatedJournal{Journal: store, gate: make(chan struct{})}
-	if err := persistence.Setup(sys, persistence.Settings{Journal: gated, Registry: reg}); err != nil {
+	if _, err := persistence.Start(sys, persistence.Config{Journal: gated, Registry: reg}); err != nil {
 		t.Fatal(err)
 	}
 	probe := testkit.NewProbe(t, sys)
@@ -373,4 +373,42 @@ func TestRecoveryWaitsForPreviousInstancesWrite(t *testing.T) {
 	probe.ExpectMsg(persistence.RecoveryCompleted{HighestSequenceNr: 1})
 	probe.Send(ref, increment{by: 1})
 	probe.ExpectMsg(2)
+}
+
+// Without a snapshot store, SaveSnapshot answers SaveSnapshotFailure wrapping
+// ErrNoSnapshotStore, and an unserialisable snapshot one wrapping ErrRejected; the
+// entity keeps running.
+func TestSnapshotFailuresAreReplies(t *testing.T) {
+	t.Run("unserialisable", func(t *testing.T) {
+		sys := testkit.NewSystem(t)
+		setup(t, sys) // its registry does not know Notes
+		probe := testkit.NewProbe(t, sys)
+		ref, _ := sys.Spawn(persistence.Props(func() persistence.Entity {
+			return &snapStopper{notebook{id: "unserialisable", probe: probe.Ref()}}
+		}), "s")
+		probe.ExpectMsg([]string(nil))
+		_ = ref.Tell("snap")
+		if f := testkit.ExpectMsgType[persistence.SaveSnapshotFailure](probe); !errors.Is(f.Err, persistence.ErrRejected) {
+			t.Fatalf("unserialisable: %v", f.Err)
+		}
+		probe.Send(ref, seqQuery{})
+		probe.ExpectMsg(uint64(0))
+	})
+	sys := testkit.NewSystem(t)
+	store := memjournal.New()
+	t.Cleanup(func() { _ = store.Close() })
+	if _, err := persistence.Start(sys, persistence.Config{Journal: store, Registry: notebookRegistry(t)}); err != nil {
+		t.Fatal(err)
+	}
+	probe := testkit.NewProbe(t, sys)
+	ref, _ := sys.Spawn(persistence.Props(func() persistence.Entity {
+		return &snapStopper{notebook{id: "nostore", probe: probe.Ref()}}
+	}), "s")
+	probe.ExpectMsg([]string(nil))
+	_ = ref.Tell("snap")
+	if f := testkit.ExpectMsgType[persistence.SaveSnapshotFailure](probe); !errors.Is(f.Err, persistence.ErrNoSnapshotStore) {
+		t.Fatalf("without a store: %v", f.Err)
+	}
+	probe.Send(ref, note{s: "x"})
+	probe.ExpectMsg(uint64(1))
 }

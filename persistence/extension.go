@@ -7,61 +7,13 @@ import (
 	"io"
 	"reflect"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/serialization"
+	"go.uber.org/zap"
 )
-
-// Settings are what event-sourced actors of one system persist with.
-type Settings struct {
-	// Journal stores events. Required.
-	Journal Journal
-	// Snapshots stores snapshots; nil disables them (SaveSnapshot then fails).
-	Snapshots SnapshotStore
-	// Registry serialises events and snapshots. Required: only registered types
-	// are persisted; any other is rejected.
-	Registry *serialization.Registry
-	// ReplayBatch is how many replayed events travel in one message to the actor
-	// during recovery. Default 256.
-	ReplayBatch int
-	// CloseOnShutdown hands the plug-ins to the system: once coordinated shutdown has
-	// stopped every actor, the journal and the snapshot store are closed (once, when
-	// they are the same value) if they implement io.Closer. Otherwise the caller
-	// closes them after the system has shut down.
-	CloseOnShutdown bool
-
-	resolver refResolver // resolves actor paths in decoded events and snapshots
-}
-
-// refResolver resolves the actor paths stored in events and snapshots in the
-// system: a local actor, a remote one with remoting, or dead letters for an actor
-// that is gone (a Ref in an old event may outlive its actor).
-type refResolver struct{ sys *actor.System }
-
-func (r refResolver) ResolveRef(uri string) (actor.Ref, error) {
-	ref, err := r.sys.Resolve(uri)
-	if errors.Is(err, actor.ErrNotFound) {
-		return r.sys.DeadLetters(), nil
-	}
-	return ref, err
-}
-
-// Validate reports missing plug-ins and out-of-range values.
-func (s Settings) Validate() error {
-	switch {
-	case s.Journal == nil:
-		return fmt.Errorf("%w: Settings.Journal is nil", ErrNotConfigured)
-	case s.Registry == nil:
-		return fmt.Errorf("%w: Settings.Registry is nil", ErrNotConfigured)
-	case s.ReplayBatch < 0:
-		return fmt.Errorf("%w: negative ReplayBatch %d", ErrNotConfigured, s.ReplayBatch)
-	}
-	return nil
-}
-
-// ErrNotConfigured is returned by Setup for invalid settings, and stops an
-// event-sourced actor started in a system without Setup.
-var ErrNotConfigured = errors.New("persistence: not configured")
 
 // ErrPersistenceIDInUse stops an event-sourced actor whose persistence id is already
 // used by a live actor of the same system: two writers would corrupt its history.
@@ -72,59 +24,171 @@ var ErrPersistenceIDInUse = errors.New("persistence: persistence id already in u
 var errShortResults = errors.New("persistence: journal returned the wrong number of results")
 
 // ErrRejected is returned by Persist and its variants when an event cannot be
-// serialised. Nothing is written and the actor keeps running.
+// serialised (or is persisted before recovery has completed). Nothing is written and
+// the actor keeps running.
 var ErrRejected = errors.New("persistence: event rejected")
 
-// Persistence is the per-system extension holding the plug-ins and the registry of
-// live persistence ids.
+// Persistence is the persistence extension of one system: its plug-ins, the bounds and
+// circuit breakers around them, the batcher that groups the writes of all entities,
+// and the registry of live persistence ids. Start creates it; Get finds it.
 type Persistence struct {
-	mu       sync.Mutex
-	settings *Settings
-	live     map[string]actor.Ref
-	batcher  *batcher
-	writing  map[string]writeState // persistence ids with a write in flight
+	sys   *actor.System
+	cfg   Config // with defaults
+	codec *codecContext
+	calls *plugins
+	stats counters
+	drops rateLog // rate-limits the log lines of dropped commands and results
+
+	batcher *batcher
+
+	mu      sync.Mutex
+	live    map[string]actor.Ref
+	writing map[string]writeState // persistence ids with a write in flight
 }
 
-var extensionID = actor.NewExtensionID("persistence", func(*actor.System) *Persistence {
-	return &Persistence{live: make(map[string]actor.Ref), writing: make(map[string]writeState)}
-})
+// slot holds the system's Persistence once Start has run.
+type slot struct {
+	mu sync.Mutex
+	p  *Persistence
+}
 
-// Get returns the system's persistence extension.
-func Get(sys *actor.System) *Persistence { return extensionID.Get(sys) }
+var extensionID = actor.NewExtensionID("persistence", func(*actor.System) *slot { return &slot{} })
 
-// Setup configures persistence for sys. Call it once, before starting event-sourced
-// actors. The caller owns the plug-ins and closes them after the system has shut
-// down, unless Settings.CloseOnShutdown hands them to the system.
-func Setup(sys *actor.System, s Settings) error {
-	if err := s.Validate(); err != nil {
-		return err
+// Start starts persistence for sys with cfg. Call it once per system, before starting
+// event-sourced actors; a second call fails with ErrAlreadyStarted, an invalid cfg
+// with an error wrapping ErrInvalidConfig. The caller owns the plug-ins and closes
+// them after the system has shut down, unless cfg.CloseOnShutdown hands them to the
+// system.
+func Start(sys *actor.System, cfg Config) (*Persistence, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if s.ReplayBatch == 0 {
-		s.ReplayBatch = 256
+	cfg = cfg.withDefaults()
+	s := extensionID.Get(sys)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p != nil {
+		return nil, ErrAlreadyStarted
 	}
-	p := Get(sys)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.settings != nil {
-		return fmt.Errorf("%w: Setup called twice", ErrNotConfigured)
+	p := &Persistence{
+		sys:     sys,
+		cfg:     cfg,
+		codec:   &codecContext{reg: cfg.Registry, sys: sys},
+		live:    make(map[string]actor.Ref),
+		writing: make(map[string]writeState),
 	}
-	if s.CloseOnShutdown {
+	p.drops.init(time.Minute, 10)
+	p.calls = newPlugins(cfg, &p.stats)
+	p.batcher = newBatcher(p)
+	if cfg.CloseOnShutdown {
 		err := sys.CoordinatedShutdown().AddTask(actor.PhaseActorSystemTerminate, "persistence-close", func(ctx context.Context) error {
 			select {
 			case <-sys.Terminated():
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			return closePlugins(s.Journal, s.Snapshots)
+			p.awaitCalls(ctx)
+			return closePlugins(cfg.Journal, cfg.Snapshots)
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	s.resolver = refResolver{sys: sys}
-	p.settings = &s
-	p.batcher = &batcher{journal: s.Journal}
-	return nil
+	s.p = p
+	return p, nil
+}
+
+// Get returns the persistence Start started for sys, or nil when Start was not
+// called for it.
+func Get(sys *actor.System) *Persistence {
+	s := extensionID.Get(sys)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.p
+}
+
+// Stats counts what the runtime lost or refused since Start, and the states of the
+// circuit breakers. Every counter has a log line next to it.
+type Stats struct {
+	// EventsRejected counts events not written: they could not be serialised (or
+	// were persisted before recovery), or the journal rejected their write.
+	EventsRejected uint64
+	// WritesFailed counts journal calls that failed as a whole, timed out or were
+	// refused by the breaker, per entity in them; each such entity stopped.
+	WritesFailed uint64
+	// HandlersDropped counts persist handlers that never ran because their entity
+	// stopped or restarted first (their events may or may not be stored).
+	HandlersDropped uint64
+	// RecoveriesFailed counts entities stopped because their recovery failed.
+	RecoveriesFailed uint64
+	// CommandsDropped counts commands that could not be stashed (the stash was full)
+	// and went to dead letters.
+	CommandsDropped uint64
+	// ResultsUndelivered counts replies to SaveSnapshot, DeleteMessages and
+	// DeleteSnapshots that went to dead letters because the entity could no longer
+	// receive them (it had stopped after a failure, or asked from its Stopped
+	// handler).
+	ResultsUndelivered uint64
+	// CallsTimedOut counts plug-in calls that did not answer within their timeout.
+	CallsTimedOut uint64
+	// CallsRejected counts plug-in calls refused by an open circuit breaker.
+	CallsRejected uint64
+	// JournalBreaker and SnapshotBreaker are the states of the circuit breakers.
+	JournalBreaker, SnapshotBreaker BreakerState
+}
+
+type counters struct {
+	eventsRejected, writesFailed, handlersDropped, recoveriesFailed   atomic.Uint64
+	commandsDropped, resultsUndelivered, callsTimedOut, callsRejected atomic.Uint64
+}
+
+// Stats returns the counters and breaker states.
+func (p *Persistence) Stats() Stats {
+	return Stats{
+		EventsRejected:     p.stats.eventsRejected.Load(),
+		WritesFailed:       p.stats.writesFailed.Load(),
+		HandlersDropped:    p.stats.handlersDropped.Load(),
+		RecoveriesFailed:   p.stats.recoveriesFailed.Load(),
+		CommandsDropped:    p.stats.commandsDropped.Load(),
+		ResultsUndelivered: p.stats.resultsUndelivered.Load(),
+		CallsTimedOut:      p.stats.callsTimedOut.Load(),
+		CallsRejected:      p.stats.callsRejected.Load(),
+		JournalBreaker:     p.calls.jb.state(),
+		SnapshotBreaker:    p.calls.sb.state(),
+	}
+}
+
+// awaitCalls waits until the plug-in calls in flight have returned, or ctx ends.
+func (p *Persistence) awaitCalls(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		p.calls.running.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		p.sys.Logger().Warn("persistence: closing the plug-ins with calls still running", zap.Error(ctx.Err()))
+	}
+}
+
+// codecContext is the context of every encoding and decoding of events and snapshots:
+// it resolves the actor paths stored in them in the system (a local actor, a remote
+// one with remoting, or dead letters for an actor that is gone: a Ref in an old event
+// may outlive its actor), and gives nested values (the messages of a
+// DeliverySnapshot) the registry.
+type codecContext struct {
+	reg *serialization.Registry
+	sys *actor.System
+}
+
+// ResolveRef implements serialization.RefResolver.
+func (c *codecContext) ResolveRef(uri string) (actor.Ref, error) {
+	ref, err := c.sys.Resolve(uri)
+	if errors.Is(err, actor.ErrNotFound) {
+		return c.sys.DeadLetters(), nil
+	}
+	return ref, err
 }
 
 // sameValue reports whether a and b are one comparable value (comparing values of a
@@ -144,15 +208,6 @@ func closePlugins(j Journal, snaps SnapshotStore) error {
 		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
-}
-
-func (p *Persistence) config() (*Settings, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.settings == nil {
-		return nil, fmt.Errorf("%w: call persistence.Setup first", ErrNotConfigured)
-	}
-	return p.settings, nil
 }
 
 // claim registers ref as the one live writer of pid.
@@ -181,10 +236,11 @@ type writeState struct {
 	ch chan struct{}
 }
 
-// writeStarted records that pid has a write in flight, until writeFinished. An entity
-// has at most one write in flight, and a restarted entity does not start a write
-// before its recovery, which waits for the previous one (awaitWrite); a count keeps
-// the bookkeeping right even when an entity skips recovery.
+// writeStarted records that pid has a write in flight, until writeFinished (called
+// when the journal has returned, even after the runtime stopped waiting for it). An
+// entity has at most one write in flight, and a restarted entity does not start a
+// write before its recovery, which waits for the previous one (awaitWrite); a count
+// keeps the bookkeeping right even when an entity skips recovery.
 func (p *Persistence) writeStarted(pid string) {
 	p.mu.Lock()
 	st := p.writing[pid]
@@ -212,7 +268,8 @@ func (p *Persistence) writeFinished(pid string) {
 
 // awaitWrite waits until no write of pid is in flight, so that a recovery sees the
 // events of a previous incarnation's last write (as a journal actor that handles
-// requests in order would guarantee) and never reuses their sequence numbers.
+// requests in order would guarantee) and never reuses their sequence numbers. It
+// gives up after the journal's call timeout with ErrCallTimeout.
 func (p *Persistence) awaitWrite(ctx context.Context, pid string) error {
 	p.mu.Lock()
 	st, ok := p.writing[pid]
@@ -225,10 +282,58 @@ func (p *Persistence) awaitWrite(ctx context.Context, pid string) error {
 		p.writing[pid] = st
 	}
 	p.mu.Unlock()
+	timer := time.NewTimer(p.cfg.JournalBreaker.CallTimeout)
+	defer timer.Stop()
 	select {
 	case <-st.ch:
 		return nil
+	case <-timer.C:
+		p.stats.callsTimedOut.Add(1)
+		return fmt.Errorf("%w: the previous incarnation's write of %q did not finish within %v",
+			ErrCallTimeout, pid, p.cfg.JournalBreaker.CallTimeout)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// rateLog bounds the log lines of one kind of drop: at most limit per interval, then
+// one line with the count of those not logged.
+type rateLog struct {
+	mu         sync.Mutex
+	interval   time.Duration
+	limit      int
+	windowEnd  time.Time
+	logged     int
+	suppressed int
+}
+
+func (r *rateLog) init(interval time.Duration, limit int) { r.interval, r.limit = interval, limit }
+
+// allow reports whether a line may be logged now, and how many were suppressed in
+// the window that just ended (to be logged with it).
+func (r *rateLog) allow(now time.Time) (ok bool, suppressed int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now.After(r.windowEnd) {
+		suppressed = r.suppressed
+		r.windowEnd, r.logged, r.suppressed = now.Add(r.interval), 0, 0
+	}
+	if r.logged >= r.limit {
+		r.suppressed++
+		return false, 0
+	}
+	r.logged++
+	return true, suppressed
+}
+
+// logDrop logs a dropped command or result at warn level, rate-limited.
+func (p *Persistence) logDrop(log *zap.Logger, msg string, fields ...zap.Field) {
+	ok, suppressed := p.drops.allow(time.Now())
+	if !ok {
+		return
+	}
+	if suppressed > 0 {
+		fields = append(fields, zap.Int("not_logged_before", suppressed))
+	}
+	log.Warn(msg, fields...)
 }

@@ -141,7 +141,7 @@ type TaggedRecord struct {
 }
 
 // TagQuerier is implemented by journals that can read events by tag (the
-// tags of Record.Tags, set with Tagged). It is optional: a plug-in that
+// tags of Record.Tags, set with WithTags). It is optional: a plug-in that
 // implements it must pass the tag part of journaltest.RunJournalSuite.
 type TagQuerier interface {
 	// EventsByTag calls fn for each stored event tagged with tag whose

@@ -29,17 +29,17 @@ func (l *logger) Recover(ctx persistence.Context) {
 }
 
 func (l *logger) Receive(ctx persistence.Context) {
-	note := func(s string) func(any) { return func(any) { _ = l.probe.Tell(s) } }
+	note := func(s string) func(Incremented) { return func(Incremented) { _ = l.probe.Tell(s) } }
 	switch m := ctx.Message().(type) {
 	case string:
 		switch m {
 		case "async":
-			_ = ctx.PersistAsync(Incremented{By: 1}, note("async-1"))
-			_ = ctx.PersistAsync(Incremented{By: 2}, note("async-2"))
+			_ = persistence.PersistAsync(ctx, Incremented{By: 1}, note("async-1"))
+			_ = persistence.PersistAsync(ctx, Incremented{By: 2}, note("async-2"))
 			ctx.Defer(func() { _ = l.probe.Tell("deferred") })
 			_ = l.probe.Tell("command-done")
 		case "stashing":
-			_ = ctx.Persist(Incremented{By: 1}, note("persisted"))
+			_ = persistence.Persist(ctx, Incremented{By: 1}, note("persisted"))
 			ctx.Defer(func() { _ = l.probe.Tell("deferred") })
 		case "next":
 			_ = l.probe.Tell("next")

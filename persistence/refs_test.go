@@ -32,7 +32,7 @@ func (s *subscribers) Recover(ctx persistence.Context) {
 
 func (s *subscribers) Receive(ctx persistence.Context) {
 	if ref, ok := ctx.Message().(actor.Ref); ok {
-		_ = ctx.Persist(Subscribed{Who: ref}, func(any) { _ = s.probe.Tell("stored") })
+		_ = persistence.Persist(ctx, Subscribed{Who: ref}, func(Subscribed) { _ = s.probe.Tell("stored") })
 	}
 }
 
@@ -44,7 +44,7 @@ func TestRefsInEventsRecover(t *testing.T) {
 	}
 	store := memjournal.New()
 	t.Cleanup(func() { _ = store.Close() })
-	if err := persistence.Setup(sys, persistence.Settings{Journal: store, Registry: reg}); err != nil {
+	if _, err := persistence.Start(sys, persistence.Config{Journal: store, Registry: reg}); err != nil {
 		t.Fatal(err)
 	}
 	probe := testkit.NewProbe(t, sys)

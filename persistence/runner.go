@@ -1,83 +1,60 @@
 package persistence
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"go.uber.org/zap"
 )
 
-// runner is the actor behind an Entity: it recovers the entity, writes its events
-// in order (one journal call in flight at a time, so results come back in order),
-// runs persist handlers once their events are stored, and stashes commands while a
-// stashing persist is pending.
+// runner is the actor behind an Entity: a thin shell around entityCore. It recovers
+// the entity (recovery.go), serialises what the entity persists, submits the journal
+// calls the core decides, runs the handlers the core releases, stashes and unstashes
+// as told, and delivers the replies of snapshots and deletes (sideops.go).
 type runner struct {
 	newEntity func() Entity
-	entity    Entity
-	settings  *Settings
-	ext       *Persistence
+	entity    Entity // nil once a failure has stopped it: it receives nothing more
+	live      bool   // recovered, and neither failed nor past its last lifecycle message
+	p         *Persistence
 	pid       string
 	self      actor.Ref
 	writerID  string      // the WriterID of this instance's records
-	log       *zap.Logger // for the recovery goroutine
+	log       *zap.Logger // with the persistence id
 	claimed   bool
-	cancel    context.CancelFunc
+	cancel    context.CancelFunc // ends the recovery goroutine
 
-	recovering bool
-	lastSeq    uint64
-
-	batch    []AtomicWrite   // written by the command being handled
-	spare    []AtomicWrite   // the slice of the last write done, for the next batch
-	queued   [][]AtomicWrite // flushed batches waiting for the write in flight
-	writing  bool
-	done     writeDone    // the outcome of the write in flight, sent to self by pointer
-	pending  []invocation // handlers waiting for their events, in order
-	stashing int          // pending invocations that hold commands back
+	core *entityCore[invoke]
+	done writeDone // the answer of the call in flight, sent to self by pointer
+	ops  []*sideOp // snapshot and delete requests not yet answered to the entity
+	hs   []invoke  // reused by persist
+	buf  []byte    // reused by marshal
 
 	handlerSender actor.Ref // the sender seen inside a persist handler
 	inHandler     bool
 	ctx           *entityContext
 }
 
-// invocation is a persist handler waiting for its event, or a deferred function.
-type invocation struct {
+// invoke is what the runner needs to run one step: a persist handler with its event,
+// or a deferred call, and the sender of the command behind it.
+type invoke struct {
 	event    any
-	seq      uint64
-	handler  func(any)
+	handler  handler
 	deferred func()
-	stashing bool
 	sender   actor.Ref
 }
 
-// Internal messages from the goroutines that talk to the plug-ins. Each carries the
-// runner instance it belongs to: after a restart the actor has a new instance, which
-// must ignore what the old one's goroutines still deliver.
-type (
-	recoveredSnapshot struct {
-		owner *runner
-		snap  *Snapshot
-		state any // the decoded snapshot
-		err   error
-	}
-	recoveredEvents struct {
-		owner   *runner
-		records []Record
-	}
-	recoveryDone struct {
-		owner   *runner
-		highest uint64
-		err     error
-	}
-	writeDone struct {
-		owner   *runner
-		writes  []AtomicWrite
-		results []error
-		err     error
-	}
-)
+// writeDone is the answer to a journal call, sent by the batcher to the runner.
+type writeDone struct {
+	owner   *runner
+	id      uint64
+	results []error
+	err     error
+}
 
 func (r *runner) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
@@ -99,280 +76,139 @@ func (r *runner) Receive(ctx actor.Context) {
 		if m.owner == r {
 			r.onWriteDone(ctx, m)
 		}
-	case redeliverTick:
-		if a, ok := r.entity.(atLeastOnce); ok && !r.recovering {
-			if warn, ok := a.atLeastOnceDelivery().tick(); ok {
-				r.entity.Receive(&handlerContext{entityContext: r.context(ctx), msg: warn})
-			}
+	case opDone:
+		if m.owner == r {
+			r.onOpDone(ctx, m.op)
 		}
-	case actor.Restarting, actor.Stopped:
-		r.stop()
-		if r.entity != nil && !r.recovering {
-			r.entity.Receive(r.context(ctx))
+	case redeliverTick:
+		if a, ok := r.entity.(atLeastOnce); ok && r.live {
+			if warn, ok := a.atLeastOnceDelivery().tick(); ok {
+				r.deliver(ctx, warn)
+			}
 		}
 	case actor.Stopping:
-		if r.entity != nil && !r.recovering {
+		r.settleOps(ctx)
+		if r.live {
 			r.entity.Receive(r.context(ctx))
 		}
+	case actor.Restarting, actor.Stopped:
+		r.settleOps(ctx)
+		r.release()
+		if r.live {
+			r.entity.Receive(r.context(ctx))
+			r.live = false
+		}
+		r.settleOps(ctx) // requested from this last handler: stored, but undeliverable
 	default:
-		if r.entity == nil {
-			return // failed to start or recover: stopping
-		}
-		if r.recovering || r.stashing > 0 {
-			if err := ctx.Stash(); err != nil {
-				ctx.Logger().Warn("persistence: stash full; command dropped", zap.String("persistence_id", r.pid), zap.Error(err))
-			}
-			return
-		}
+		r.command(ctx)
+	}
+}
+
+// command handles, stashes or drops a command, as the core decides.
+func (r *runner) command(ctx actor.Context) {
+	action := dropCommand
+	if r.core != nil && r.entity != nil {
+		action = r.core.Command()
+	}
+	switch action {
+	case handleCommand:
 		r.entity.Receive(r.context(ctx))
-		r.flush(ctx)
+		r.flush()
+		return
+	case stashCommand:
+		if err := ctx.Stash(); err != nil {
+			r.dropCommand(ctx, err)
+		}
+		return
+	}
+	// Stopping after a failure: the stash goes to dead letters when the actor stops.
+	if err := ctx.Stash(); err != nil {
+		r.dropCommand(ctx, err)
 	}
 }
 
-func (r *runner) start(ctx actor.Context) {
-	r.self = ctx.Self()
-	r.log = ctx.Logger()
-	r.ext = Get(ctx.System())
-	settings, err := r.ext.config()
-	if err != nil {
-		ctx.Logger().Error("persistence: cannot start entity", zap.Error(err))
-		ctx.Stop(ctx.Self())
-		return
+// dropCommand sends a command that cannot be stashed to dead letters, counts it and
+// logs it.
+func (r *runner) dropCommand(ctx actor.Context, err error) {
+	fields := []zap.Field{zap.String("persistence_id", r.pid), zap.String("type", fmt.Sprintf("%T", ctx.Message())), zap.Error(err)}
+	if r.p != nil {
+		r.p.stats.commandsDropped.Add(1)
+		r.p.logDrop(ctx.Logger(), "persistence: command dropped to dead letters: the stash is full", fields...)
+	} else {
+		ctx.Logger().Warn("persistence: command dropped to dead letters: the stash is full", fields...)
 	}
-	r.settings = settings
-	r.entity = r.newEntity()
-	r.pid = r.entity.PersistenceID()
-	r.writerID = r.self.String()
-	if err := r.ext.claim(r.pid, r.self); err != nil {
-		ctx.Logger().Error("persistence: cannot start entity", zap.String("persistence_id", r.pid), zap.Error(err))
-		r.entity = nil
-		ctx.Stop(ctx.Self())
-		return
-	}
-	r.claimed = true
-	r.recovering = true
-	var rec Recovery
-	if rc, ok := r.entity.(RecoveryConfigurer); ok {
-		rec = rc.Recovery()
-	}
-	rctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	if rec.Disabled {
-		_ = r.self.Tell(recoveryDone{owner: r})
-		return
-	}
-	go r.replay(rctx, rec)
+	_ = ctx.System().DeadLetters().Send(ctx.Message(), ctx.Sender())
 }
 
-// replay runs on its own goroutine: it loads and decodes the snapshot, then streams
-// the events after it to the actor in batches, then the highest sequence number.
-func (r *runner) replay(ctx context.Context, rec Recovery) {
-	settings, pid, self := r.settings, r.pid, r.self
-	if err := r.ext.awaitWrite(ctx, pid); err != nil {
-		_ = self.Tell(recoveryDone{owner: r, err: err})
-		return
-	}
-	from := uint64(1)
-	fellBack := false
-	if settings.Snapshots != nil && !rec.NoSnapshot {
-		snap, state, skipped, err := loadSnapshot(ctx, settings, pid, rec.FromSnapshot, r.log)
-		if err != nil {
-			_ = self.Tell(recoveredSnapshot{owner: r, err: err})
-			return
-		}
-		fellBack = skipped
-		if snap != nil {
-			_ = self.Tell(recoveredSnapshot{owner: r, snap: snap, state: state})
-			from = snap.Metadata.SequenceNr + 1
-		}
-	}
-	to := rec.ToSequenceNr
-	if to == 0 {
-		to = MaxSequenceNr
-	}
-	batch := make([]Record, 0, settings.ReplayBatch)
-	first := true
-	err := settings.Journal.ReplayMessages(ctx, pid, from, to, 0, func(rec Record) error {
-		if first && fellBack && rec.SequenceNr != from {
-			// The older snapshot (or none) does not reach the events that are left.
-			return fmt.Errorf("%w: %q: the snapshot to fall back to ends at %d, but the events up to %d are deleted",
-				errNoFallback, pid, from-1, rec.SequenceNr-1)
-		}
-		first = false
-		batch = append(batch, rec)
-		if len(batch) == cap(batch) {
-			_ = self.Tell(recoveredEvents{owner: r, records: batch})
-			batch = make([]Record, 0, settings.ReplayBatch)
-		}
-		return nil
-	})
-	if len(batch) > 0 {
-		_ = self.Tell(recoveredEvents{owner: r, records: batch})
-	}
-	if err != nil {
-		_ = self.Tell(recoveryDone{owner: r, err: err})
-		return
-	}
-	highest, err := settings.Journal.HighestSequenceNr(ctx, pid)
-	if err == nil && first && fellBack && highest >= from {
-		err = fmt.Errorf("%w: %q: the snapshot to fall back to ends at %d, but the events up to %d are deleted",
-			errNoFallback, pid, from-1, highest)
-	}
-	_ = self.Tell(recoveryDone{owner: r, highest: highest, err: err})
+// deliver gives the entity a message made by the runtime, outside any handler, and
+// flushes what it persisted.
+func (r *runner) deliver(ctx actor.Context, msg any) {
+	r.entity.Receive(&handlerContext{entityContext: r.context(ctx), msg: msg})
+	r.flush()
 }
 
-// errNoFallback fails a recovery whose snapshot is unusable when the events it
-// covered are deleted.
-var errNoFallback = errors.New("persistence: unusable snapshot and no fallback")
-
-// maxSnapshotAttempts bounds how many snapshots a recovery tries, newest first,
-// before it gives up on snapshots.
-const maxSnapshotAttempts = 3
-
-// loadSnapshot loads and decodes the newest snapshot c selects. A snapshot that is
-// corrupt in the store or does not decode is logged and skipped, as Akka does, for
-// the next older one; after maxSnapshotAttempts, or when there is none older, the
-// recovery replays from the start (skipped reports that it fell back). Other errors
-// of the store fail the recovery.
-func loadSnapshot(ctx context.Context, settings *Settings, pid string, c SnapshotCriteria, log *zap.Logger) (snap *Snapshot, state any, skipped bool, err error) {
-	for attempt := 0; attempt < maxSnapshotAttempts; attempt++ {
-		s, ok, err := settings.Snapshots.LoadSnapshot(ctx, pid, c)
-		var bad uint64
-		var cre *CorruptRecordError
-		switch {
-		case err != nil && asCorrupt(err, &cre) && cre.Snapshot:
-			bad = cre.SequenceNr
-		case err != nil:
-			return nil, nil, false, err
-		case !ok:
-			return nil, nil, skipped, nil
-		default:
-			st, uerr := settings.Registry.UnmarshalContext(s.Manifest, s.Payload, settings.resolver)
-			if uerr == nil {
-				return &s, st, skipped, nil
-			}
-			err, bad = uerr, s.Metadata.SequenceNr
-		}
-		log.Warn("persistence: snapshot unusable; falling back to an older one",
-			zap.String("persistence_id", pid), zap.Uint64("sequence_nr", bad), zap.Error(err))
-		skipped = true
-		if bad <= max(1, c.MinSequenceNr) {
-			break // nothing older can match
-		}
-		c.MaxSequenceNr = bad - 1
+// persist serialises events and hands them to the core.
+func (r *runner) persist(ctx actor.Context, events []any, single any, h handler, stashing bool, tags []string) error {
+	n := len(events)
+	if events == nil {
+		n = 1
 	}
-	log.Warn("persistence: no usable snapshot; replaying all events", zap.String("persistence_id", pid))
-	return nil, nil, true, nil
-}
-
-func (r *runner) failRecovery(ctx actor.Context, err error, seq uint64) {
-	ctx.Logger().Error("persistence: recovery failed; stopping the entity",
-		zap.String("persistence_id", r.pid), zap.Uint64("sequence_nr", seq), zap.Error(err))
-	r.recovering = false
-	r.entity = nil
-	ctx.Stop(ctx.Self())
-}
-
-func (r *runner) onSnapshot(ctx actor.Context, m recoveredSnapshot) {
-	if !r.recovering {
-		return
+	var refused error
+	switch {
+	case r.core == nil || r.entity == nil || r.core.Stopped():
+		refused = errStopped
+	case r.core.Recovering():
+		refused = errNotRecovered
 	}
-	if m.err != nil {
-		r.failRecovery(ctx, m.err, 0)
-		return
+	if refused != nil {
+		r.p.stats.eventsRejected.Add(uint64(n))
+		r.p.logDrop(ctx.Logger(), "persistence: event rejected", zap.String("persistence_id", r.pid), zap.Error(refused))
+		return fmt.Errorf("%w (%q)", refused, r.pid)
 	}
-	r.lastSeq = m.snap.Metadata.SequenceNr
-	r.entity.Recover(&handlerContext{entityContext: r.context(ctx), msg: SnapshotOffer{Metadata: m.snap.Metadata, Snapshot: m.state}})
-}
-
-func (r *runner) onEvents(ctx actor.Context, m recoveredEvents) {
-	if !r.recovering {
-		return
-	}
-	hc := &handlerContext{entityContext: r.context(ctx)} // one per batch, not per event
-	for _, rec := range m.records {
-		ev, err := r.settings.Registry.UnmarshalContext(rec.Manifest, rec.Payload, r.settings.resolver)
-		if err != nil {
-			r.failRecovery(ctx, fmt.Errorf("event %q #%d: %w", r.pid, rec.SequenceNr, err), rec.SequenceNr)
-			return
-		}
-		r.lastSeq = rec.SequenceNr
-		hc.msg = ev
-		r.entity.Recover(hc)
-	}
-}
-
-func (r *runner) onRecoveryDone(ctx actor.Context, m recoveryDone) {
-	if !r.recovering {
-		return
-	}
-	if m.err != nil {
-		var seq uint64
-		var cre *CorruptRecordError
-		if ok := asCorrupt(m.err, &cre); ok {
-			seq = cre.SequenceNr
-		}
-		r.failRecovery(ctx, m.err, seq)
-		return
-	}
-	r.lastSeq = max(r.lastSeq, m.highest)
-	r.recovering = false
-	r.entity.Recover(&handlerContext{entityContext: r.context(ctx), msg: RecoveryCompleted{HighestSequenceNr: r.lastSeq}})
-	if a, ok := r.entity.(atLeastOnce); ok {
-		a.atLeastOnceDelivery().start(ctx)
-	}
-	ctx.UnstashAll()
-}
-
-// persist records events for the write that follows the current command.
-func (r *runner) persist(ctx actor.Context, events []any, handler func(any), stashing bool) error {
-	if r.recovering || r.entity == nil {
-		return fmt.Errorf("%w: %q cannot persist before recovery has completed", ErrRejected, r.pid)
-	}
-	if len(events) == 0 {
-		return nil
-	}
-	records := make([]Record, len(events))
+	records := make([]Record, n)
+	hs := r.hs[:0]
 	now := time.Now()
-	copied := false
-	for i, ev := range events {
-		var tags []string
-		if t, ok := ev.(Tagged); ok {
-			if !copied { // handlers see the event itself; the caller's slice stays as it was
-				events, copied = append([]any(nil), events...), true
-			}
-			ev, tags = t.Event, t.Tags
-			events[i] = ev
+	sender := r.sender(ctx)
+	for i := range n {
+		ev := single
+		if events != nil {
+			ev = events[i]
 		}
-		manifest, data, err := r.settings.Registry.Marshal(ev)
+		manifest, data, err := r.marshal(ev)
 		if err != nil {
-			ctx.Logger().Warn("persistence: event rejected", zap.String("persistence_id", r.pid), zap.Error(err))
+			clear(hs)
+			r.hs = hs[:0]
+			r.p.stats.eventsRejected.Add(uint64(n))
+			r.p.logDrop(r.log, "persistence: event rejected", zap.Error(err))
 			return fmt.Errorf("%w: %q: %w", ErrRejected, r.pid, err)
 		}
-		records[i] = Record{
-			PersistenceID: r.pid, SequenceNr: r.lastSeq + uint64(i) + 1,
-			Manifest: manifest, Payload: data, Tags: tags, Timestamp: now, WriterID: r.writerID,
-		}
+		records[i] = Record{Manifest: manifest, Payload: data, Tags: tags, Timestamp: now, WriterID: r.writerID}
+		hs = append(hs, invoke{event: ev, handler: h, sender: sender})
 	}
-	sender := r.sender(ctx)
-	for i, ev := range events {
-		r.pending = append(r.pending, invocation{event: ev, seq: records[i].SequenceNr, handler: handler, stashing: stashing, sender: sender})
-		if stashing {
-			r.stashing++
-		}
-	}
-	r.lastSeq += uint64(len(events))
-	r.batch = append(r.batch, AtomicWrite{PersistenceID: r.pid, Events: records})
-	return nil
+	err := r.core.Persist(records, hs, stashing)
+	clear(hs)
+	r.hs = hs[:0]
+	return err
 }
 
-func (r *runner) deferCall(ctx actor.Context, fn func()) {
-	if len(r.pending) == 0 {
-		fn()
-		return
+// marshal serialises v for the journal, through the codec context (which resolves
+// nested refs and deliveries), in a buffer it reuses, and returns a copy.
+func (r *runner) marshal(v any) (manifest string, data []byte, err error) {
+	manifest, out, err := r.p.cfg.Registry.AppendMarshal(r.buf[:0], v, r.p.codec)
+	if err != nil {
+		return "", nil, err
 	}
-	r.pending = append(r.pending, invocation{deferred: fn, stashing: true, sender: r.sender(ctx)})
-	r.stashing++
+	if cap(out) <= 64<<10 {
+		r.buf = out[:0] // keep a buffer of ordinary size for the next event
+	}
+	return manifest, bytes.Clone(out), nil
+}
+
+// deferCall runs fn now, or once the invocations before it have run.
+func (r *runner) deferCall(ctx actor.Context, fn func()) {
+	if r.core == nil || r.core.Defer(invoke{deferred: fn, sender: r.sender(ctx)}) {
+		fn()
+	}
 }
 
 func (r *runner) sender(ctx actor.Context) actor.Ref {
@@ -382,106 +218,147 @@ func (r *runner) sender(ctx actor.Context) actor.Ref {
 	return ctx.Sender()
 }
 
-// flush hands the writes of the last command to the journal, one call at a time.
-func (r *runner) flush(ctx actor.Context) {
-	if len(r.batch) == 0 {
+// flush submits the journal call the core decides on, if any.
+func (r *runner) flush() {
+	if r.core == nil {
 		return
 	}
-	writes := r.batch
-	r.batch, r.spare = r.spare, nil
-	if r.writing {
-		r.queued = append(r.queued, writes)
-		return
+	if c, ok := r.core.Flush(); ok {
+		r.p.writeStarted(r.pid)
+		r.p.batcher.submit(writeJob[*runner]{id: c.id, writes: c.writes, owner: r})
 	}
-	r.write(writes)
 }
 
-func (r *runner) write(writes []AtomicWrite) {
-	r.writing = true
-	r.ext.writeStarted(r.pid)
-	r.ext.batcher.submit(writeJob{writes: writes, owner: r})
-}
-
-// written is called by the batcher, on its goroutine, with the outcome of the write in
-// flight. The runner reads r.done only after this Tell, and starts its next write (the
-// next call of written) only after reading it.
-func (r *runner) written(writes []AtomicWrite, results []error, err error) {
-	r.ext.writeFinished(r.pid)
-	r.done = writeDone{owner: r, writes: writes, results: results, err: err}
+// written is called by the batcher, on its goroutine, with the answer to the call in
+// flight. The runner reads r.done only after this Tell, and submits its next call
+// (and so gets the next written) only after reading it.
+func (r *runner) written(id uint64, results []error, err error) {
+	r.done = writeDone{owner: r, id: id, results: results, err: err}
 	_ = r.self.Tell(&r.done)
 }
 
 func (r *runner) onWriteDone(ctx actor.Context, done *writeDone) {
 	m := *done
 	*done = writeDone{}
-	r.writing = false
-	if m.err != nil {
-		// The journal may or may not hold the events: the entity's state can no
-		// longer be trusted to match it.
-		ctx.Logger().Error("persistence: write failed; stopping the entity",
-			zap.String("persistence_id", r.pid), zap.Error(m.err))
-		r.entity = nil
-		ctx.Stop(ctx.Self())
+	if r.entity == nil {
 		return
 	}
-	pctx := r.context(ctx)
-	for i, w := range m.writes {
-		var rejected error
-		if i < len(m.results) {
-			rejected = m.results[i]
+	if err := r.core.Written(m.id, m.results, m.err); err != nil {
+		// The journal may or may not hold the events: the entity's state can no
+		// longer be trusted to match it.
+		r.p.stats.writesFailed.Add(1)
+		r.log.Error("persistence: write failed; stopping the entity", zap.Error(err),
+			zap.Int("handlers_not_run", r.core.Waiting()))
+		r.fail(ctx)
+		return
+	}
+	r.runSteps(ctx)
+}
+
+// runSteps runs the handlers, rejections and deferred calls whose turn has come, then
+// submits what they persisted and unstashes when nothing holds commands back.
+func (r *runner) runSteps(ctx actor.Context) {
+	var hc *handlerContext
+	for {
+		st, ok := r.core.Next()
+		if !ok {
+			break
 		}
-		for range w.Events {
-			r.runDeferred()
-			inv := r.pending[0]
-			r.pending = r.pending[1:]
-			if inv.stashing {
-				r.stashing--
+		r.inHandler, r.handlerSender = true, st.h.sender
+		switch st.kind {
+		case runHandler:
+			if st.h.handler != nil {
+				st.h.handler.run(st.h.event)
 			}
-			if rejected != nil {
-				ctx.Logger().Warn("persistence: journal rejected an event",
-					zap.String("persistence_id", r.pid), zap.Uint64("sequence_nr", inv.seq), zap.Error(rejected))
-				r.entity.Receive(&handlerContext{entityContext: pctx, msg: PersistRejected{Event: inv.event, SequenceNr: inv.seq, Err: rejected}})
-				continue
+		case runDeferred:
+			st.h.deferred()
+		case reportRejected:
+			r.p.stats.eventsRejected.Add(1)
+			r.log.Warn("persistence: journal rejected an event", zap.Uint64("sequence_nr", st.seq), zap.Error(st.err))
+			if hc == nil {
+				hc = &handlerContext{entityContext: r.context(ctx)}
 			}
-			r.inHandler, r.handlerSender = true, inv.sender
-			inv.handler(inv.event)
-			r.inHandler, r.handlerSender = false, actor.Ref{}
+			hc.msg = PersistRejected{Event: st.h.event, SequenceNr: st.seq, Err: st.err}
+			r.entity.Receive(hc)
+		}
+		r.inHandler, r.handlerSender = false, actor.Ref{}
+		if r.entity == nil {
+			return // a handler's failure stopped it
 		}
 	}
-	r.runDeferred()
-	if r.spare == nil { // the journal is done with the slice: the next batch can use it
-		clear(m.writes)
-		r.spare = m.writes[:0]
-	}
-	if len(r.queued) > 0 {
-		next := r.queued[0]
-		r.queued = r.queued[1:]
-		r.write(next)
-	}
-	r.flush(ctx)
-	if r.stashing == 0 {
+	r.flush()
+	if r.core.Settle() {
 		ctx.UnstashAll()
 	}
 }
 
-// runDeferred runs the deferred functions at the head of the pending queue.
-func (r *runner) runDeferred() {
-	for len(r.pending) > 0 && r.pending[0].deferred != nil {
-		inv := r.pending[0]
-		r.pending = r.pending[1:]
-		r.stashing--
-		r.inHandler, r.handlerSender = true, inv.sender
-		inv.deferred()
-		r.inHandler, r.handlerSender = false, actor.Ref{}
+// fail stops the entity after a failure: it receives nothing more.
+func (r *runner) fail(ctx actor.Context) {
+	r.entity, r.live = nil, false
+	if r.core != nil {
+		r.core.Stop()
 	}
+	ctx.Stop(ctx.Self())
 }
 
-func (r *runner) stop() {
+// release ends recovery, reports handlers that will not run, and frees the
+// persistence id.
+func (r *runner) release() {
 	if r.cancel != nil {
 		r.cancel()
 	}
+	if r.core != nil {
+		if n := r.core.Waiting(); n > 0 {
+			r.p.stats.handlersDropped.Add(uint64(n))
+			r.log.Warn("persistence: entity stopped with persisted events whose handlers will not run; "+
+				"their writes may or may not be stored, and a new incarnation recovers what was",
+				zap.Int("handlers_not_run", n), zap.Bool("write_in_flight", r.core.InFlight()))
+		}
+		r.core.Stop()
+	}
 	if r.claimed {
-		r.ext.release(r.pid, r.self)
+		r.p.release(r.pid, r.self)
 		r.claimed = false
 	}
+}
+
+// errNoEntity reports an entity that could not start.
+var errNoEntity = errors.New("persistence: the entity did not start")
+
+func (r *runner) start(ctx actor.Context) {
+	r.self = ctx.Self()
+	p := Get(ctx.System())
+	if p == nil {
+		err := fmt.Errorf("%w: call persistence.Start for system %q", ErrNotConfigured, ctx.System().Name())
+		ctx.Logger().Error("persistence: cannot start entity", zap.Error(err))
+		ctx.Stop(ctx.Self())
+		return
+	}
+	r.p = p
+	entity := r.newEntity()
+	if entity == nil {
+		ctx.Logger().Error("persistence: cannot start entity", zap.Error(errNoEntity))
+		ctx.Stop(ctx.Self())
+		return
+	}
+	r.pid = entity.PersistenceID()
+	r.log = ctx.Logger().With(zap.String("persistence_id", r.pid))
+	r.writerID = r.self.String()
+	if err := p.claim(r.pid, r.self); err != nil {
+		r.log.Error("persistence: cannot start entity", zap.Error(err))
+		ctx.Stop(ctx.Self())
+		return
+	}
+	r.entity = entity
+	r.claimed = true
+	r.core = newEntityCore[invoke](r.pid)
+	r.startRecovery(ctx)
+}
+
+// takeOps removes and returns the pending requests, in request order.
+func (r *runner) takeOps() []*sideOp {
+	ops := slices.Clone(r.ops)
+	clear(r.ops)
+	r.ops = r.ops[:0]
+	return ops
 }

@@ -73,7 +73,7 @@ func TestUndecodableSnapshotFallsBackToOlder(t *testing.T) {
 
 	sys2 := testkit.NewSystem(t)
 	reg := registry(t)
-	if err := persistence.Setup(sys2, persistence.Settings{Journal: store, Snapshots: garbledLatest{store}, Registry: reg}); err != nil {
+	if _, err := persistence.Start(sys2, persistence.Config{Journal: store, Snapshots: garbledLatest{store}, Registry: reg}); err != nil {
 		t.Fatal(err)
 	}
 	probe2 := testkit.NewProbe(t, sys2)

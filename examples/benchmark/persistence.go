@@ -42,7 +42,7 @@ func newPersistRig() (*persistRig, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := persistence.Setup(sys, persistence.Settings{Journal: store, Snapshots: store, Registry: reg}); err != nil {
+	if _, err := persistence.Start(sys, persistence.Config{Journal: store, Snapshots: store, Registry: reg}); err != nil {
 		return nil, err
 	}
 	return &persistRig{sys: sys, store: store, dir: dir}, nil
@@ -83,7 +83,7 @@ func (w *writer) next(ctx persistence.Context) {
 	}
 	w.count--
 	start := time.Now()
-	err := ctx.Persist(BenchEvent{Data: make([]byte, 100)}, func(any) {
+	err := persistence.Persist(ctx, BenchEvent{Data: make([]byte, 100)}, func(BenchEvent) {
 		if w.record {
 			w.lat = append(w.lat, time.Since(start))
 		}

@@ -67,12 +67,12 @@ func (c *counter) Recover(ctx persistence.Context) {
 func (c *counter) Receive(ctx persistence.Context) {
 	switch ctx.Message().(type) {
 	case increment:
-		_ = ctx.Persist(Incremented{By: 1}, func(ev any) {
+		_ = persistence.Persist(ctx, Incremented{By: 1}, func(ev Incremented) {
 			c.apply(ev)
 			ctx.Respond(c.count)
 		})
 	case decrement:
-		_ = ctx.Persist(Decremented{By: 1}, func(ev any) {
+		_ = persistence.Persist(ctx, Decremented{By: 1}, func(ev Decremented) {
 			c.apply(ev)
 			ctx.Respond(c.count)
 		})
@@ -120,8 +120,8 @@ func run(dir, id string, inc, dec int, idle time.Duration) error {
 	}
 	// The system closes the store once its actors have stopped.
 	defer func() { _ = sys.Shutdown(context.Background()) }()
-	settings := persistence.Settings{Journal: store, Snapshots: store, Registry: reg, CloseOnShutdown: true}
-	if err := persistence.Setup(sys, settings); err != nil {
+	cfg := persistence.Config{Journal: store, Snapshots: store, Registry: reg, CloseOnShutdown: true}
+	if _, err := persistence.Start(sys, cfg); err != nil {
 		_ = store.Close()
 		return err
 	}

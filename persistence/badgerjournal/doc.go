@@ -2,10 +2,18 @@
 // persistence.Journal and persistence.SnapshotStore in one embedded badger
 // (github.com/dgraph-io/badger/v4) database.
 //
-// Open one Store per directory and give it to the persistence settings as
-// both journal and snapshot store. Open fails with ErrLocked when another
-// open store, in this process or another, holds the directory. Close stops
-// the writer, waits for the writes queued, and closes the database.
+// Open one Store per directory and give it to persistence.Config as both
+// journal and snapshot store. Open fails with ErrLocked when another open
+// store, in this process or another, holds the directory. Close stops the
+// writer, waits for the writes queued, and closes the database.
+//
+// # After a crash
+//
+// A crash (kill -9, power loss) can leave an empty memtable or value-log file
+// that badger refuses to open (badger issue 2207). Such a file holds no data,
+// so Open removes it and logs a warning naming it. Open never repairs a file
+// that may hold acknowledged events: an empty table or manifest, or any other
+// file badger refuses, fails Open with ErrDamaged, naming the file and the fix.
 //
 // # Group commit
 //

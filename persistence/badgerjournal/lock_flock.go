@@ -8,22 +8,24 @@ import (
 	"syscall"
 )
 
-// probeLock reports ErrLocked when another open database holds dir's lock.
-// Badger takes an exclusive flock on the directory; probeLock tries to take
-// the same lock without blocking and releases it at once, so badger can take
-// it next. Badger's own failure remains the authority (see isLockError):
-// this probe only makes the common case independent of badger's message.
-func probeLock(dir string) error {
+// withDirLock runs fn holding dir's lock, and reports ErrLocked when another open
+// database holds it. Badger takes an exclusive flock on the directory; withDirLock
+// takes the same lock without blocking and releases it after fn, so badger can take
+// it next, and so that nothing repairs files of a database another process has open.
+// Badger's own failure remains the authority (see isLockError): this only makes the
+// common case independent of badger's message.
+func withDirLock(dir string, fn func() error) error {
 	f, err := os.Open(dir)
 	if err != nil {
-		return nil // badger will report it
+		return fn() // badger will report it
 	}
 	defer f.Close()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return ErrLocked
 		}
-		return nil
+		return fn()
 	}
-	return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	defer func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }()
+	return fn()
 }

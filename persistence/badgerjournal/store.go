@@ -25,6 +25,12 @@ var (
 	// ErrIncompatibleFormat reports a database written by a version of this
 	// package with another storage format.
 	ErrIncompatibleFormat = errors.New("badgerjournal: incompatible storage format")
+
+	// ErrDamaged reports a database badger refuses to open because of a damaged
+	// file that Open cannot repair without risking acknowledged events. The error
+	// names the file and the fix. (Empty log files, which a crash can leave and
+	// which hold no data, are repaired: see Open.)
+	ErrDamaged = errors.New("badgerjournal: database damaged")
 )
 
 // Store is a persistence.Journal and a persistence.SnapshotStore in one
@@ -53,6 +59,11 @@ var (
 // Open opens (or creates) the database in opts.Dir and starts its writer.
 // It fails with an error wrapping ErrLocked when another open database holds
 // the directory, and never panics on a bad directory.
+//
+// A crash can leave an empty memtable or value-log file, which badger refuses
+// to open (badger issue 2207). Such a file holds no data, so Open removes it and
+// logs the file at warn level. Any other file badger refuses fails Open with an
+// error wrapping ErrDamaged that names the file and the fix.
 func Open(opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -61,8 +72,11 @@ func Open(opts Options) (*Store, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("badgerjournal: %w", err)
 	}
-	if err := probeLock(opts.Dir); err != nil {
-		return nil, fmt.Errorf("%w: %s", err, opts.Dir)
+	if err := withDirLock(opts.Dir, func() error { return repairEmptyLogs(opts.Dir, opts.Logger) }); err != nil {
+		if errors.Is(err, ErrLocked) {
+			return nil, fmt.Errorf("%w: %s", err, opts.Dir)
+		}
+		return nil, err
 	}
 	bo := badger.DefaultOptions(opts.Dir).
 		WithSyncWrites(opts.Durability == SyncEachBatch).
@@ -84,6 +98,9 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		if isLockError(err) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrLocked, opts.Dir, err)
+		}
+		if derr := explainOpenError(opts.Dir, err); derr != nil {
+			return nil, derr
 		}
 		return nil, fmt.Errorf("badgerjournal: open %s: %w", opts.Dir, err)
 	}

@@ -1,0 +1,77 @@
+package persistence_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/persistence"
+	"github.com/troupe-go/troupe/persistence/memjournal"
+	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/testkit"
+)
+
+func TestConfigValidate(t *testing.T) {
+	store := memjournal.New()
+	t.Cleanup(func() { _ = store.Close() })
+	reg := serialization.NewRegistry()
+	valid := persistence.Config{Journal: store, Registry: reg}
+	tests := []struct {
+		name  string
+		edit  func(*persistence.Config)
+		valid bool
+	}{
+		{"zero values mean defaults", func(*persistence.Config) {}, true},
+		{"everything set", func(c *persistence.Config) {
+			c.Snapshots, c.ReplayBatch, c.RecoveryEventTimeout = store, 10, time.Second
+			c.JournalBreaker = persistence.BreakerConfig{MaxFailures: -1, CallTimeout: time.Second, ResetTimeout: time.Second}
+		}, true},
+		{"no journal", func(c *persistence.Config) { c.Journal = nil }, false},
+		{"no registry", func(c *persistence.Config) { c.Registry = nil }, false},
+		{"negative replay batch", func(c *persistence.Config) { c.ReplayBatch = -1 }, false},
+		{"negative event timeout", func(c *persistence.Config) { c.RecoveryEventTimeout = -time.Second }, false},
+		{"negative call timeout", func(c *persistence.Config) { c.JournalBreaker.CallTimeout = -1 }, false},
+		{"negative reset timeout", func(c *persistence.Config) { c.SnapshotBreaker.ResetTimeout = -1 }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := valid
+			tc.edit(&c)
+			err := c.Validate()
+			if tc.valid && err != nil {
+				t.Fatal(err)
+			}
+			if !tc.valid && !errors.Is(err, persistence.ErrInvalidConfig) {
+				t.Fatalf("error %v does not wrap ErrInvalidConfig", err)
+			}
+		})
+	}
+}
+
+func TestStartAndGet(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	if p := persistence.Get(sys); p != nil {
+		t.Fatalf("Get before Start: %p", p)
+	}
+	store := memjournal.New()
+	t.Cleanup(func() { _ = store.Close() })
+	if _, err := persistence.Start(sys, persistence.Config{Journal: store}); !errors.Is(err, persistence.ErrInvalidConfig) {
+		t.Fatalf("Start with an invalid config: %v", err)
+	}
+	if p := persistence.Get(sys); p != nil {
+		t.Fatalf("Get after a failed Start: %p", p)
+	}
+	p, err := persistence.Start(sys, persistence.Config{Journal: store, Registry: serialization.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := persistence.Get(sys); got != p {
+		t.Fatalf("Get returned %p; Start returned %p", got, p)
+	}
+	if _, err := persistence.Start(sys, persistence.Config{Journal: store, Registry: serialization.NewRegistry()}); !errors.Is(err, persistence.ErrAlreadyStarted) {
+		t.Fatalf("second Start: %v", err)
+	}
+	if st := p.Stats(); st != (persistence.Stats{}) {
+		t.Fatalf("fresh stats %+v", st)
+	}
+}
