@@ -17,6 +17,7 @@ import (
 // does):
 //
 //	ddata.GCounter, ddata.PNCounter, ddata.Flag, ddata.VersionVector
+//	ddata.Envelope (the replicator's own: a value with its pruning state)
 //	ddata.GSet.{string,int,int64}, ddata.ORSet.{string,int,int64}
 //	ddata.LWWRegister.{string,int,int64,bool,float64,bytes}
 //	ddata.ORMap.string.{GCounter,PNCounter,Flag,ORSet.string,LWWRegister.string}
@@ -33,6 +34,7 @@ func RegisterTypes(reg *serialization.Registry) error {
 		serialization.Register[*PNCounterDelta](reg, "ddata.PNCounter.delta"),
 		serialization.Register[*Flag](reg, "ddata.Flag"),
 		serialization.Register[*VersionVector](reg, "ddata.VersionVector"),
+		serialization.Register[*envelopeWire](reg, envelopeManifest),
 
 		RegisterGSet[string](reg, "ddata.GSet.string"),
 		RegisterGSet[int](reg, "ddata.GSet.int"),
