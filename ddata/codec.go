@@ -17,6 +17,9 @@ const (
 	maxNodes = 1 << 16
 	// maxAddrLen is the longest node address accepted.
 	maxAddrLen = 1024
+	// maxSeq is the largest dot or version accepted, so that a hostile peer
+	// cannot push a node's counter to where the next increment would wrap.
+	maxSeq = 1 << 62
 )
 
 // invalid returns an error wrapping ErrInvalidData.
@@ -57,7 +60,7 @@ func decodeNodeFields(dec *msgpack.Decoder) (cluster.UniqueAddress, error) {
 	if addr == "" || len(addr) > maxAddrLen {
 		return cluster.UniqueAddress{}, invalid("node address of %d bytes", len(addr))
 	}
-	uid, err := dec.DecodeUint64()
+	uid, err := decodeUint(dec)
 	if err != nil {
 		return cluster.UniqueAddress{}, err
 	}
@@ -96,7 +99,8 @@ func (w *canonWriter) WriteString(s string) (int, error) {
 }
 
 // canonEncoder encodes user values (elements, keys, register values, map values)
-// the same way every time: compact integers and string-keyed maps in sorted order.
+// the same way every time: compact integers, and (through canonicalize) every map's
+// entries in the order of their encoded keys.
 type canonEncoder struct {
 	w   canonWriter
 	enc *msgpack.Encoder
@@ -125,6 +129,13 @@ func appendCanonical(dst []byte, v any) (out []byte, err error) {
 	}
 	out, c.w.b = c.w.b, nil
 	canonPool.Put(c)
+	value, err := canonicalize(out[len(dst):])
+	if err != nil {
+		return dst, err
+	}
+	if len(value) > 0 && &value[0] != &out[len(dst)] {
+		out = append(out[:len(dst)], value...)
+	}
 	return out, nil
 }
 
@@ -167,4 +178,24 @@ func sortedByEncoding[E any](items []E) (order []int, encs [][]byte, err error) 
 		}
 	}
 	return order, encs, nil
+}
+
+// decodeUint reads an unsigned integer. msgpack's decoder would turn a negative
+// integer into a huge unsigned one; here it is invalid.
+func decodeUint(dec *msgpack.Decoder) (uint64, error) {
+	c, err := dec.PeekCode()
+	if err != nil {
+		return 0, err
+	}
+	if c >= 0xe0 || (c >= 0xd0 && c <= 0xd3) {
+		n, err := dec.DecodeInt64()
+		if err != nil {
+			return 0, err
+		}
+		if n < 0 {
+			return 0, invalid("negative number %d", n)
+		}
+		return uint64(n), nil
+	}
+	return dec.DecodeUint64()
 }

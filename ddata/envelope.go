@@ -220,7 +220,6 @@ func (e *envelope) dropObsolete(now time.Time) []cluster.UniqueAddress {
 // RegisterTypes. Lists are sorted by node so that equal envelopes encode alike.
 type envelopeWire struct {
 	//lint:ignore U1000 msgpack reads the tag: encode as an array
-	//lint:ignore U1000 msgpack reads the tag: encode as an array
 	_msgpack      struct{} `msgpack:",as_array"`
 	Deleted       bool
 	Manifest      string
@@ -230,7 +229,6 @@ type envelopeWire struct {
 }
 
 type pruningWire struct {
-	//lint:ignore U1000 msgpack reads the tag: encode as an array
 	//lint:ignore U1000 msgpack reads the tag: encode as an array
 	_msgpack   struct{} `msgpack:",as_array"`
 	Removed    nodeWire

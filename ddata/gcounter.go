@@ -162,7 +162,7 @@ func (c *GCounter) EncodeMsgpack(enc *msgpack.Encoder) error { return encodeCoun
 
 // DecodeMsgpack reads what EncodeMsgpack wrote and checks it.
 func (c *GCounter) DecodeMsgpack(dec *msgpack.Decoder) error {
-	m, err := decodeCounts(dec)
+	m, err := decodeCounts(dec, math.MaxUint64)
 	if err != nil {
 		return err
 	}
@@ -215,7 +215,7 @@ func (d *GCounterDelta) EncodeMsgpack(enc *msgpack.Encoder) error {
 
 // DecodeMsgpack reads what EncodeMsgpack wrote and checks it.
 func (d *GCounterDelta) DecodeMsgpack(dec *msgpack.Decoder) error {
-	m, err := decodeCounts(dec)
+	m, err := decodeCounts(dec, math.MaxUint64)
 	if err != nil {
 		return err
 	}

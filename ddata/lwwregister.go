@@ -151,7 +151,7 @@ func (r *LWWRegister[T]) DecodeMsgpack(dec *msgpack.Decoder) error {
 	if len(addr) > maxAddrLen {
 		return invalid("node address of %d bytes", len(addr))
 	}
-	uid, err := dec.DecodeUint64()
+	uid, err := decodeUint(dec)
 	if err != nil {
 		return err
 	}

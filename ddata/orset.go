@@ -554,11 +554,11 @@ func (s *ORSet[E]) decodeBody(dec *msgpack.Decoder) ([]E, error) {
 			return nil, invalid("ORSet nodes not in strictly increasing order")
 		}
 		out.nodes.id(node)
-		if out.vv[i], err = dec.DecodeUint64(); err != nil {
+		if out.vv[i], err = decodeUint(dec); err != nil {
 			return nil, err
 		}
-		if out.vv[i] == 0 {
-			return nil, invalid("ORSet version 0 for %v", node)
+		if out.vv[i] == 0 || out.vv[i] > maxSeq {
+			return nil, invalid("ORSet version %d for %v", out.vv[i], node)
 		}
 	}
 	m, err := dec.DecodeArrayLen()
@@ -592,7 +592,7 @@ func (s *ORSet[E]) decodeBody(dec *msgpack.Decoder) ([]E, error) {
 			if err != nil {
 				return nil, err
 			}
-			seq, err := dec.DecodeUint64()
+			seq, err := decodeUint(dec)
 			if err != nil {
 				return nil, err
 			}

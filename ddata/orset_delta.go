@@ -270,12 +270,12 @@ func decodeDot(dec *msgpack.Decoder, nodes []cluster.UniqueAddress) (nodeDot, er
 	if p < 0 || p >= len(nodes) {
 		return nodeDot{}, invalid("dot names node %d of %d", p, len(nodes))
 	}
-	seq, err := dec.DecodeUint64()
+	seq, err := decodeUint(dec)
 	if err != nil {
 		return nodeDot{}, err
 	}
-	if seq == 0 {
-		return nodeDot{}, invalid("dot with seq 0")
+	if seq == 0 || seq > maxSeq {
+		return nodeDot{}, invalid("dot with seq %d", seq)
 	}
 	return nodeDot{node: nodes[p], seq: seq}, nil
 }

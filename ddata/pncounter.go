@@ -180,10 +180,10 @@ func decodeCountPair(dec *msgpack.Decoder) (p, n map[cluster.UniqueAddress]uint6
 	if _, err = decodeLen(dec, "PNCounter", 2, 2); err != nil {
 		return nil, nil, err
 	}
-	if p, err = decodeCounts(dec); err != nil {
+	if p, err = decodeCounts(dec, math.MaxUint64); err != nil {
 		return nil, nil, err
 	}
-	if n, err = decodeCounts(dec); err != nil {
+	if n, err = decodeCounts(dec, math.MaxUint64); err != nil {
 		return nil, nil, err
 	}
 	return p, n, nil

@@ -154,7 +154,7 @@ func (vv *VersionVector) EncodeMsgpack(enc *msgpack.Encoder) error {
 
 // DecodeMsgpack reads what EncodeMsgpack wrote and checks it.
 func (vv *VersionVector) DecodeMsgpack(dec *msgpack.Decoder) error {
-	m, err := decodeCounts(dec)
+	m, err := decodeCounts(dec, maxSeq)
 	if err != nil {
 		return err
 	}
@@ -193,8 +193,8 @@ func encodeCounts(enc *msgpack.Encoder, m map[cluster.UniqueAddress]uint64) erro
 }
 
 // decodeCounts reads what encodeCounts wrote: nodes strictly increasing, counts
-// above zero.
-func decodeCounts(dec *msgpack.Decoder) (map[cluster.UniqueAddress]uint64, error) {
+// from 1 to most.
+func decodeCounts(dec *msgpack.Decoder, most uint64) (map[cluster.UniqueAddress]uint64, error) {
 	n, err := decodeLen(dec, "counts", 0, maxNodes)
 	if err != nil {
 		return nil, err
@@ -216,12 +216,12 @@ func decodeCounts(dec *msgpack.Decoder) (map[cluster.UniqueAddress]uint64, error
 			return nil, invalid("nodes not in strictly increasing order")
 		}
 		prev = node
-		x, err := dec.DecodeUint64()
+		x, err := decodeUint(dec)
 		if err != nil {
 			return nil, err
 		}
-		if x == 0 {
-			return nil, invalid("zero count for %v", node)
+		if x == 0 || x > most {
+			return nil, invalid("count %d for %v", x, node)
 		}
 		m[node] = x
 	}
