@@ -48,6 +48,13 @@ type deltaSend struct {
 // deltas of each key 1, 2, 3, ..., and every propagation tick picks a few nodes
 // round-robin and builds, per node, the deltas of each key it has not been sent, as
 // one composed delta per key with its sequence range.
+//
+// The replicator may take a key's delta after every update (as Akka does, about
+// 600 ns and 3 allocations per GCounter increment here) or, for WriteLocal
+// updates, mark the key and take its delta once per propagation tick (about 100 ns
+// and no allocation per increment: BenchmarkGCounterIncrement). Before a write
+// with another consistency level, take the key's pending delta first, so that what
+// the write sends is numbered.
 type deltaPropagation struct {
 	maxDeltaSize int
 	nodes        []cluster.UniqueAddress // the other nodes, sorted

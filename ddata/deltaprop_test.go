@@ -8,7 +8,7 @@ import (
 )
 
 func gcDelta(node cluster.UniqueAddress, v uint64) Delta {
-	return &GCounterDelta{entries: map[cluster.UniqueAddress]uint64{node: v}}
+	return &GCounterDelta{entries: []nodeCount{{node: node, n: v}}}
 }
 
 func orAdd(node cluster.UniqueAddress, seq uint64, e string) Delta {

@@ -19,7 +19,13 @@ import (
 // update plus one for the delta.
 type GCounter struct {
 	state map[cluster.UniqueAddress]uint64
-	delta map[cluster.UniqueAddress]uint64 // entries changed since the last TakeDelta
+	delta []nodeCount // entries changed since the last TakeDelta, usually one
+}
+
+// nodeCount is one node's count.
+type nodeCount struct {
+	node cluster.UniqueAddress
+	n    uint64
 }
 
 // NewGCounter returns a counter at 0.
@@ -39,10 +45,13 @@ func (c *GCounter) Increment(node cluster.UniqueAddress, n uint64) {
 		x = math.MaxUint64
 	}
 	c.state[node] = x
-	if c.delta == nil {
-		c.delta = make(map[cluster.UniqueAddress]uint64, 1)
+	for i := range c.delta {
+		if c.delta[i].node == node {
+			c.delta[i].n = x
+			return
+		}
 	}
-	c.delta[node] = x
+	c.delta = append(c.delta, nodeCount{node: node, n: x})
 }
 
 // Value returns the sum of all nodes' counts, saturated at math.MaxUint64 (see
@@ -69,16 +78,25 @@ func (c *GCounter) BigValue() *big.Int {
 }
 
 // Merge keeps, per node, the larger count of the receiver and o.
-func (c *GCounter) Merge(o *GCounter) { c.mergeCounts(o.state) }
+func (c *GCounter) Merge(o *GCounter) {
+	for n, x := range o.state {
+		c.raise(n, x)
+	}
+}
 
-func (c *GCounter) mergeCounts(m map[cluster.UniqueAddress]uint64) {
-	for n, x := range m {
-		if x > c.state[n] {
-			if c.state == nil {
-				c.state = make(map[cluster.UniqueAddress]uint64, len(m))
-			}
-			c.state[n] = x
+// raise sets node's count to x if x is larger.
+func (c *GCounter) raise(node cluster.UniqueAddress, x uint64) {
+	if x > c.state[node] {
+		if c.state == nil {
+			c.state = make(map[cluster.UniqueAddress]uint64)
 		}
+		c.state[node] = x
+	}
+}
+
+func (c *GCounter) mergeCounts(counts []nodeCount) {
+	for _, e := range counts {
+		c.raise(e.node, e.n)
 	}
 }
 
@@ -158,22 +176,45 @@ func (c *GCounter) Prune(removed, into cluster.UniqueAddress) {
 func (c *GCounter) PruningCleanup(removed cluster.UniqueAddress) { delete(c.state, removed) }
 
 // EncodeMsgpack writes [[addr, uid, count]...] in node order.
-func (c *GCounter) EncodeMsgpack(enc *msgpack.Encoder) error { return encodeCounts(enc, c.state) }
+func (c *GCounter) EncodeMsgpack(enc *msgpack.Encoder) error {
+	return encodeCounts(enc, countsOf(c.state))
+}
 
 // DecodeMsgpack reads what EncodeMsgpack wrote and checks it.
 func (c *GCounter) DecodeMsgpack(dec *msgpack.Decoder) error {
-	m, err := decodeCounts(dec, math.MaxUint64)
+	counts, err := decodeCounts(dec, math.MaxUint64)
 	if err != nil {
 		return err
 	}
-	*c = GCounter{state: m}
+	*c = GCounter{state: countMap(counts)}
 	return nil
+}
+
+// countsOf returns a count map as a slice (unsorted).
+func countsOf(m map[cluster.UniqueAddress]uint64) []nodeCount {
+	out := make([]nodeCount, 0, len(m))
+	for n, x := range m {
+		out = append(out, nodeCount{node: n, n: x})
+	}
+	return out
+}
+
+// countMap returns counts as a map, nil when empty.
+func countMap(counts []nodeCount) map[cluster.UniqueAddress]uint64 {
+	if len(counts) == 0 {
+		return nil
+	}
+	m := make(map[cluster.UniqueAddress]uint64, len(counts))
+	for _, e := range counts {
+		m[e.node] = e.n
+	}
+	return m
 }
 
 // GCounterDelta is the delta of a GCounter: the new counts of the nodes that
 // incremented. It is not causal: applying it twice, or out of order, is harmless.
 type GCounterDelta struct {
-	entries map[cluster.UniqueAddress]uint64
+	entries []nodeCount // one per node
 }
 
 // Compose keeps, per node, the larger count.
@@ -185,16 +226,18 @@ func (d *GCounterDelta) Compose(later Delta) (Delta, error) {
 	return &GCounterDelta{entries: maxCounts(d.entries, l.entries)}, nil
 }
 
-// maxCounts returns a new map with the per-node maximum of a and b.
-func maxCounts(a, b map[cluster.UniqueAddress]uint64) map[cluster.UniqueAddress]uint64 {
-	m := make(map[cluster.UniqueAddress]uint64, len(a)+len(b))
-	for n, x := range a {
-		m[n] = x
-	}
-	for n, x := range b {
-		if x > m[n] {
-			m[n] = x
+// maxCounts returns a new slice with the per-node maximum of a and b.
+func maxCounts(a, b []nodeCount) []nodeCount {
+	m := slices.Clone(a)
+next:
+	for _, e := range b {
+		for i := range m {
+			if m[i].node == e.node {
+				m[i].n = max(m[i].n, e.n)
+				continue next
+			}
 		}
+		m = append(m, e)
 	}
 	return m
 }
@@ -215,10 +258,10 @@ func (d *GCounterDelta) EncodeMsgpack(enc *msgpack.Encoder) error {
 
 // DecodeMsgpack reads what EncodeMsgpack wrote and checks it.
 func (d *GCounterDelta) DecodeMsgpack(dec *msgpack.Decoder) error {
-	m, err := decodeCounts(dec, math.MaxUint64)
+	counts, err := decodeCounts(dec, math.MaxUint64)
 	if err != nil {
 		return err
 	}
-	d.entries = m
+	d.entries = counts
 	return nil
 }

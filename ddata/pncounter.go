@@ -153,7 +153,7 @@ func (c *PNCounter) PruningCleanup(removed cluster.UniqueAddress) {
 
 // EncodeMsgpack writes [increments, decrements], each like a GCounter.
 func (c *PNCounter) EncodeMsgpack(enc *msgpack.Encoder) error {
-	return encodeCountPair(enc, c.p.state, c.n.state)
+	return encodeCountPair(enc, countsOf(c.p.state), countsOf(c.n.state))
 }
 
 // DecodeMsgpack reads what EncodeMsgpack wrote and checks it.
@@ -162,11 +162,11 @@ func (c *PNCounter) DecodeMsgpack(dec *msgpack.Decoder) error {
 	if err != nil {
 		return err
 	}
-	*c = PNCounter{p: GCounter{state: p}, n: GCounter{state: n}}
+	*c = PNCounter{p: GCounter{state: countMap(p)}, n: GCounter{state: countMap(n)}}
 	return nil
 }
 
-func encodeCountPair(enc *msgpack.Encoder, p, n map[cluster.UniqueAddress]uint64) error {
+func encodeCountPair(enc *msgpack.Encoder, p, n []nodeCount) error {
 	if err := enc.EncodeArrayLen(2); err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ func encodeCountPair(enc *msgpack.Encoder, p, n map[cluster.UniqueAddress]uint64
 	return encodeCounts(enc, n)
 }
 
-func decodeCountPair(dec *msgpack.Decoder) (p, n map[cluster.UniqueAddress]uint64, err error) {
+func decodeCountPair(dec *msgpack.Decoder) (p, n []nodeCount, err error) {
 	if _, err = decodeLen(dec, "PNCounter", 2, 2); err != nil {
 		return nil, nil, err
 	}
@@ -191,7 +191,7 @@ func decodeCountPair(dec *msgpack.Decoder) (p, n map[cluster.UniqueAddress]uint6
 
 // PNCounterDelta is the delta of a PNCounter. It is not causal.
 type PNCounterDelta struct {
-	p, n map[cluster.UniqueAddress]uint64
+	p, n []nodeCount
 }
 
 // Compose keeps, per node, the larger counts.

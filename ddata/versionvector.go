@@ -149,43 +149,38 @@ func (vv *VersionVector) PruningCleanup(removed cluster.UniqueAddress) {
 
 // EncodeMsgpack writes [[addr, uid, version]...] in node order.
 func (vv *VersionVector) EncodeMsgpack(enc *msgpack.Encoder) error {
-	return encodeCounts(enc, vv.v)
+	return encodeCounts(enc, countsOf(vv.v))
 }
 
 // DecodeMsgpack reads what EncodeMsgpack wrote and checks it.
 func (vv *VersionVector) DecodeMsgpack(dec *msgpack.Decoder) error {
-	m, err := decodeCounts(dec, maxSeq)
+	counts, err := decodeCounts(dec, maxSeq)
 	if err != nil {
 		return err
 	}
-	vv.v = m
+	vv.v = countMap(counts)
 	return nil
 }
 
-// encodeCounts writes a per-node count map as [[addr, uid, n]...] in node order,
-// leaving out zero counts.
-func encodeCounts(enc *msgpack.Encoder, m map[cluster.UniqueAddress]uint64) error {
-	nodes := make([]cluster.UniqueAddress, 0, len(m))
-	for n, x := range m {
-		if x != 0 {
-			nodes = append(nodes, n)
-		}
-	}
-	sortNodes(nodes)
-	if err := enc.EncodeArrayLen(len(nodes)); err != nil {
+// encodeCounts writes per-node counts as [[addr, uid, n]...] in node order, leaving
+// out zero counts. counts is not changed.
+func encodeCounts(enc *msgpack.Encoder, counts []nodeCount) error {
+	counts = slices.DeleteFunc(slices.Clone(counts), func(e nodeCount) bool { return e.n == 0 })
+	slices.SortFunc(counts, func(a, b nodeCount) int { return compareNodes(a.node, b.node) })
+	if err := enc.EncodeArrayLen(len(counts)); err != nil {
 		return err
 	}
-	for _, n := range nodes {
+	for _, e := range counts {
 		if err := enc.EncodeArrayLen(3); err != nil {
 			return err
 		}
-		if err := enc.EncodeString(n.Addr); err != nil {
+		if err := enc.EncodeString(e.node.Addr); err != nil {
 			return err
 		}
-		if err := enc.EncodeUint(n.UID); err != nil {
+		if err := enc.EncodeUint(e.node.UID); err != nil {
 			return err
 		}
-		if err := enc.EncodeUint(m[n]); err != nil {
+		if err := enc.EncodeUint(e.n); err != nil {
 			return err
 		}
 	}
@@ -194,16 +189,12 @@ func encodeCounts(enc *msgpack.Encoder, m map[cluster.UniqueAddress]uint64) erro
 
 // decodeCounts reads what encodeCounts wrote: nodes strictly increasing, counts
 // from 1 to most.
-func decodeCounts(dec *msgpack.Decoder, most uint64) (map[cluster.UniqueAddress]uint64, error) {
+func decodeCounts(dec *msgpack.Decoder, most uint64) ([]nodeCount, error) {
 	n, err := decodeLen(dec, "counts", 0, maxNodes)
 	if err != nil {
 		return nil, err
 	}
-	var m map[cluster.UniqueAddress]uint64
-	if n > 0 {
-		m = make(map[cluster.UniqueAddress]uint64, n)
-	}
-	var prev cluster.UniqueAddress
+	counts := make([]nodeCount, 0, n)
 	for i := range n {
 		if _, err := decodeLen(dec, "count", 3, 3); err != nil {
 			return nil, err
@@ -212,10 +203,9 @@ func decodeCounts(dec *msgpack.Decoder, most uint64) (map[cluster.UniqueAddress]
 		if err != nil {
 			return nil, err
 		}
-		if i > 0 && compareNodes(prev, node) >= 0 {
+		if i > 0 && compareNodes(counts[i-1].node, node) >= 0 {
 			return nil, invalid("nodes not in strictly increasing order")
 		}
-		prev = node
 		x, err := decodeUint(dec)
 		if err != nil {
 			return nil, err
@@ -223,7 +213,7 @@ func decodeCounts(dec *msgpack.Decoder, most uint64) (map[cluster.UniqueAddress]
 		if x == 0 || x > most {
 			return nil, invalid("count %d for %v", x, node)
 		}
-		m[node] = x
+		counts = append(counts, nodeCount{node: node, n: x})
 	}
-	return m, nil
+	return counts, nil
 }
