@@ -36,7 +36,7 @@ type fanout struct {
 
 // newFanout picks the nodes for level l among peers: the fewest needed first
 // (reachable before unreachable, each group shuffled by rng, or in node order when
-// ordered), then up to maxSecondaryNodes more for after timeout/5.
+// ordered or rng is nil), then up to maxSecondaryNodes more for after timeout/5.
 func newFanout(l level, peers []peer, ordered bool, rng *rand.Rand, now time.Time) fanout {
 	var reachable, unreachable []cluster.UniqueAddress
 	for _, p := range peers {

@@ -57,7 +57,8 @@ type ReplicatedData interface {
 	// fail.
 	MergeData(other ReplicatedData) error
 
-	// CloneData returns an independent deep copy of the receiver's state.
+	// CloneData returns an independent deep copy of the receiver's state, of
+	// the receiver's dynamic type.
 	CloneData() ReplicatedData
 }
 
