@@ -9,6 +9,7 @@ require (
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.28.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (
