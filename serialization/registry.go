@@ -248,7 +248,7 @@ func (r *Registry) entryOf(v any) (*entry, error) {
 }
 
 func encodeError(e *entry, v any, err error) error {
-	return fmt.Errorf("%w: %v as %q: %v", ErrEncode, reflect.TypeOf(v), e.name, err)
+	return fmt.Errorf("%w: %v as %q: %w", ErrEncode, reflect.TypeOf(v), e.name, err)
 }
 
 func encode(s *encState, dst []byte, v any, ctx any) (out []byte, err error) {
@@ -340,11 +340,11 @@ func (r *Registry) UnmarshalContext(manifest string, data []byte, ctx any) (any,
 // decodeEntry checks data and decodes it as the type of e, in its registered shape.
 func decodeEntry(e *entry, s *decState, data []byte, ctx any) (any, error) {
 	if err := checkWellFormed(data); err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrDecode, e.name, err)
+		return nil, fmt.Errorf("%w: %q: %w", ErrDecode, e.name, err)
 	}
 	p := reflect.New(e.base)
 	if err := decode(s, data, p, ctx); err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrDecode, e.name, err)
+		return nil, fmt.Errorf("%w: %q: %w", ErrDecode, e.name, err)
 	}
 	if e.ptr {
 		return p.Interface(), nil
