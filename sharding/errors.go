@@ -34,12 +34,7 @@ var (
 	// errStrategy: the allocation strategy failed or chose a region that cannot host.
 	errStrategy = errors.New("sharding: allocation strategy gave no usable answer")
 
-	// errShardHomeConflict: a region that hosts a shard is told the shard lives
-	// elsewhere. Coordinator and region disagree; the region's shell must fail loudly.
-	errShardHomeConflict = errors.New("sharding: region hosts a shard the coordinator placed elsewhere")
 
-	// errProxyHost: a proxy-only region was asked to host a shard.
-	errProxyHost = errors.New("sharding: proxy-only region asked to host a shard")
 
 	// errStopShardsRemembered: StopShards is refused when remember-entities is on.
 	errStopShardsRemembered = errors.New("sharding: stop shards cannot be combined with remember-entities")
@@ -47,13 +42,6 @@ var (
 	// errHandOffTimeout: a rebalance or shutdown hand-off did not finish in time.
 	errHandOffTimeout = errors.New("sharding: shard hand-off timed out")
 
-	// errEntityState: an input that does not fit an entity's state (a stop from an
-	// unknown entity, a passivation of an entity that is not running).
-	errEntityState = errors.New("sharding: unexpected entity state")
 
-	// errForcedStop: hand-off stop message not obeyed in time; entities stopped hard.
-	errForcedStop = errors.New("sharding: entities did not stop after the hand-off stop message")
 
-	// errStoppedLoss: a region stopped with messages it could not deliver.
-	errStoppedLoss = errors.New("sharding: region stopped with undelivered messages")
 )
