@@ -34,14 +34,9 @@ var (
 	// errStrategy: the allocation strategy failed or chose a region that cannot host.
 	errStrategy = errors.New("sharding: allocation strategy gave no usable answer")
 
-
-
 	// errStopShardsRemembered: StopShards is refused when remember-entities is on.
 	errStopShardsRemembered = errors.New("sharding: stop shards cannot be combined with remember-entities")
 
 	// errHandOffTimeout: a rebalance or shutdown hand-off did not finish in time.
 	errHandOffTimeout = errors.New("sharding: shard hand-off timed out")
-
-
-
 )
