@@ -169,8 +169,9 @@ type coordinator struct {
 	graceful          map[RegionID]bool // regions shutting down gracefully
 	terminating       map[RegionID]bool // regions whose removal waits (margin) or is being stored
 	workers           map[ShardID]*handOffWorker
-	unacked           map[ShardID]RegionID // HostShard sent, ShardStarted not yet received
-	predecessor       map[ShardID]RegionID // region holding messages for the shard's next home
+	unacked           map[ShardID]RegionID              // HostShard sent, ShardStarted not yet received
+	predecessor       map[ShardID]RegionID              // region holding messages for the shard's next home
+	successor         map[ShardID]map[RegionID]RegionID // predecessor -> the home that followed it
 	stopWaiters       map[ShardID][]stopWaiter
 	nextRequest       uint64
 	preparingShutdown bool
@@ -215,6 +216,7 @@ func newCoordinator(cfg coordSettings, strategy AllocationStrategy) *coordinator
 		workers:     map[ShardID]*handOffWorker{},
 		unacked:     map[ShardID]RegionID{},
 		predecessor: map[ShardID]RegionID{},
+		successor:   map[ShardID]map[RegionID]RegionID{},
 		stopWaiters: map[ShardID][]stopWaiter{},
 		timers:      timerSet{},
 	}
@@ -269,7 +271,20 @@ func (c *coordinator) step(in coordInput) coordDecisions {
 // state change; it reports whether it did.
 func (c *coordinator) answerWhilePending(in inRegionMsg) bool {
 	m, ok := in.Msg.(msgGetShardHome)
-	return ok && c.answerKnown(in.From, m.Shard)
+	return ok && (c.answerHandOver(in.From, m) || c.answerKnown(in.From, m.Shard))
+}
+
+// answerHandOver tells a region that owes a hand-over where to deliver it, when the
+// region that followed it is known; it reports whether it did.
+func (c *coordinator) answerHandOver(from RegionID, m msgGetShardHome) bool {
+	if !m.HandOver || from == "" {
+		return false
+	}
+	next, ok := c.successor[m.Shard][from]
+	if ok {
+		c.send(from, msgHandOverTo{Shard: m.Shard, Region: next})
+	}
+	return ok
 }
 
 // drain handles queued inputs until one starts a store or none can run.
@@ -331,7 +346,9 @@ func (c *coordinator) regionMsg(in inRegionMsg) {
 	case msgRegisterProxy:
 		c.register(in.From, in.Status, in.Local, true)
 	case msgGetShardHome:
-		c.getShardHome(in.From, m.Shard)
+		if !c.answerHandOver(in.From, m) {
+			c.getShardHome(in.From, m.Shard)
+		}
 	case msgShardStarted:
 		c.shardStarted(in.From, m.Shard)
 	case msgBeginHandOffAck:
@@ -502,8 +519,26 @@ func (c *coordinator) storeDone() {
 				delete(c.predecessor, s)
 			}
 		}
+		for s, m := range c.successor {
+			delete(m, e.Region)
+			for p, next := range m {
+				if next == e.Region {
+					delete(m, p)
+				}
+			}
+			if len(m) == 0 {
+				delete(c.successor, s)
+			}
+		}
 		c.allocateRemembered()
 	case evShardHomeAllocated:
+		delete(c.successor[e.Shard], e.Region) // its own hand-over, if any, goes to itself
+		if p := c.predecessor[e.Shard]; p != "" && p != e.Region {
+			if c.successor[e.Shard] == nil {
+				c.successor[e.Shard] = map[RegionID]RegionID{}
+			}
+			c.successor[e.Shard][p] = e.Region
+		}
 		c.sendHostShard(e.Shard, e.Region)
 		for _, to := range p.requesters {
 			if to != "" {
@@ -515,7 +550,7 @@ func (c *coordinator) storeDone() {
 		c.allocateRemembered()
 		// Re-home at once, so the shard (and with remember-entities its entities) is back
 		// before the first message asks for it.
-		c.queue = append(c.queue, inRegionMsg{Msg: msgGetShardHome(e)})
+		c.queue = append(c.queue, inRegionMsg{Msg: msgGetShardHome{Shard: e.Shard}})
 	}
 }
 

@@ -88,6 +88,7 @@ func (c *coordinator) shardStopped(from RegionID, s ShardID, pending bool) {
 }
 
 func (c *coordinator) setPredecessor(s ShardID, from RegionID, pending bool) {
+	delete(c.successor[s], from) // from a hand-off before: from has been the home since
 	if pending {
 		c.predecessor[s] = from
 	} else {

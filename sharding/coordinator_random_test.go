@@ -199,7 +199,17 @@ func (w *coordWorld) act() {
 		r, ok1 := pick(rng, w.live())
 		s, ok2 := pick(rng, w.shards)
 		if ok1 && ok2 {
-			w.do(inRegionMsg{From: r, Msg: msgGetShardHome{Shard: s}}, fmt.Sprintf("get %s from %s", s, r))
+			m := msgGetShardHome{Shard: s, HandOver: rng.IntN(5) == 0}
+			if m.HandOver {
+				// Now and then a region that owes a hand-over asks, as it would.
+				for _, id := range slices.Sorted(maps.Keys(w.h.c.successor)) {
+					if p := slices.Sorted(maps.Keys(w.h.c.successor[id])); len(p) > 0 && !w.dead[p[0]] {
+						m.Shard, r = id, p[0]
+						break
+					}
+				}
+			}
+			w.do(inRegionMsg{From: r, Msg: m}, fmt.Sprintf("get %+v from %s", m, r))
 		}
 	case n < 55 && len(w.acks) > 0:
 		w.answer(&w.acks, rng.IntN(len(w.acks)))
@@ -338,6 +348,13 @@ func (w *coordWorld) sent(m coordSend) {
 		w.started = append(w.started, owed{m.to, msg.Shard})
 	case msgShardHome:
 		homeGiven(msg.Shard, msg.Region)
+	case msgHandOverTo:
+		if _, ok := c.state.regions[msg.Region]; !ok {
+			w.fail("HandOverTo names %q, which is not registered", msg.Region)
+		}
+		if msg.Region == m.to {
+			w.fail("HandOverTo tells %q to hand over to itself", m.to)
+		}
 	case msgShardHomes:
 		for _, e := range msg.Homes {
 			for _, s := range e.Shards {

@@ -667,3 +667,41 @@ func TestCoordinatorStoreStateMode(t *testing.T) {
 		t.Fatal("state changed before the store completed")
 	}
 }
+
+// A region that owes a hand-over learns where to deliver it (the region that followed
+// it), even while the shard is being handed off again; other requests wait.
+func TestCoordinatorHandOverToSuccessor(t *testing.T) {
+	h, a, b, p := rebalanceSetup(t, coordSettings{})
+	c := reg(3)
+	h.register(c)
+	h.fire(timerKey{kind: timerRebalance}) // moves s1 away from A
+	for _, r := range []RegionID{a, b, c, p} {
+		h.from(r, msgBeginHandOffAck{Shard: "s1", Region: r})
+	}
+	h.from(a, msgShardStopped{Shard: "s1", Pending: true})
+	next := h.homeOf("s1")
+	if next == a || next == "" {
+		t.Fatalf("s1 at %q", next)
+	}
+	d := h.from(a, msgGetShardHome{Shard: "s1", HandOver: true})
+	if !sent(d, a, msgHandOverTo{Shard: "s1", Region: next}) {
+		t.Fatalf("no HandOverTo: %+v", d.sends)
+	}
+	// The successor is handed off in turn: the owing region still learns it, others wait.
+	h.from(next, msgGracefulShutdownReq{})
+	if h.c.workers["s1"] == nil {
+		t.Fatal("no hand-off")
+	}
+	d = h.from(a, msgGetShardHome{Shard: "s1", HandOver: true})
+	if !sent(d, a, msgHandOverTo{Shard: "s1", Region: next}) {
+		t.Fatalf("no HandOverTo during the hand-off: %+v", d.sends)
+	}
+	h.expectNoSends(h.from(a, msgGetShardHome{Shard: "s1"}), "a plain GetShardHome during the hand-off")
+	// The successor dies before A delivered (it never acknowledged HostShard): A's
+	// hand-over goes to the shard's new home, or nowhere when that is A itself.
+	h.step(inRegionTerminated{Region: next})
+	got, ok := h.c.successor["s1"][a]
+	if home := h.homeOf("s1"); home == a && ok || home != a && got != home {
+		t.Fatalf("successor of A %q (%v), home %q", got, ok, home)
+	}
+}

@@ -34,9 +34,35 @@ var (
 	// errStrategy: the allocation strategy failed or chose a region that cannot host.
 	errStrategy = errors.New("sharding: allocation strategy gave no usable answer")
 
+	// errShardHomeConflict: a region that hosts a shard is told the shard lives
+	// elsewhere. Coordinator and region disagree; the region's shell must fail loudly.
+	errShardHomeConflict = errors.New("sharding: region hosts a shard the coordinator placed elsewhere")
+
+	// errProxyHost: a proxy-only region was asked to host a shard.
+	errProxyHost = errors.New("sharding: proxy-only region asked to host a shard")
+
+	// errNoShardID: a message whose shard (or entity) ID is empty cannot be routed.
+	errNoShardID = errors.New("sharding: message without a shard or entity id")
+
+	// errHandOverWait: a new home waited in vain for its predecessor's messages.
+	errHandOverWait = errors.New("sharding: predecessor's hand-over did not arrive in time")
+
+	// errStoppedLoss: a region or shard stopped with messages it could not deliver.
+	errStoppedLoss = errors.New("sharding: stopped with undelivered messages")
+
 	// errStopShardsRemembered: StopShards is refused when remember-entities is on.
 	errStopShardsRemembered = errors.New("sharding: stop shards cannot be combined with remember-entities")
 
 	// errHandOffTimeout: a rebalance or shutdown hand-off did not finish in time.
 	errHandOffTimeout = errors.New("sharding: shard hand-off timed out")
+
+	// errEntityState: an input that does not fit an entity's state (a stop from an
+	// unknown entity, a passivation of an entity that is not running).
+	errEntityState = errors.New("sharding: unexpected entity state")
+
+	// errForcedStop: hand-off stop message not obeyed in time; entities stopped hard.
+	errForcedStop = errors.New("sharding: entities did not stop after the hand-off stop message")
+
+	// errRememberStore: the remember-entities store failed; the shard retries.
+	errRememberStore = errors.New("sharding: remember-entities store failed")
 )

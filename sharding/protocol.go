@@ -23,9 +23,20 @@ type msgRegisterAck struct{}
 
 // msgGetShardHome: where does this shard live? Answered by msgShardHome, or not at all
 // (the region asks again on its next retry tick) while the shard is in hand-off, while
-// too few regions are registered, or while no region can host.
+// too few regions are registered, or while no region can host. HandOver is set by a
+// region that owes the shard's next home a hand-over: when the coordinator knows which
+// region followed it, it answers msgHandOverTo at once, even during a hand-off.
 type msgGetShardHome struct {
-	Shard ShardID `msgpack:"shard"`
+	Shard    ShardID `msgpack:"shard"`
+	HandOver bool    `msgpack:"handOver,omitempty"`
+}
+
+// msgHandOverTo: deliver the hand-over you owe for Shard to Region (the region that
+// became the shard's home after you, which waits for it). It does not say where the
+// shard lives now.
+type msgHandOverTo struct {
+	Shard  ShardID  `msgpack:"shard"`
+	Region RegionID `msgpack:"region"`
 }
 
 // msgShardHome: Shard lives in Region.
@@ -119,5 +130,6 @@ func registerProtocolTypes(reg *serialization.Registry) error {
 		serialization.Register[msgGracefulShutdownReq](reg, "troupe.sharding.GracefulShutdownReq.v1"),
 		serialization.Register[msgRegionStopped](reg, "troupe.sharding.RegionStopped.v1"),
 		serialization.Register[msgStopShards](reg, "troupe.sharding.StopShards.v1"),
+		serialization.Register[msgHandOverTo](reg, "troupe.sharding.HandOverTo.v1"),
 	)
 }

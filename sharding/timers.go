@@ -13,6 +13,17 @@ const (
 	timerHostShard                          // resend HostShard (shard)
 	timerRemovalMargin                      // a removed node's region is gone (region)
 	timerStopShards                         // a StopShards request expires (n)
+
+	// Region.
+	timerRegisterRetry // registration backoff
+	timerRetry         // periodic retry tick
+	timerHandOverWait  // give up waiting for a predecessor's messages (shard)
+	timerRestartShard  // restart a shard that stopped unexpectedly (remember-entities; shard)
+
+	// Shard.
+	timerEntityRestart // restart a remembered entity that stopped (entity)
+	timerForceStop     // stop entities that ignore the hand-off stop message
+	timerIdle          // periodic idle-passivation check
 )
 
 // timerKey names one timer of a core. It is comparable, so a shell uses it as the key of
@@ -22,6 +33,7 @@ type timerKey struct {
 	kind   timerKind
 	shard  ShardID
 	region RegionID
+	entity EntityID
 	n      uint64
 }
 
