@@ -37,7 +37,7 @@ type coordWorld struct {
 	// handOffFrom is the shard's home when its hand-off began: a hand-off that times out
 	// leaves the shard there, and its home may then be given out again.
 	handOffFrom map[ShardID]RegionID
-	log         []string
+	log         []func() string
 }
 
 type owed struct {
@@ -106,10 +106,13 @@ func (w *coordWorld) tail() string {
 	from := max(0, len(w.log)-60)
 	out := ""
 	for _, l := range w.log[from:] {
-		out += "  " + l + "\n"
+		out += "  " + l() + "\n"
 	}
 	return out
 }
+
+// note records a line for the failure report, formatted only if it is shown.
+func (w *coordWorld) note(f func() string) { w.log = append(w.log, f) }
 
 func (w *coordWorld) live() []RegionID {
 	var out []RegionID
@@ -306,7 +309,7 @@ func (w *coordWorld) sent(m coordSend) {
 	{
 		switch m.msg.(type) {
 		case msgHandOff, msgBeginHandOff, msgShardHome, msgShardHomes, msgShardStopped:
-			w.log = append(w.log, fmt.Sprintf("   -> %s %T%+v", m.to, m.msg, m.msg))
+			w.note(func() string { return fmt.Sprintf("   -> %s %T%+v", m.to, m.msg, m.msg) })
 		}
 	}
 	// homeGiven checks a home given out for s: not while s is in hand-off, unless the
@@ -367,10 +370,12 @@ func (w *coordWorld) sent(m coordSend) {
 // do feeds one input and checks the outputs and the invariants.
 func (w *coordWorld) do(in coordInput, what string) {
 	w.t.Helper()
-	w.log = append(w.log, fmt.Sprintf("%s (pending=%v queue=%d)", what, w.h.pending, len(w.h.c.queue)))
+	pending, queued := w.h.pending, len(w.h.c.queue)
+	w.note(func() string { return fmt.Sprintf("%s (pending=%v queue=%d)", what, pending, queued) })
 	d := w.h.one(in)
 	if d.store != nil {
-		w.log = append(w.log, fmt.Sprintf("   store %+v", d.store.event))
+		ev := d.store.event
+		w.note(func() string { return fmt.Sprintf("   store %+v", ev) })
 	}
 	c := w.h.c
 	for s, wk := range c.workers {

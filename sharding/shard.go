@@ -219,6 +219,9 @@ func (s *shardCore[M]) start(now time.Time) shardDecisions[M] {
 
 // entitiesLoaded starts the remembered entities and opens the shard.
 func (s *shardCore[M]) entitiesLoaded(now time.Time, ids []EntityID) shardDecisions[M] {
+	if s.phase == shardStopped {
+		return s.done() // handed off while loading; the IDs load again at the next home
+	}
 	if s.phase != shardLoading {
 		s.problem(fmt.Errorf("%w: entity IDs loaded twice (shard %q)", errEntityState, s.id))
 		return s.done()

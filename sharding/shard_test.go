@@ -247,6 +247,9 @@ func TestShardHandOffForceStop(t *testing.T) {
 	if d = l.handOff(t0); !d.stopped || !slices.Equal(d.leftovers, []string{"early"}) {
 		t.Fatalf("loading shard: %+v", d)
 	}
+	if d = l.entitiesLoaded(t0, []EntityID{"a"}); len(d.actions)+len(d.problems) != 0 || d.ready {
+		t.Fatalf("IDs loaded after the hand-off: %+v", d)
+	}
 }
 
 func TestShardHandOffWithRememberEntities(t *testing.T) {

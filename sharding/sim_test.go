@@ -94,7 +94,10 @@ type sim struct {
 	received map[string][]int // sender>entity -> seqs in arrival order
 	alive    map[EntityID]string
 	moves    int
-	log      []string
+	log      []func() string
+
+	shardCfg   shardSettings[simMsg]
+	remembered map[ShardID]map[EntityID]bool // the remember-entities store
 }
 
 func shardOf(e EntityID) ShardID {
@@ -113,7 +116,15 @@ func newSim(t *testing.T, seed uint64) *sim {
 		received: map[string][]int{},
 		alive:    map[EntityID]string{},
 	}
-	s.coord = newCoordinator(coordSettings{}, randomStrategy{rng: rng})
+	s.shardCfg = shardSettings[simMsg]{stopMessage: simMsg{stop: true}}
+	switch seed % 3 {
+	case 1:
+		s.shardCfg.activeLimit = 2 // least-recently-used passivation all the time
+	case 2:
+		s.shardCfg.rememberEntities = true
+		s.remembered = map[ShardID]map[EntityID]bool{}
+	}
+	s.coord = newCoordinator(coordSettings{rememberEntities: s.shardCfg.rememberEntities}, randomStrategy{rng: rng})
 	s.coord.step(inMembers{Members: testNodes(3)})
 	s.coord.step(inStateLoaded{})
 	for i := 1; i <= 3; i++ {
@@ -137,10 +148,13 @@ func (s *sim) fail(format string, args ...any) {
 	from := max(0, len(s.log)-40)
 	tail := ""
 	for _, l := range s.log[from:] {
-		tail += "  " + l + "\n"
+		tail += "  " + l() + "\n"
 	}
 	s.t.Fatalf("seed %d: %s\nlast events:\n%s", s.seed, fmt.Sprintf(format, args...), tail)
 }
+
+// note records a line for the failure report, formatted only if it is shown.
+func (s *sim) note(f func() string) { s.log = append(s.log, f) }
 
 func (s *sim) send(from, to string, f func()) {
 	k := chanKey{from, to}
@@ -160,10 +174,8 @@ func (s *sim) region(id RegionID) *simRegion {
 // deliverOne runs the head of a random non-empty channel; false when all are empty.
 func (s *sim) deliverOne() bool {
 	keys := make([]chanKey, 0, len(s.chans))
-	for k, q := range s.chans {
-		if len(q) > 0 {
-			keys = append(keys, k)
-		}
+	for k := range s.chans {
+		keys = append(keys, k)
 	}
 	if len(keys) == 0 {
 		return false
@@ -171,7 +183,9 @@ func (s *sim) deliverOne() bool {
 	slices.SortFunc(keys, func(a, b chanKey) int { return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to)) })
 	k := keys[s.rng.IntN(len(keys))]
 	f := s.chans[k][0]
-	s.chans[k] = s.chans[k][1:]
+	if s.chans[k] = s.chans[k][1:]; len(s.chans[k]) == 0 {
+		delete(s.chans, k)
+	}
 	f()
 	return true
 }
@@ -180,7 +194,7 @@ func (s *sim) deliverOne() bool {
 
 func (s *sim) toCoord(from RegionID, msg any) {
 	s.send(string(from), "C", func() {
-		s.log = append(s.log, fmt.Sprintf("C <- %s %T%+v", from, msg, msg))
+		s.note(func() string { return fmt.Sprintf("C <- %s %T%+v", from, msg, msg) })
 		s.applyCoord(s.coord.step(inRegionMsg{From: from, Msg: msg, Status: cluster.Up}))
 	})
 }
@@ -196,7 +210,7 @@ func (s *sim) applyCoord(d coordDecisions) {
 		}
 		s.send("C", string(to), func() {
 			r := s.region(to)
-			s.log = append(s.log, fmt.Sprintf("%s <- C %T%+v", to, msg, msg))
+			s.note(func() string { return fmt.Sprintf("%s <- C %T%+v", to, msg, msg) })
 			s.applyRegion(r, r.core.fromCoordinator(msg))
 		})
 	}
@@ -238,7 +252,7 @@ func (s *sim) applyRegion(r *simRegion, d regionDecisions[simMsg]) {
 			}
 			sh := &simShard{
 				name:  fmt.Sprintf("%s/%s/%d", r.id, a.shard, s.rng.Int()),
-				core:  newShardCore[simMsg](a.shard, shardSettings[simMsg]{stopMessage: simMsg{stop: true}}),
+				core:  newShardCore[simMsg](a.shard, s.shardCfg),
 				alive: map[EntityID]bool{},
 			}
 			r.shards[a.shard] = sh
@@ -249,7 +263,7 @@ func (s *sim) applyRegion(r *simRegion, d regionDecisions[simMsg]) {
 		case actHandOver:
 			to, shard, msgs, from := s.region(a.to), a.shard, a.msgs, r.id
 			s.send(string(r.id), string(a.to), func() {
-				s.log = append(s.log, fmt.Sprintf("%s <- %s hand-over %s %v", to.id, from, shard, msgs))
+				s.note(func() string { return fmt.Sprintf("%s <- %s hand-over %s %v", to.id, from, shard, msgs) })
 				s.applyRegion(to, to.core.handOverIn(from, shard, msgs, true))
 			})
 		case actToCoordinator, actToCandidates:
@@ -300,6 +314,32 @@ func (s *sim) applyShard(r *simRegion, sh *simShard, d shardDecisions[simMsg]) {
 			e := a.entity
 			s.send(sh.name+"/"+string(e), sh.name, func() { s.applyShard(r, sh, sh.core.entityTerminated(s.now, e)) })
 		}
+	}
+	if d.load {
+		s.send(sh.name, "store", func() {
+			ids := slices.Sorted(maps.Keys(s.remembered[sh.core.id]))
+			s.send("store", sh.name, func() { s.applyShard(r, sh, sh.core.entitiesLoaded(s.now, ids)) })
+		})
+	}
+	if op := d.store; op != nil {
+		s.send(sh.name, "store", func() {
+			m := s.remembered[sh.core.id]
+			if m == nil {
+				m = map[EntityID]bool{}
+				s.remembered[sh.core.id] = m
+			}
+			for _, e := range op.started {
+				m[e] = true
+			}
+			for _, e := range op.stopped {
+				delete(m, e)
+			}
+			s.send("store", sh.name, func() {
+				if !sh.done {
+					s.applyShard(r, sh, sh.core.stored(s.now))
+				}
+			})
+		})
 	}
 	if d.ready {
 		s.send(sh.name, string(r.id), func() { s.applyRegion(r, r.core.shardReady(sh.core.id)) })
