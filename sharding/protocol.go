@@ -59,7 +59,8 @@ type shardHomesEntry struct {
 // msgHostShard: the receiving region is now the shard's home; it starts the shard and
 // answers msgShardStarted (resent every shard-start-timeout until then). Predecessor,
 // when set, is the region that held the shard before and still holds messages for it:
-// the new home delivers those (msgHandOver from Predecessor) before anything else.
+// the new home delivers Predecessor's hand-over before anything else (see
+// region_handoff.go).
 type msgHostShard struct {
 	Shard       ShardID  `msgpack:"shard"`
 	Predecessor RegionID `msgpack:"predecessor,omitempty"`
