@@ -48,7 +48,8 @@ type RebalanceRequest struct {
 	// down or terminating are included with ShuttingDown set: their shards are being
 	// handed off already and they must not receive shards.
 	Regions []RegionInfo
-	// InProgress holds the shards that are being handed off now. Read-only.
+	// InProgress holds the shards that are being handed off now (the strategy's own
+	// copy).
 	InProgress map[ShardID]bool
 	// Members are the cluster members the strategy should take into account (those
 	// that could host this entity type or route to it), with their status and
@@ -62,7 +63,7 @@ type RegionInfo struct {
 	// Region identifies the region.
 	Region RegionID
 	// Shards are the shards the region hosts, in the order they were allocated to it.
-	// Read-only.
+	// The slice is the strategy's own copy.
 	Shards []ShardID
 	// Node describes the region's cluster member. Node.Status is 0 when the coordinator
 	// does not know the member (yet); the default strategy skips such regions.

@@ -241,6 +241,8 @@ func (c *coordinator) step(in coordInput) coordDecisions {
 		case c.phase == phaseWaitingForState:
 			// Regions retry every message the coordinator does not answer.
 		case c.pending != nil && c.phase == phaseActive && c.answerWhilePending(in):
+		case c.queuedAlready(in):
+			// Regions repeat GetShardHome every retry tick; one queued copy is answered.
 		default:
 			c.queue = append(c.queue, in)
 		}
@@ -272,6 +274,23 @@ func (c *coordinator) step(in coordInput) coordDecisions {
 func (c *coordinator) answerWhilePending(in inRegionMsg) bool {
 	m, ok := in.Msg.(msgGetShardHome)
 	return ok && (c.answerHandOver(in.From, m) || c.answerKnown(in.From, m.Shard))
+}
+
+// queuedAlready reports whether the same GetShardHome from the same region waits in the
+// queue.
+func (c *coordinator) queuedAlready(in inRegionMsg) bool {
+	m, ok := in.Msg.(msgGetShardHome)
+	if !ok {
+		return false
+	}
+	for _, q := range c.queue {
+		if qm, ok := q.(inRegionMsg); ok && qm.From == in.From {
+			if g, ok := qm.Msg.(msgGetShardHome); ok && g == m {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // answerHandOver tells a region that owes a hand-over where to deliver it, when the

@@ -215,6 +215,7 @@ func TestCoordinatorInputsWaitForPendingStore(t *testing.T) {
 	h.expectNoSends(h.from(b, msgGetShardHome{Shard: "s1"}), "the shard being stored")
 	h.expectNoSends(h.from(reg(3), msgRegister{}), "a registration")
 	h.expectNoSends(h.from(b, msgGetShardHome{Shard: "s2"}), "another new shard")
+	h.from(b, msgGetShardHome{Shard: "s2"}) // a retry of the same request
 	if len(h.c.queue) != 3 {
 		t.Fatalf("queue holds %d inputs, want 3", len(h.c.queue))
 	}
