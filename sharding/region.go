@@ -268,6 +268,11 @@ func (r *regionCore[M]) regionTerminated(gone RegionID) regionDecisions[M] {
 			delete(r.homes, s)
 		}
 	}
+	for s, t := range r.target {
+		if t == gone {
+			delete(r.target, s) // the owed hand-over goes to the next home instead
+		}
+	}
 	for _, s := range slices.Sorted(maps.Keys(r.waiting)) {
 		if r.waiting[s] == gone {
 			r.endWait(s)

@@ -483,3 +483,32 @@ func TestRegionShardStoppedSentAfterRegistration(t *testing.T) {
 	d = r.fromCoordinator(msgRegisterAck{})
 	wantAnys(t, "after registering", toCoord(d), msgShardStopped{Shard: "s1", Pending: true}, msgGetShardHome{Shard: "s1", HandOver: true})
 }
+
+func TestRegionHandOverTo(t *testing.T) {
+	r := registered(t, regionSettings{})
+	r.fromCoordinator(msgHostShard{Shard: "s1"})
+	r.shardReady("s1")
+	r.fromCoordinator(msgBeginHandOff{Shard: "s1"})
+	r.deliver("s1", "a")
+	r.fromCoordinator(msgHandOff{Shard: "s1"})
+	r.shardTerminated("s1", nil)
+	// Only a region that owes a hand-over heeds HandOverTo.
+	if d := r.fromCoordinator(msgHandOverTo{Shard: "other", Region: reg(2)}); len(d.actions) != 0 {
+		t.Fatalf("HandOverTo for a shard not owed: %+v", d.actions)
+	}
+	// A target that dies is forgotten; the next one (or the home) gets the hand-over.
+	r.fromCoordinator(msgBeginHandOff{Shard: "x"}) // unrelated
+	r.target["s1"] = reg(3)
+	r.regionTerminated(reg(3))
+	if _, ok := r.target["s1"]; ok {
+		t.Fatal("dead target kept")
+	}
+	d := r.fromCoordinator(msgHandOverTo{Shard: "s1", Region: reg(2)})
+	ho := actionsOf(d, actHandOver)
+	if len(ho) != 1 || ho[0].to != reg(2) || !slices.Equal(ho[0].msgs, []string{"a"}) {
+		t.Fatalf("hand-over: %+v", d.actions)
+	}
+	// Messages after it wait for the home.
+	d = r.deliver("s1", "b")
+	wantAnys(t, "after the hand-over", toCoord(d), msgGetShardHome{Shard: "s1"})
+}
