@@ -1,0 +1,254 @@
+package sharding
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// handOffWorker is one shard's hand-off (Akka's RebalanceWorker, as data): BeginHandOff
+// went to every region and proxy; once all acknowledged (a region that is gone counts
+// as acknowledged), HandOff goes to the owner, and the hand-off succeeds when the owner
+// answers ShardStopped, or fails at the hand-off timeout. While a worker exists, the
+// shard's home is not given to anyone: requests wait in deferred.
+type handOffWorker struct {
+	shard       ShardID
+	from        RegionID          // the region that holds the shard
+	remaining   map[RegionID]bool // regions and proxies yet to acknowledge BeginHandOff
+	handOffSent bool
+	done        bool       // ended; waiting for the deallocation to be stored or for its turn in the queue
+	deferred    []RegionID // GetShardHome requesters to answer once the shard has its next home
+	rebalance   bool       // started by the strategy (not by a shutdown or StopShards)
+}
+
+// startWorker starts handing off s from its region, unless that already runs.
+func (c *coordinator) startWorker(s ShardID, from RegionID, rebalance bool) {
+	if c.workers[s] != nil {
+		return
+	}
+	w := &handOffWorker{shard: s, from: from, remaining: map[RegionID]bool{}, rebalance: rebalance}
+	c.workers[s] = w
+	// A HostShard resend must not start the shard again while it is handed off.
+	if _, ok := c.unacked[s]; ok {
+		delete(c.unacked, s)
+		c.timers.cancel(&c.out.timers, timerKey{kind: timerHostShard, shard: s})
+	}
+	for _, r := range append(c.state.sortedRegions(), c.state.sortedProxies()...) {
+		if c.terminating[r] {
+			continue // its node is gone: it routes nothing any more
+		}
+		w.remaining[r] = true
+		c.send(r, msgBeginHandOff{Shard: s})
+	}
+	c.timers.start(&c.out.timers, timerKey{kind: timerHandOff, shard: s}, c.cfg.handOffTimeout, false)
+	if len(w.remaining) == 0 {
+		c.sendHandOff(w)
+	}
+}
+
+func (c *coordinator) sendHandOff(w *handOffWorker) {
+	w.handOffSent = true
+	c.send(w.from, msgHandOff{Shard: w.shard})
+}
+
+func (c *coordinator) handOffAcked(region RegionID, s ShardID) {
+	w := c.workers[s]
+	if w == nil || w.done || !w.remaining[region] {
+		return
+	}
+	delete(w.remaining, region)
+	if len(w.remaining) == 0 && !w.handOffSent {
+		c.sendHandOff(w)
+	}
+}
+
+// shardStopped handles a region's ShardStopped. Expected from the owner after HandOff;
+// from the owner while no hand-off runs it is a late answer to a hand-off that timed
+// out, and the shard is re-homed now (otherwise the old home would keep receiving it
+// and re-creating it: Akka.NET issue 7500).
+func (c *coordinator) shardStopped(from RegionID, s ShardID, pending bool) {
+	if w := c.workers[s]; w != nil {
+		if w.done || !w.handOffSent || from != w.from {
+			return
+		}
+		c.setPredecessor(s, from, pending)
+		w.done = true
+		c.rebalanceDone(s, true)
+		return
+	}
+	if home, ok := c.state.shards[s]; ok && home == from {
+		c.problem(fmt.Errorf("%w: shard %q stopped in %q after its hand-off had timed out; re-homing it now",
+			errHandOffTimeout, s, from))
+		c.setPredecessor(s, from, pending)
+		// A finished worker keeps the old home from being handed out while the
+		// deallocation is stored.
+		c.workers[s] = &handOffWorker{shard: s, from: from, done: true}
+		c.write(evShardHomeDeallocated{Shard: s})
+	}
+}
+
+func (c *coordinator) setPredecessor(s ShardID, from RegionID, pending bool) {
+	delete(c.successor[s], from) // from a hand-off before: from has been the home since
+	if pending {
+		c.predecessor[s] = from
+	} else {
+		delete(c.predecessor, s)
+	}
+}
+
+// rebalanceDone ends a hand-off. On success the shard is deallocated (and re-homed
+// once that is stored) and StopShards requesters get their ShardStopped; on failure
+// only the in-progress mark goes, and a region shutting down may ask again.
+func (c *coordinator) rebalanceDone(s ShardID, ok bool) {
+	if c.workers[s] == nil {
+		return
+	}
+	if !ok {
+		if home, allocated := c.state.shards[s]; allocated {
+			delete(c.graceful, home)
+		}
+		c.finishWorker(s)
+		return
+	}
+	for _, w := range c.stopWaiters[s] {
+		c.send(w.replyTo, msgShardStopped{Shard: s})
+	}
+	delete(c.stopWaiters, s)
+	if _, allocated := c.state.shards[s]; allocated {
+		c.write(evShardHomeDeallocated{Shard: s})
+		return
+	}
+	c.finishWorker(s)
+}
+
+// finishWorker drops the hand-off mark and queues the deferred home requests.
+func (c *coordinator) finishWorker(s ShardID) {
+	w := c.workers[s]
+	if w == nil {
+		return
+	}
+	delete(c.workers, s)
+	c.timers.cancel(&c.out.timers, timerKey{kind: timerHandOff, shard: s})
+	for _, r := range w.deferred {
+		c.queue = append(c.queue, inRegionMsg{From: r, Msg: msgGetShardHome{Shard: s}})
+	}
+}
+
+// regionTerminated handles the end of a region or proxy actor. When its node was
+// removed and a removal margin is set, the region stays (its shards get no new home)
+// until the margin has passed, so that the other side of a partition has stopped them.
+func (c *coordinator) regionTerminated(r RegionID, nodeRemoved bool) {
+	_, isRegion := c.state.regions[r]
+	if isRegion && nodeRemoved && c.cfg.removalMargin > 0 && c.alive[r] {
+		if !c.terminating[r] {
+			c.terminating[r] = true
+			c.timers.start(&c.out.timers, timerKey{kind: timerRemovalMargin, region: r}, c.cfg.removalMargin, false)
+			// A removed node routes nothing any more: its acknowledgements are not needed.
+			for _, s := range slices.Sorted(maps.Keys(c.workers)) {
+				c.handOffAcked(r, s)
+			}
+		}
+		return
+	}
+	c.regionGone(r)
+}
+
+// regionGone removes a region (or proxy) now. Its pending acknowledgements count as
+// given; hand-offs of its own shards succeed (the shards are gone with it, so no shard
+// stays marked in hand-off: akka-core issue 27259); its shards get new homes at once.
+func (c *coordinator) regionGone(r RegionID) {
+	c.timers.cancel(&c.out.timers, timerKey{kind: timerRemovalMargin, region: r})
+	for _, s := range slices.Sorted(maps.Keys(c.workers)) {
+		w := c.workers[s]
+		switch {
+		case w.done:
+		case w.from == r:
+			w.done = true
+			// After the termination is stored: the shard is then homeless.
+			c.queue = append(c.queue, inRebalanceDone{Shard: s, OK: true})
+		default:
+			c.handOffAcked(r, s)
+		}
+	}
+	if shards, ok := c.state.regions[r]; ok {
+		c.terminating[r] = true
+		for _, s := range shards {
+			c.queue = append(c.queue, inRegionMsg{Msg: msgGetShardHome{Shard: s}})
+		}
+		c.write(evRegionTerminated{Region: r})
+		return
+	}
+	if _, ok := c.state.proxies[r]; ok {
+		c.write(evRegionProxyTerminated{Proxy: r})
+	}
+}
+
+// gracefulShutdown hands off every shard of a region that is leaving.
+func (c *coordinator) gracefulShutdown(r RegionID) {
+	shards, ok := c.state.regions[r]
+	if !ok || c.graceful[r] || c.terminating[r] {
+		return
+	}
+	c.graceful[r] = true
+	for _, s := range slices.Clone(shards) {
+		c.startWorker(s, r, false)
+	}
+}
+
+// stopShards hands off the given shards without re-homing them until asked (a user
+// request); replyTo gets one ShardStopped per shard.
+func (c *coordinator) stopShards(replyTo RegionID, shards []ShardID) {
+	if c.cfg.rememberEntities {
+		c.problem(fmt.Errorf("%w: ignoring request from %q to stop %v", errStopShardsRemembered, replyTo, shards))
+		return
+	}
+	if len(c.state.regions) == 0 || c.preparingShutdown {
+		c.problem(fmt.Errorf("sharding: request from %q to stop %v ignored: no region, or the cluster is shutting down", replyTo, shards))
+		return
+	}
+	c.nextRequest++
+	req := c.nextRequest
+	running := false
+	for _, s := range slices.Compact(slices.Sorted(slices.Values(shards))) {
+		home, ok := c.state.shards[s]
+		if !ok {
+			c.send(replyTo, msgShardStopped{Shard: s})
+			continue
+		}
+		running = true
+		c.stopWaiters[s] = append(c.stopWaiters[s], stopWaiter{replyTo: replyTo, request: req})
+		if !c.terminating[home] {
+			c.startWorker(s, home, false)
+		}
+	}
+	if running {
+		c.timers.start(&c.out.timers, timerKey{kind: timerStopShards, n: req}, c.cfg.handOffTimeout, false)
+	}
+}
+
+// rebalanceTick asks the strategy which shards to move and starts their hand-offs.
+func (c *coordinator) rebalanceTick() {
+	if c.phase != phaseActive || c.preparingShutdown || len(c.state.regions) == 0 {
+		return
+	}
+	inProgress := make(map[ShardID]bool, len(c.workers))
+	for s := range c.workers {
+		inProgress[s] = true
+	}
+	shards, err := c.strategy.Rebalance(RebalanceRequest{
+		Regions:    c.regionInfos(true),
+		InProgress: inProgress,
+		Members:    slices.Clone(c.memberList),
+	})
+	if err != nil {
+		c.problem(fmt.Errorf("%w: rebalance: %v", errStrategy, err))
+		return
+	}
+	for _, s := range shards {
+		r, ok := c.state.shards[s]
+		if !ok || c.workers[s] != nil || !c.canHost(r) {
+			continue // unknown, already moving, or its region is on its way out anyway
+		}
+		c.startWorker(s, r, true)
+	}
+}

@@ -1,0 +1,708 @@
+package sharding
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/cluster"
+)
+
+func TestCoordinatorRegistration(t *testing.T) {
+	h := newCoordHarness(t, coordSettings{}, nil, 3)
+	a := reg(1)
+
+	h.manual = true
+	d := h.from(a, msgRegister{})
+	if d.store == nil || d.store.event != (evRegionRegistered{Region: a}) {
+		t.Fatalf("store %+v, want RegionRegistered", d.store)
+	}
+	if len(sentTo(d, a)) != 0 {
+		t.Fatal("acked before the registration was stored")
+	}
+	d = h.step(inStoreDone{})
+	if !sent(d, a, msgRegisterAck{}) || !slices.Contains(d.watch, a) {
+		t.Fatalf("after store: sends %+v watch %v, want RegisterAck and a watch", d.sends, d.watch)
+	}
+	h.manual = false
+
+	// Registering again is acknowledged without a store.
+	d = h.from(a, msgRegister{})
+	if d.store != nil || !sent(d, a, msgRegisterAck{}) {
+		t.Fatalf("re-register: %+v", d)
+	}
+
+	// A sender whose member is not Up is ignored (it retries), unless it is local.
+	for _, st := range []cluster.MemberStatus{0, cluster.Joining, cluster.Leaving, cluster.Down} {
+		d = h.step(inRegionMsg{From: reg(2), Msg: msgRegister{}, Status: st})
+		h.expectNoSends(d, "register from "+st.String())
+	}
+	d = h.step(inRegionMsg{From: reg(2), Msg: msgRegister{}, Status: cluster.Joining, Local: true})
+	if !sent(d, reg(2), msgRegisterAck{}) {
+		t.Fatalf("local registration not acked: %+v", d.sends)
+	}
+
+	// Proxies register the same way, and never host.
+	d = h.from(prox(3), msgRegisterProxy{})
+	if !sent(d, prox(3), msgRegisterAck{}) || !slices.Contains(d.watch, prox(3)) {
+		t.Fatalf("proxy: %+v", d)
+	}
+	if _, ok := h.c.state.proxies[prox(3)]; !ok {
+		t.Fatal("proxy not in state")
+	}
+	if got := h.allocate(prox(3), "s1"); got == prox(3) {
+		t.Fatal("a proxy got a shard")
+	}
+}
+
+func TestCoordinatorIgnoresRegionsBeforeStateLoaded(t *testing.T) {
+	c := newCoordinator(coordSettings{}, nil)
+	c.step(inMembers{Members: testNodes(2)})
+	for _, m := range []any{msgRegister{}, msgGetShardHome{Shard: "s"}} {
+		if d := c.step(inRegionMsg{From: reg(1), Msg: m, Status: cluster.Up}); len(d.sends) > 0 || d.store != nil {
+			t.Fatalf("%T answered before the state was loaded: %+v", m, d)
+		}
+	}
+	d := c.step(inStateLoaded{})
+	if len(d.sends) > 0 || d.store != nil {
+		t.Fatalf("messages from before the load were kept: %+v", d)
+	}
+}
+
+func TestCoordinatorShardHomesAfterRegistration(t *testing.T) {
+	a, b := reg(1), reg(2)
+	st := newCoordState(false)
+	_ = st.apply(evRegionRegistered{Region: a})
+	for i := range 5200 {
+		_ = st.apply(evShardHomeAllocated{Shard: ShardID(fmt.Sprintf("s%05d", i)), Region: a})
+	}
+	c := newCoordinator(coordSettings{}, nil)
+	c.step(inMembers{Members: testNodes(3)})
+	c.step(inStateLoaded{State: st})
+	c.step(inTimer{Key: timerKey{kind: timerStateInit}})
+	d := c.step(inRegionMsg{From: prox(3), Msg: msgRegisterProxy{}, Status: cluster.Up})
+	var batches []msgShardHomes
+	for _, m := range sentTo(d, prox(3)) {
+		if sh, ok := m.(msgShardHomes); ok {
+			batches = append(batches, sh)
+		}
+	}
+	if len(batches) != 10 {
+		t.Fatalf("%d ShardHomes messages, want 10", len(batches))
+	}
+	for i, b := range batches {
+		n := 0
+		for _, e := range b.Homes {
+			n += len(e.Shards)
+		}
+		if n != 500 {
+			t.Fatalf("batch %d holds %d homes, want 500", i, n)
+		}
+	}
+
+	// Shards in hand-off are left out.
+	h2 := newCoordHarness(t, coordSettings{}, nil, 3)
+	h2.register(a)
+	h2.allocate(a, "s1")
+	h2.allocate(a, "s2")
+	h2.allocate(a, "s3")
+	h2.register(b)
+	h2.fire(timerKey{kind: timerRebalance}) // classic: moves s1
+	if h2.c.workers["s1"] == nil {
+		t.Fatal("no hand-off started")
+	}
+	d = h2.from(prox(3), msgRegisterProxy{})
+	for _, m := range sentTo(d, prox(3)) {
+		if sh, ok := m.(msgShardHomes); ok {
+			for _, e := range sh.Homes {
+				if slices.Contains(e.Shards, "s1") {
+					t.Fatal("ShardHomes names a shard in hand-off")
+				}
+				if e.Region == a && !slices.Equal(e.Shards, []ShardID{"s2", "s3"}) {
+					t.Fatalf("homes %v", e.Shards)
+				}
+			}
+		}
+	}
+}
+
+func TestCoordinatorAllocation(t *testing.T) {
+	h := newCoordHarness(t, coordSettings{}, nil, 3)
+	a, b := reg(1), reg(2)
+	h.register(a, b)
+	h.manual = true
+	d := h.from(b, msgGetShardHome{Shard: "s1"})
+	if d.store == nil || d.store.event != (evShardHomeAllocated{Shard: "s1", Region: a}) {
+		t.Fatalf("store %+v, want s1 at the older region", d.store)
+	}
+	if len(d.sends) > 0 {
+		t.Fatal("answered before the allocation was stored")
+	}
+	d = h.step(inStoreDone{})
+	if !sent(d, a, msgHostShard{Shard: "s1"}) || !sent(d, b, msgShardHome{Shard: "s1", Region: a}) {
+		t.Fatalf("after store: %+v", d.sends)
+	}
+	if after, ok := startedTimer(d, timerKey{kind: timerHostShard, shard: "s1"}); !ok || after != defaultShardStartTimeout {
+		t.Fatalf("HostShard resend timer %v %v", after, ok)
+	}
+	h.manual = false
+	// A known home is answered without a store.
+	d = h.from(reg(3), msgGetShardHome{Shard: "s1"})
+	if d.store != nil || !sent(d, reg(3), msgShardHome{Shard: "s1", Region: a}) {
+		t.Fatalf("known home: %+v", d)
+	}
+	// The next shard goes to the region with fewer shards.
+	if got := h.allocate(a, "s2"); got != b {
+		t.Fatalf("s2 at %q, want %q", got, b)
+	}
+}
+
+func TestCoordinatorMinMembers(t *testing.T) {
+	h := newCoordHarness(t, coordSettings{minMembers: 2}, nil, 3)
+	h.register(reg(1))
+	h.expectNoSends(h.from(reg(1), msgGetShardHome{Shard: "s1"}), "one of two regions registered")
+	// Proxies do not count.
+	h.step(inRegionMsg{From: prox(3), Msg: msgRegisterProxy{}, Status: cluster.Up})
+	h.expectNoSends(h.from(reg(1), msgGetShardHome{Shard: "s1"}), "one region and a proxy")
+	h.register(reg(2))
+	if got := h.allocate(reg(1), "s1"); got == "" {
+		t.Fatal("not answered once two regions registered")
+	}
+}
+
+func TestCoordinatorHostShardResend(t *testing.T) {
+	h := newCoordHarness(t, coordSettings{shardStartTimeout: 3 * time.Second}, nil, 2)
+	a := reg(1)
+	h.register(a)
+	h.allocate(a, "s1")
+	key := timerKey{kind: timerHostShard, shard: "s1"}
+	for range 3 {
+		d := h.fire(key)
+		if !sent(d, a, msgHostShard{Shard: "s1"}) {
+			t.Fatalf("no resend: %+v", d.sends)
+		}
+		if after, ok := startedTimer(d, key); !ok || after != 3*time.Second {
+			t.Fatal("resend timer not restarted")
+		}
+	}
+	h.from(reg(2), msgShardStarted{Shard: "s1"}) // from the wrong region: ignored
+	if !h.c.timers.active(key) {
+		t.Fatal("ShardStarted from another region acknowledged the HostShard")
+	}
+	d := h.from(a, msgShardStarted{Shard: "s1"})
+	if h.c.timers.active(key) || len(d.timers) == 0 || !d.timers[0].cancel {
+		t.Fatalf("timer not cancelled: %+v", d.timers)
+	}
+	h.expectNoSends(h.step(inTimer{Key: key}), "a stale resend fire")
+}
+
+func TestCoordinatorInputsWaitForPendingStore(t *testing.T) {
+	h := newCoordHarness(t, coordSettings{}, nil, 3)
+	a, b := reg(1), reg(2)
+	h.register(a, b)
+	h.allocate(a, "known")
+	h.manual = true
+	d := h.from(a, msgGetShardHome{Shard: "s1"}) // starts a store
+	if d.store == nil {
+		t.Fatal("no store")
+	}
+	// A known home is answered at once; everything else waits.
+	d = h.from(b, msgGetShardHome{Shard: "known"})
+	if !sent(d, b, msgShardHome{Shard: "known", Region: a}) {
+		t.Fatalf("known home not answered during the store: %+v", d.sends)
+	}
+	h.expectNoSends(h.from(b, msgGetShardHome{Shard: "s1"}), "the shard being stored")
+	h.expectNoSends(h.from(reg(3), msgRegister{}), "a registration")
+	h.expectNoSends(h.from(b, msgGetShardHome{Shard: "s2"}), "another new shard")
+	h.from(b, msgGetShardHome{Shard: "s2"}) // a retry of the same request
+	if len(h.c.queue) != 3 {
+		t.Fatalf("queue holds %d inputs, want 3", len(h.c.queue))
+	}
+
+	// A failed store is asked for again.
+	d = h.step(inStoreFailed{Err: errStore})
+	if d.store == nil || d.store.event != (evShardHomeAllocated{Shard: "s1", Region: b}) || !hasProblem(d, errStore) {
+		t.Fatalf("retry: %+v", d)
+	}
+
+	// Done: the queued inputs run in order; the next store (RegionRegistered) blocks again.
+	d = h.step(inStoreDone{})
+	if !sent(d, a, msgShardHome{Shard: "s1", Region: b}) || !sent(d, b, msgHostShard{Shard: "s1"}) {
+		t.Fatalf("requester not answered: %+v", d.sends)
+	}
+	if !sent(d, b, msgShardHome{Shard: "s1", Region: b}) {
+		t.Fatalf("queued request for the same shard not answered: %+v", d.sends)
+	}
+	if d.store == nil || d.store.event != (evRegionRegistered{Region: reg(3)}) {
+		t.Fatalf("next store %+v, want the queued registration", d.store)
+	}
+	h.manual = false
+	d = h.step(inStoreDone{})
+	if !sent(d, reg(3), msgRegisterAck{}) || h.homeOf("s2") == "" {
+		t.Fatalf("rest of the queue: %+v, s2 at %q", d.sends, h.homeOf("s2"))
+	}
+}
+
+// rebalanceSetup: regions A (3 shards s1..s3) and B (none), proxy P; the classic
+// strategy moves s1 on the next tick.
+func rebalanceSetup(t *testing.T, cfg coordSettings) (*coordHarness, RegionID, RegionID, RegionID) {
+	t.Helper()
+	h := newCoordHarness(t, cfg, nil, 3)
+	a, b, p := reg(1), reg(2), prox(3)
+	h.register(a)
+	for _, s := range []ShardID{"s1", "s2", "s3"} {
+		h.allocate(a, s)
+		h.from(a, msgShardStarted{Shard: s})
+	}
+	h.register(b)
+	h.from(p, msgRegisterProxy{})
+	return h, a, b, p
+}
+
+func TestCoordinatorRebalanceHandOff(t *testing.T) {
+	h, a, b, p := rebalanceSetup(t, coordSettings{})
+	d := h.fire(timerKey{kind: timerRebalance})
+	for _, r := range []RegionID{a, b, p} {
+		if !sent(d, r, msgBeginHandOff{Shard: "s1"}) {
+			t.Fatalf("no BeginHandOff to %q: %+v", r, d.sends)
+		}
+	}
+	if after, ok := startedTimer(d, timerKey{kind: timerHandOff, shard: "s1"}); !ok || after != defaultHandOffTimeout {
+		t.Fatal("no hand-off timer")
+	}
+	// The home of a shard in hand-off is not given out.
+	h.expectNoSends(h.from(b, msgGetShardHome{Shard: "s1"}), "GetShardHome during the hand-off")
+	h.expectNoSends(h.from(a, msgBeginHandOffAck{Shard: "s1", Region: a}), "first ack")
+	h.expectNoSends(h.from(b, msgBeginHandOffAck{Shard: "s1", Region: b}), "second ack")
+	h.expectNoSends(h.from(b, msgShardStopped{Shard: "s1"}), "ShardStopped before HandOff")
+	// The proxy's ack comes relayed by region A.
+	d = h.from(a, msgBeginHandOffAck{Shard: "s1", Region: p})
+	if !slices.Equal(sentTo(d, a), []any{msgHandOff{Shard: "s1"}}) || len(d.sends) != 1 {
+		t.Fatalf("after all acks: %+v, want HandOff to the owner only", d.sends)
+	}
+	h.expectNoSends(h.from(b, msgShardStopped{Shard: "s1"}), "ShardStopped from a region that does not own it")
+
+	h.manual = true
+	d = h.from(a, msgShardStopped{Shard: "s1"})
+	if d.store == nil || d.store.event != (evShardHomeDeallocated{Shard: "s1"}) {
+		t.Fatalf("store %+v, want the deallocation", d.store)
+	}
+	// While the deallocation is stored the old home is still not given out.
+	h.expectNoSends(h.from(p, msgGetShardHome{Shard: "s1"}), "GetShardHome while deallocating")
+	d = h.step(inStoreDone{})
+	if d.store == nil || d.store.event != (evShardHomeAllocated{Shard: "s1", Region: b}) {
+		t.Fatalf("store %+v, want s1 re-homed at B at once", d.store)
+	}
+	d = h.step(inStoreDone{})
+	if !sent(d, b, msgHostShard{Shard: "s1"}) || !sent(d, b, msgShardHome{Shard: "s1", Region: b}) ||
+		!sent(d, p, msgShardHome{Shard: "s1", Region: b}) {
+		t.Fatalf("after re-homing: %+v, want HostShard to B and the deferred requests answered", d.sends)
+	}
+	if h.c.workers["s1"] != nil || h.c.timers.active(timerKey{kind: timerHandOff, shard: "s1"}) {
+		t.Fatal("hand-off still marked")
+	}
+}
+
+func TestCoordinatorTerminatedRegionCountsAsAcked(t *testing.T) {
+	h, a, b, p := rebalanceSetup(t, coordSettings{})
+	h.fire(timerKey{kind: timerRebalance})
+	h.from(a, msgBeginHandOffAck{Shard: "s1", Region: a})
+	h.from(b, msgBeginHandOffAck{Shard: "s1", Region: b})
+	d := h.step(inRegionTerminated{Region: p})
+	if !sent(d, a, msgHandOff{Shard: "s1"}) {
+		t.Fatalf("terminated proxy not counted as acked: %+v", d.sends)
+	}
+	if _, ok := h.c.state.proxies[p]; ok {
+		t.Fatal("terminated proxy still registered")
+	}
+}
+
+func TestCoordinatorRebalanceTimeout(t *testing.T) {
+	h, a, b, _ := rebalanceSetup(t, coordSettings{})
+	h.fire(timerKey{kind: timerRebalance})
+	h.from(b, msgGetShardHome{Shard: "s1"})
+	d := h.fire(timerKey{kind: timerHandOff, shard: "s1"})
+	if !hasProblem(d, errHandOffTimeout) {
+		t.Fatal("timeout not reported")
+	}
+	if h.c.workers["s1"] != nil || h.homeOf("s1") != a {
+		t.Fatalf("after timeout: worker %v, home %q", h.c.workers["s1"], h.homeOf("s1"))
+	}
+	if !sent(d, b, msgShardHome{Shard: "s1", Region: a}) || d.store != nil {
+		t.Fatalf("deferred request not answered with the unchanged home: %+v", d)
+	}
+	// A new rebalance may start again later.
+	d = h.fire(timerKey{kind: timerRebalance})
+	if !sent(d, b, msgBeginHandOff{Shard: "s1"}) {
+		t.Fatalf("no new rebalance after the timeout: %+v", d.sends)
+	}
+}
+
+// After a hand-off timed out, the owner's late ShardStopped still re-homes the shard,
+// and the old home is not handed out meanwhile (Akka.NET issue 7500).
+func TestCoordinatorLateShardStopped(t *testing.T) {
+	h, a, b, p := rebalanceSetup(t, coordSettings{})
+	h.fire(timerKey{kind: timerRebalance})
+	for _, r := range []RegionID{a, b, p} {
+		h.from(r, msgBeginHandOffAck{Shard: "s1", Region: r})
+	}
+	h.fire(timerKey{kind: timerHandOff, shard: "s1"})
+	if h.homeOf("s1") != a {
+		t.Fatal("timeout moved the shard")
+	}
+	h.manual = true
+	d := h.from(a, msgShardStopped{Shard: "s1", Pending: true})
+	if d.store == nil || d.store.event != (evShardHomeDeallocated{Shard: "s1"}) || !hasProblem(d, errHandOffTimeout) {
+		t.Fatalf("late ShardStopped: %+v", d)
+	}
+	h.expectNoSends(h.from(b, msgGetShardHome{Shard: "s1"}), "GetShardHome while the late deallocation is stored")
+	h.manual = false
+	d = h.step(inStoreDone{})
+	if !sent(d, b, msgHostShard{Shard: "s1", Predecessor: a}) || !sent(d, b, msgShardHome{Shard: "s1", Region: b}) {
+		t.Fatalf("after the late deallocation: %+v", d.sends)
+	}
+	// ShardStopped from a region that does not own the shard changes nothing.
+	h.expectNoSends(h.from(a, msgShardStopped{Shard: "s2x"}), "ShardStopped for an unknown shard")
+	h.expectNoSends(h.from(a, msgShardStopped{Shard: "s1"}), "ShardStopped from the old owner")
+}
+
+// The owner of a shard in hand-off dies: the hand-off ends (no shard stays marked in
+// progress, akka-core issue 27259) and the shard gets a new home at once.
+func TestCoordinatorOwnerTerminatesDuringHandOff(t *testing.T) {
+	for _, handOffSent := range []bool{false, true} {
+		h, a, b, p := rebalanceSetup(t, coordSettings{})
+		h.fire(timerKey{kind: timerRebalance})
+		h.from(p, msgGetShardHome{Shard: "s1"})
+		if handOffSent {
+			for _, r := range []RegionID{a, b, p} {
+				h.from(r, msgBeginHandOffAck{Shard: "s1", Region: r})
+			}
+		}
+		d := h.step(inRegionTerminated{Region: a})
+		if len(h.c.workers) != 0 {
+			t.Fatalf("handOffSent=%v: hand-offs still marked: %v", handOffSent, h.c.workers)
+		}
+		for _, s := range []ShardID{"s1", "s2", "s3"} {
+			if h.homeOf(s) != b {
+				t.Fatalf("handOffSent=%v: %q at %q, want %q", handOffSent, s, h.homeOf(s), b)
+			}
+			if !sent(d, b, msgHostShard{Shard: s}) {
+				t.Fatalf("handOffSent=%v: no HostShard for %q", handOffSent, s)
+			}
+		}
+		if !sent(d, p, msgShardHome{Shard: "s1", Region: b}) {
+			t.Fatalf("handOffSent=%v: deferred request not answered: %+v", handOffSent, d.sends)
+		}
+		if h.c.timers.active(timerKey{kind: timerHandOff, shard: "s1"}) {
+			t.Fatal("hand-off timer still running")
+		}
+	}
+}
+
+func TestCoordinatorNoRebalanceConditions(t *testing.T) {
+	newer, _ := NewLeastShardStrategy(LeastShardConfig{RebalanceAbsoluteLimit: 10, RebalanceRelativeLimit: 1})
+	setup := func() (*coordHarness, RegionID, RegionID) {
+		h := newCoordHarness(t, coordSettings{}, newer, 3)
+		a, b := reg(1), reg(2)
+		h.register(a)
+		for _, s := range []ShardID{"s1", "s2", "s3", "s4"} {
+			h.allocate(a, s)
+		}
+		h.register(b)
+		return h, a, b
+	}
+	tick := func(h *coordHarness) int {
+		d := h.fire(timerKey{kind: timerRebalance})
+		n := 0
+		for _, m := range d.sends {
+			if _, ok := m.msg.(msgBeginHandOff); ok && m.to == reg(1) {
+				n++
+			}
+		}
+		return n
+	}
+
+	h, _, _ := setup()
+	if n := tick(h); n != 2 {
+		t.Fatalf("healthy: %d hand-offs, want 2", n)
+	}
+	if n := tick(h); n != 0 {
+		t.Fatalf("while hand-offs run: %d new ones", n)
+	}
+
+	cases := map[string]func([]NodeInfo) []NodeInfo{
+		"app versions differ": func(ns []NodeInfo) []NodeInfo { ns[1].AppVersion = "2"; return ns },
+		"member unreachable":  func(ns []NodeInfo) []NodeInfo { ns[2].Unreachable = true; return ns },
+		"member joining": func(ns []NodeInfo) []NodeInfo {
+			return append(ns, NodeInfo{Address: cluster.UniqueAddress{Addr: nodeAddr(9)}, Status: cluster.Joining})
+		},
+	}
+	for name, change := range cases {
+		h, _, _ := setup()
+		h.step(inMembers{Members: change(testNodes(3))})
+		if n := tick(h); n != 0 {
+			t.Errorf("%s: %d hand-offs started", name, n)
+		}
+	}
+
+	h, _, _ = setup()
+	h.step(inPrepareForShutdown{})
+	if h.c.timers.active(timerKey{kind: timerRebalance}) {
+		t.Fatal("rebalance tick still running while preparing for shutdown")
+	}
+	h.expectNoSends(h.step(inTimer{Key: timerKey{kind: timerRebalance}}), "tick while preparing for shutdown")
+}
+
+func TestCoordinatorRemovalMargin(t *testing.T) {
+	margin := 7 * time.Second
+	h := newCoordHarness(t, coordSettings{removalMargin: margin}, nil, 3)
+	a, b := reg(1), reg(2)
+	h.register(a, b)
+	h.allocate(a, "s1")
+	h.allocate(a, "s2") // at b
+	if h.homeOf("s1") != a {
+		t.Fatal("setup")
+	}
+	d := h.step(inRegionTerminated{Region: a, NodeRemoved: true})
+	if d.store != nil {
+		t.Fatal("region removed before the margin")
+	}
+	if after, ok := startedTimer(d, timerKey{kind: timerRemovalMargin, region: a}); !ok || after != margin {
+		t.Fatal("no margin timer")
+	}
+	// Its shards are not handed out, and it gets no new shard.
+	h.expectNoSends(h.from(b, msgGetShardHome{Shard: "s1"}), "GetShardHome for a shard of a region being removed")
+	if got := h.allocate(b, "s3"); got != b {
+		t.Fatalf("new shard at %q, want %q", got, b)
+	}
+	d = h.fire(timerKey{kind: timerRemovalMargin, region: a})
+	if _, ok := h.c.state.regions[a]; ok || h.homeOf("s1") != b {
+		t.Fatalf("after the margin: region still there or s1 at %q", h.homeOf("s1"))
+	}
+	if !sent(d, b, msgHostShard{Shard: "s1"}) {
+		t.Fatalf("s1 not re-homed: %+v", d.sends)
+	}
+
+	// Without a margin, or when the actor stopped by itself, removal is immediate.
+	h = newCoordHarness(t, coordSettings{}, nil, 3)
+	h.register(a, b)
+	h.step(inRegionTerminated{Region: a, NodeRemoved: true})
+	if _, ok := h.c.state.regions[a]; ok {
+		t.Fatal("no margin: region not removed at once")
+	}
+	h = newCoordHarness(t, coordSettings{removalMargin: margin}, nil, 3)
+	h.register(a, b)
+	h.from(a, msgRegionStopped{})
+	if _, ok := h.c.state.regions[a]; ok {
+		t.Fatal("RegionStopped: region not removed at once")
+	}
+}
+
+func TestCoordinatorGracefulShutdown(t *testing.T) {
+	h, a, b, p := rebalanceSetup(t, coordSettings{})
+	d := h.from(a, msgGracefulShutdownReq{})
+	for _, s := range []ShardID{"s1", "s2", "s3"} {
+		if !sent(d, b, msgBeginHandOff{Shard: s}) {
+			t.Fatalf("no hand-off for %q", s)
+		}
+	}
+	h.expectNoSends(h.from(a, msgGracefulShutdownReq{}), "a repeated GracefulShutdownReq")
+	// A region shutting down gets no new shard.
+	if got := h.allocate(a, "new"); got != b {
+		t.Fatalf("new shard at %q", got)
+	}
+	for _, s := range []ShardID{"s1", "s2", "s3"} {
+		for _, r := range []RegionID{a, b, p} {
+			h.from(r, msgBeginHandOffAck{Shard: s, Region: r})
+		}
+		h.from(a, msgShardStopped{Shard: s})
+		if h.homeOf(s) != b {
+			t.Fatalf("%q at %q after hand-off", s, h.homeOf(s))
+		}
+	}
+
+	// A hand-off that times out lets the region ask again.
+	h, a, b, _ = rebalanceSetup(t, coordSettings{})
+	h.from(a, msgGracefulShutdownReq{})
+	h.fire(timerKey{kind: timerHandOff, shard: "s1"})
+	if h.c.graceful[a] {
+		t.Fatal("graceful mark kept after a hand-off timed out")
+	}
+	d = h.from(a, msgGracefulShutdownReq{})
+	if !sent(d, b, msgBeginHandOff{Shard: "s1"}) {
+		t.Fatal("shutdown request not honoured again")
+	}
+}
+
+func TestCoordinatorStopShards(t *testing.T) {
+	h, a, b, p := rebalanceSetup(t, coordSettings{})
+	user := RegionID("troupe://sys@10.0.0.1:2552/user/admin#5")
+	d := h.from(user, msgStopShards{Shards: []ShardID{"s1", "nope", "s1"}})
+	if !sent(d, user, msgShardStopped{Shard: "nope"}) || !sent(d, b, msgBeginHandOff{Shard: "s1"}) {
+		t.Fatalf("StopShards: %+v", d.sends)
+	}
+	for _, r := range []RegionID{a, b, p} {
+		h.from(r, msgBeginHandOffAck{Shard: "s1", Region: r})
+	}
+	d = h.from(a, msgShardStopped{Shard: "s1"})
+	if !sent(d, user, msgShardStopped{Shard: "s1"}) {
+		t.Fatalf("requester not told: %+v", d.sends)
+	}
+
+	// A request that times out forgets its requester.
+	d = h.from(user, msgStopShards{Shards: []ShardID{"s2"}})
+	key := timerKey{kind: timerStopShards, n: 2}
+	if _, ok := startedTimer(d, key); !ok {
+		t.Fatalf("no request timer: %+v", d.timers)
+	}
+	h.fire(key)
+	if len(h.c.stopWaiters) != 0 {
+		t.Fatal("requester kept after the timeout")
+	}
+
+	// Refused with remember-entities.
+	h = newCoordHarness(t, coordSettings{rememberEntities: true}, nil, 2)
+	h.register(a)
+	h.allocate(a, "s1")
+	d = h.from(user, msgStopShards{Shards: []ShardID{"s1"}})
+	if len(d.sends) != 0 || !hasProblem(d, errStopShardsRemembered) {
+		t.Fatalf("remember-entities: %+v", d)
+	}
+}
+
+func TestCoordinatorRememberEntitiesRehomesAtOnce(t *testing.T) {
+	h := newCoordHarness(t, coordSettings{rememberEntities: true}, nil, 3)
+	a, b := reg(1), reg(2)
+	h.register(a, b)
+	h.allocate(a, "s1")
+	h.allocate(b, "s2")
+	d := h.step(inRegionTerminated{Region: a})
+	if h.homeOf("s1") != b || !sent(d, b, msgHostShard{Shard: "s1"}) {
+		t.Fatalf("s1 at %q: %+v", h.homeOf("s1"), d.sends)
+	}
+	if len(h.c.state.unallocated) != 0 {
+		t.Fatalf("unallocated %v", h.c.state.unallocated)
+	}
+	// Remembered shards read from the store get homes at once.
+	d = h.step(inRememberedShards{Shards: []ShardID{"s2", "s9"}})
+	if h.homeOf("s9") != b || !sent(d, b, msgHostShard{Shard: "s9"}) {
+		t.Fatalf("remembered s9 at %q", h.homeOf("s9"))
+	}
+}
+
+func TestCoordinatorLoadsStateAndDropsDeadRegions(t *testing.T) {
+	st := newCoordState(false)
+	a, b, dead, deadProxy := reg(1), reg(2), reg(5), prox(6)
+	for _, e := range []coordEvent{
+		evRegionRegistered{Region: a}, evRegionRegistered{Region: b}, evRegionRegistered{Region: dead},
+		evRegionProxyRegistered{Proxy: deadProxy},
+		evShardHomeAllocated{Shard: "s1", Region: a}, evShardHomeAllocated{Shard: "s2", Region: dead},
+	} {
+		if err := st.apply(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &coordHarness{t: t, c: newCoordinator(coordSettings{}, nil), shadow: st.clone()}
+	h.step(inMembers{Members: testNodes(3)})
+	d := h.step(inStateLoaded{State: st})
+	for _, r := range []RegionID{a, b, dead, deadProxy} {
+		if !slices.Contains(d.watch, r) {
+			t.Fatalf("%q not watched", r)
+		}
+	}
+	if _, ok := h.c.state.regions[dead]; ok {
+		t.Fatal("region of a node that is not a member kept")
+	}
+	if _, ok := h.c.state.proxies[deadProxy]; ok {
+		t.Fatal("proxy of a node that is not a member kept")
+	}
+	if h.c.phase != phaseInitializing {
+		t.Fatal("not waiting for the initial delay")
+	}
+	// Until the delay passes, requests wait. (Regions register again with a new
+	// coordinator; GetShardHome is answered once enough of them did.)
+	h.expectNoSends(h.from(a, msgRegister{}), "Register while initializing")
+	h.expectNoSends(h.from(a, msgGetShardHome{Shard: "s1"}), "GetShardHome while initializing")
+	d = h.fire(timerKey{kind: timerStateInit})
+	if !sent(d, a, msgHostShard{Shard: "s1"}) || !sent(d, a, msgShardHome{Shard: "s1", Region: a}) {
+		t.Fatalf("after the delay: %+v", d.sends)
+	}
+	if h.c.phase != phaseActive || !h.c.timers.active(timerKey{kind: timerRebalance}) {
+		t.Fatal("not active")
+	}
+	// The dead region's shard gets a home when asked.
+	if got := h.allocate(b, "s2"); got == dead || got == "" {
+		t.Fatalf("s2 at %q", got)
+	}
+}
+
+func TestCoordinatorPredecessorInHostShard(t *testing.T) {
+	h, a, b, p := rebalanceSetup(t, coordSettings{})
+	h.fire(timerKey{kind: timerRebalance})
+	for _, r := range []RegionID{a, b, p} {
+		h.from(r, msgBeginHandOffAck{Shard: "s1", Region: r})
+	}
+	d := h.from(a, msgShardStopped{Shard: "s1", Pending: true})
+	if !sent(d, b, msgHostShard{Shard: "s1", Predecessor: a}) {
+		t.Fatalf("HostShard without predecessor: %+v", d.sends)
+	}
+	d = h.fire(timerKey{kind: timerHostShard, shard: "s1"})
+	if !sent(d, b, msgHostShard{Shard: "s1", Predecessor: a}) {
+		t.Fatal("resend lost the predecessor")
+	}
+	h.from(b, msgShardStarted{Shard: "s1"})
+	if _, ok := h.c.predecessor["s1"]; ok {
+		t.Fatal("predecessor kept after ShardStarted")
+	}
+}
+
+func TestCoordinatorStoreStateMode(t *testing.T) {
+	h := newCoordHarness(t, coordSettings{storeState: true}, nil, 2)
+	h.manual = true
+	d := h.from(reg(1), msgRegister{})
+	if d.store == nil || d.store.state == nil || len(d.store.state.regions) != 1 {
+		t.Fatalf("store without the next state: %+v", d.store)
+	}
+	if len(h.c.state.regions) != 0 {
+		t.Fatal("state changed before the store completed")
+	}
+}
+
+// A region that owes a hand-over learns where to deliver it (the region that followed
+// it), even while the shard is being handed off again; other requests wait.
+func TestCoordinatorHandOverToSuccessor(t *testing.T) {
+	h, a, b, p := rebalanceSetup(t, coordSettings{})
+	c := reg(3)
+	h.register(c)
+	h.fire(timerKey{kind: timerRebalance}) // moves s1 away from A
+	for _, r := range []RegionID{a, b, c, p} {
+		h.from(r, msgBeginHandOffAck{Shard: "s1", Region: r})
+	}
+	h.from(a, msgShardStopped{Shard: "s1", Pending: true})
+	next := h.homeOf("s1")
+	if next == a || next == "" {
+		t.Fatalf("s1 at %q", next)
+	}
+	d := h.from(a, msgGetShardHome{Shard: "s1", HandOver: true})
+	if !sent(d, a, msgHandOverTo{Shard: "s1", Region: next}) {
+		t.Fatalf("no HandOverTo: %+v", d.sends)
+	}
+	// The successor is handed off in turn: the owing region still learns it, others wait.
+	h.from(next, msgGracefulShutdownReq{})
+	if h.c.workers["s1"] == nil {
+		t.Fatal("no hand-off")
+	}
+	d = h.from(a, msgGetShardHome{Shard: "s1", HandOver: true})
+	if !sent(d, a, msgHandOverTo{Shard: "s1", Region: next}) {
+		t.Fatalf("no HandOverTo during the hand-off: %+v", d.sends)
+	}
+	h.expectNoSends(h.from(a, msgGetShardHome{Shard: "s1"}), "a plain GetShardHome during the hand-off")
+	// The successor dies before A delivered (it never acknowledged HostShard): A's
+	// hand-over goes to the shard's new home, or nowhere when that is A itself.
+	h.step(inRegionTerminated{Region: next})
+	got, ok := h.c.successor["s1"][a]
+	if home := h.homeOf("s1"); home == a && ok || home != a && got != home {
+		t.Fatalf("successor of A %q (%v), home %q", got, ok, home)
+	}
+}

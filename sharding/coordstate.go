@@ -1,0 +1,293 @@
+package sharding
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// coordState is the coordinator's durable state: where every shard lives. It is stored
+// whole in a distributed-data register (ddata mode) or rebuilt from its events
+// (persistence mode), and survives the coordinator moving to another node.
+//
+// Invariants, kept by apply and checked by decoding: a shard is in shards exactly when
+// it is in the list of its region in regions, at most once; every region in shards is
+// a key of regions; unallocated holds no allocated shard.
+type coordState struct {
+	shards      map[ShardID]RegionID   // shard -> its region
+	regions     map[RegionID][]ShardID // region -> its shards, in allocation order
+	proxies     map[RegionID]struct{}  // registered proxy-only regions
+	unallocated map[ShardID]struct{}   // shards to re-home at once (remember-entities only)
+	remember    bool                   // remember-entities: keep shards of dead regions in unallocated
+}
+
+// newCoordState returns the empty state.
+func newCoordState(rememberEntities bool) *coordState {
+	return &coordState{
+		shards:      map[ShardID]RegionID{},
+		regions:     map[RegionID][]ShardID{},
+		proxies:     map[RegionID]struct{}{},
+		unallocated: map[ShardID]struct{}{},
+		remember:    rememberEntities,
+	}
+}
+
+// withRememberEntities sets the remember-entities flag from the running configuration
+// (a state may have been stored by a coordinator configured otherwise); turning it off
+// forgets the unallocated shards.
+func (s *coordState) withRememberEntities(on bool) {
+	s.remember = on
+	if !on {
+		clear(s.unallocated)
+	}
+}
+
+// isEmpty reports whether no region, proxy or shard is known.
+func (s *coordState) isEmpty() bool {
+	return len(s.shards) == 0 && len(s.regions) == 0 && len(s.proxies) == 0
+}
+
+// clone returns a deep copy.
+func (s *coordState) clone() *coordState {
+	c := &coordState{
+		shards:      maps.Clone(s.shards),
+		regions:     make(map[RegionID][]ShardID, len(s.regions)),
+		proxies:     maps.Clone(s.proxies),
+		unallocated: maps.Clone(s.unallocated),
+		remember:    s.remember,
+	}
+	for r, ids := range s.regions {
+		c.regions[r] = slices.Clone(ids)
+	}
+	return c
+}
+
+// coordEvent is a change of the coordinator state. The events are stored as they are
+// (persistence mode), so their fields and msgpack names are a storage format.
+type coordEvent interface {
+	isCoordEvent()
+}
+
+// evRegionRegistered: a region joined. It hosts no shard yet.
+type evRegionRegistered struct {
+	Region RegionID `msgpack:"region"`
+}
+
+// evRegionProxyRegistered: a proxy-only region joined.
+type evRegionProxyRegistered struct {
+	Proxy RegionID `msgpack:"proxy"`
+}
+
+// evRegionTerminated: a region is gone with all its shards (which become unallocated
+// with remember-entities).
+type evRegionTerminated struct {
+	Region RegionID `msgpack:"region"`
+}
+
+// evRegionProxyTerminated: a proxy is gone.
+type evRegionProxyTerminated struct {
+	Proxy RegionID `msgpack:"proxy"`
+}
+
+// evShardHomeAllocated: a shard without a home now lives in a registered region.
+type evShardHomeAllocated struct {
+	Shard  ShardID  `msgpack:"shard"`
+	Region RegionID `msgpack:"region"`
+}
+
+// evShardHomeDeallocated: a shard was handed off and has no home (it becomes
+// unallocated with remember-entities).
+type evShardHomeDeallocated struct {
+	Shard ShardID `msgpack:"shard"`
+}
+
+// evCoordinatorInitialized changes nothing; it exists so that journals written by
+// coordinators that record their start can be read.
+type evCoordinatorInitialized struct{}
+
+func (evRegionRegistered) isCoordEvent()       {}
+func (evRegionProxyRegistered) isCoordEvent()  {}
+func (evRegionTerminated) isCoordEvent()       {}
+func (evRegionProxyTerminated) isCoordEvent()  {}
+func (evShardHomeAllocated) isCoordEvent()     {}
+func (evShardHomeDeallocated) isCoordEvent()   {}
+func (evCoordinatorInitialized) isCoordEvent() {}
+
+// check reports whether e applies to s, without changing s. The error wraps
+// errInvalidEvent.
+func (s *coordState) check(e coordEvent) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %T: "+format, append([]any{errInvalidEvent, e}, args...)...)
+	}
+	switch e := e.(type) {
+	case evRegionRegistered:
+		if e.Region == "" {
+			return bad("empty region")
+		}
+		if _, ok := s.regions[e.Region]; ok {
+			return bad("region %q is already registered", e.Region)
+		}
+	case evRegionProxyRegistered:
+		if e.Proxy == "" {
+			return bad("empty proxy")
+		}
+		if _, ok := s.proxies[e.Proxy]; ok {
+			return bad("proxy %q is already registered", e.Proxy)
+		}
+	case evRegionTerminated:
+		if _, ok := s.regions[e.Region]; !ok {
+			return bad("region %q is not registered", e.Region)
+		}
+	case evRegionProxyTerminated:
+		if _, ok := s.proxies[e.Proxy]; !ok {
+			return bad("proxy %q is not registered", e.Proxy)
+		}
+	case evShardHomeAllocated:
+		if e.Shard == "" {
+			return bad("empty shard")
+		}
+		if _, ok := s.regions[e.Region]; !ok {
+			return bad("region %q is not registered", e.Region)
+		}
+		if r, ok := s.shards[e.Shard]; ok {
+			return bad("shard %q is already allocated to %q", e.Shard, r)
+		}
+	case evShardHomeDeallocated:
+		if _, ok := s.shards[e.Shard]; !ok {
+			return bad("shard %q is not allocated", e.Shard)
+		}
+	case evCoordinatorInitialized:
+	default:
+		return bad("unknown event")
+	}
+	return nil
+}
+
+// apply changes s by e, or returns an error wrapping errInvalidEvent and leaves s as it
+// was. It is the one place the state changes, for live events and for replay alike.
+func (s *coordState) apply(e coordEvent) error {
+	if err := s.check(e); err != nil {
+		return err
+	}
+	switch e := e.(type) {
+	case evRegionRegistered:
+		s.regions[e.Region] = nil
+	case evRegionProxyRegistered:
+		s.proxies[e.Proxy] = struct{}{}
+	case evRegionTerminated:
+		for _, id := range s.regions[e.Region] {
+			delete(s.shards, id)
+			if s.remember {
+				s.unallocated[id] = struct{}{}
+			}
+		}
+		delete(s.regions, e.Region)
+	case evRegionProxyTerminated:
+		delete(s.proxies, e.Proxy)
+	case evShardHomeAllocated:
+		s.shards[e.Shard] = e.Region
+		s.regions[e.Region] = append(s.regions[e.Region], e.Shard)
+		delete(s.unallocated, e.Shard)
+	case evShardHomeDeallocated:
+		r := s.shards[e.Shard]
+		delete(s.shards, e.Shard)
+		s.regions[r] = slices.DeleteFunc(s.regions[r], func(id ShardID) bool { return id == e.Shard })
+		if s.remember {
+			s.unallocated[e.Shard] = struct{}{}
+		}
+	}
+	return nil
+}
+
+// addUnallocated adds remembered shards that have no home to the unallocated set (only
+// with remember-entities); allocated ones are ignored.
+func (s *coordState) addUnallocated(ids []ShardID) {
+	if !s.remember {
+		return
+	}
+	for _, id := range ids {
+		if _, ok := s.shards[id]; !ok && id != "" {
+			s.unallocated[id] = struct{}{}
+		}
+	}
+}
+
+// sortedRegions returns the registered regions in ID order.
+func (s *coordState) sortedRegions() []RegionID {
+	return slices.Sorted(maps.Keys(s.regions))
+}
+
+// sortedProxies returns the registered proxies in ID order.
+func (s *coordState) sortedProxies() []RegionID {
+	return slices.Sorted(maps.Keys(s.proxies))
+}
+
+// sortedUnallocated returns the unallocated shards in ID order.
+func (s *coordState) sortedUnallocated() []ShardID {
+	return slices.Sorted(maps.Keys(s.unallocated))
+}
+
+// sortedShards returns the allocated shards in ID order.
+func (s *coordState) sortedShards() []ShardID {
+	return slices.Sorted(maps.Keys(s.shards))
+}
+
+// equal reports whether two states hold the same data, allocation order included.
+func (s *coordState) equal(o *coordState) bool {
+	if s.remember != o.remember || !maps.Equal(s.shards, o.shards) || !maps.Equal(s.proxies, o.proxies) ||
+		!maps.Equal(s.unallocated, o.unallocated) || len(s.regions) != len(o.regions) {
+		return false
+	}
+	for r, ids := range s.regions {
+		oids, ok := o.regions[r]
+		if !ok || !slices.Equal(ids, oids) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkInvariants returns an error wrapping errCorruptState when the state contradicts
+// itself (see coordState).
+func (s *coordState) checkInvariants() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{errCorruptState}, args...)...)
+	}
+	n := 0
+	for r, ids := range s.regions {
+		if r == "" {
+			return bad("empty region id")
+		}
+		seen := make(map[ShardID]struct{}, len(ids))
+		for _, id := range ids {
+			if id == "" {
+				return bad("empty shard id in region %q", r)
+			}
+			if _, dup := seen[id]; dup {
+				return bad("shard %q twice in region %q", id, r)
+			}
+			seen[id] = struct{}{}
+			if home, ok := s.shards[id]; !ok || home != r {
+				return bad("shard %q listed in region %q but homed at %q", id, r, home)
+			}
+		}
+		n += len(ids)
+	}
+	if n != len(s.shards) {
+		return bad("%d shards homed, %d listed in regions", len(s.shards), n)
+	}
+	for id := range s.unallocated {
+		if _, ok := s.shards[id]; ok {
+			return bad("shard %q is both allocated and unallocated", id)
+		}
+		if id == "" {
+			return bad("empty unallocated shard id")
+		}
+	}
+	for p := range s.proxies {
+		if p == "" {
+			return bad("empty proxy id")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,104 @@
+package sharding
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/troupe-go/troupe/serialization"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Manifests of the coordinator's stored types. They are a storage format: never rename
+// one; a change that old readers would misread gets a new version suffix.
+const (
+	manifestCoordState            = "troupe.sharding.CoordinatorState.v1"
+	manifestRegionRegistered      = "troupe.sharding.RegionRegistered.v1"
+	manifestRegionProxyRegistered = "troupe.sharding.RegionProxyRegistered.v1"
+	manifestRegionTerminated      = "troupe.sharding.RegionTerminated.v1"
+	manifestRegionProxyTerminated = "troupe.sharding.RegionProxyTerminated.v1"
+	manifestShardHomeAllocated    = "troupe.sharding.ShardHomeAllocated.v1"
+	manifestShardHomeDeallocated  = "troupe.sharding.ShardHomeDeallocated.v1"
+	manifestCoordInitialized      = "troupe.sharding.CoordinatorInitialized.v1"
+)
+
+// registerCoordinatorTypes registers the coordinator state (as *coordState) and its
+// events (as values) with reg, so that a distributed-data register or a journal can
+// store them. It registers all or reports the first failure (a duplicate registration
+// when called twice on one registry).
+func registerCoordinatorTypes(reg *serialization.Registry) error {
+	return errors.Join(
+		serialization.Register[*coordState](reg, manifestCoordState),
+		serialization.Register[evRegionRegistered](reg, manifestRegionRegistered),
+		serialization.Register[evRegionProxyRegistered](reg, manifestRegionProxyRegistered),
+		serialization.Register[evRegionTerminated](reg, manifestRegionTerminated),
+		serialization.Register[evRegionProxyTerminated](reg, manifestRegionProxyTerminated),
+		serialization.Register[evShardHomeAllocated](reg, manifestShardHomeAllocated),
+		serialization.Register[evShardHomeDeallocated](reg, manifestShardHomeDeallocated),
+		serialization.Register[evCoordinatorInitialized](reg, manifestCoordInitialized),
+	)
+}
+
+// coordStateWire is the stored form of coordState: sorted slices instead of maps, so
+// that one state always encodes to the same bytes.
+type coordStateWire struct {
+	Regions     []coordRegionWire `msgpack:"regions"`     // by region ID
+	Proxies     []RegionID        `msgpack:"proxies"`     // sorted
+	Unallocated []ShardID         `msgpack:"unallocated"` // sorted
+	Remember    bool              `msgpack:"remember"`
+}
+
+// coordRegionWire is one region with its shards in allocation order.
+type coordRegionWire struct {
+	Region RegionID  `msgpack:"region"`
+	Shards []ShardID `msgpack:"shards"`
+}
+
+// EncodeMsgpack writes the state in its stored form; equal states give equal bytes.
+func (s coordState) EncodeMsgpack(enc *msgpack.Encoder) error {
+	w := coordStateWire{
+		Proxies:     s.sortedProxies(),
+		Unallocated: s.sortedUnallocated(),
+		Remember:    s.remember,
+	}
+	for _, r := range s.sortedRegions() {
+		w.Regions = append(w.Regions, coordRegionWire{Region: r, Shards: s.regions[r]})
+	}
+	return enc.Encode(&w)
+}
+
+// DecodeMsgpack reads the stored form and rejects a state that contradicts itself
+// (a shard in two regions, duplicates, empty IDs) with an error wrapping
+// errCorruptState.
+func (s *coordState) DecodeMsgpack(dec *msgpack.Decoder) error {
+	var w coordStateWire
+	if err := dec.Decode(&w); err != nil {
+		return err
+	}
+	n := newCoordState(w.Remember)
+	for _, rw := range w.Regions {
+		if _, dup := n.regions[rw.Region]; dup {
+			return fmt.Errorf("%w: region %q twice", errCorruptState, rw.Region)
+		}
+		n.regions[rw.Region] = rw.Shards
+		for _, id := range rw.Shards {
+			if home, dup := n.shards[id]; dup {
+				return fmt.Errorf("%w: shard %q in regions %q and %q", errCorruptState, id, home, rw.Region)
+			}
+			n.shards[id] = rw.Region
+		}
+	}
+	for _, p := range w.Proxies {
+		if _, dup := n.proxies[p]; dup {
+			return fmt.Errorf("%w: proxy %q twice", errCorruptState, p)
+		}
+		n.proxies[p] = struct{}{}
+	}
+	for _, id := range w.Unallocated {
+		n.unallocated[id] = struct{}{}
+	}
+	if err := n.checkInvariants(); err != nil {
+		return err
+	}
+	*s = *n
+	return nil
+}

@@ -1,0 +1,136 @@
+package sharding
+
+import (
+	"errors"
+
+	"github.com/troupe-go/troupe/serialization"
+)
+
+// The messages between regions and the coordinator (Akka's ShardCoordinator.Internal
+// protocol, with the two additions Troupe needs to lose no message in a hand-off:
+// shardStopped.Pending and hostShard.Predecessor). A message's sender identifies the
+// region or proxy it comes from; fields carry only what the sender does not.
+
+// msgRegister: a region asks the coordinator to register it (retried until acked).
+type msgRegister struct{}
+
+// msgRegisterProxy: a proxy-only region asks to register.
+type msgRegisterProxy struct{}
+
+// msgRegisterAck: the coordinator registered the sender of Register(Proxy). The region
+// watches the coordinator (the sender of the ack).
+type msgRegisterAck struct{}
+
+// msgGetShardHome: where does this shard live? Answered by msgShardHome, or not at all
+// (the region asks again on its next retry tick) while the shard is in hand-off, while
+// too few regions are registered, or while no region can host. HandOver is set by a
+// region that owes the shard's next home a hand-over: when the coordinator knows which
+// region followed it, it answers msgHandOverTo at once, even during a hand-off.
+type msgGetShardHome struct {
+	Shard    ShardID `msgpack:"shard"`
+	HandOver bool    `msgpack:"handOver,omitempty"`
+}
+
+// msgHandOverTo: deliver the hand-over you owe for Shard to Region (the region that
+// became the shard's home after you, which waits for it). It does not say where the
+// shard lives now.
+type msgHandOverTo struct {
+	Shard  ShardID  `msgpack:"shard"`
+	Region RegionID `msgpack:"region"`
+}
+
+// msgShardHome: Shard lives in Region.
+type msgShardHome struct {
+	Shard  ShardID  `msgpack:"shard"`
+	Region RegionID `msgpack:"region"`
+}
+
+// msgShardHomes: many homes at once, sent right after registration.
+type msgShardHomes struct {
+	Homes []shardHomesEntry `msgpack:"homes"`
+}
+
+// shardHomesEntry is one region's shards in msgShardHomes.
+type shardHomesEntry struct {
+	Region RegionID  `msgpack:"region"`
+	Shards []ShardID `msgpack:"shards"`
+}
+
+// msgHostShard: the receiving region is now the shard's home; it starts the shard and
+// answers msgShardStarted (resent every shard-start-timeout until then). Predecessor,
+// when set, is the region that held the shard before and still holds messages for it:
+// the new home delivers Predecessor's hand-over before anything else (see
+// region_handoff.go).
+type msgHostShard struct {
+	Shard       ShardID  `msgpack:"shard"`
+	Predecessor RegionID `msgpack:"predecessor,omitempty"`
+}
+
+// msgShardStarted answers msgHostShard.
+type msgShardStarted struct {
+	Shard ShardID `msgpack:"shard"`
+}
+
+// msgBeginHandOff: the shard is about to move; forget its home (buffer its messages)
+// and acknowledge.
+type msgBeginHandOff struct {
+	Shard ShardID `msgpack:"shard"`
+}
+
+// msgBeginHandOffAck acknowledges msgBeginHandOff for Region. A region that forwarded
+// messages for the shard to another region sends its ack through that region (which
+// passes it on to the coordinator), so that the ack reaches the coordinator only after
+// those messages reached the region they were sent to.
+type msgBeginHandOffAck struct {
+	Shard  ShardID  `msgpack:"shard"`
+	Region RegionID `msgpack:"region"`
+}
+
+// msgHandOff: every region acknowledged; stop the shard and answer msgShardStopped.
+type msgHandOff struct {
+	Shard ShardID `msgpack:"shard"`
+}
+
+// msgShardStopped: the shard stopped (answers msgHandOff, and each shard of
+// msgStopShards to whoever asked). Pending means the region still holds messages for
+// the shard that the next home must get first (see msgHostShard.Predecessor).
+type msgShardStopped struct {
+	Shard   ShardID `msgpack:"shard"`
+	Pending bool    `msgpack:"pending,omitempty"`
+}
+
+// msgGracefulShutdownReq: the region is leaving; hand off all its shards (resent every
+// retry tick until the region stops).
+type msgGracefulShutdownReq struct{}
+
+// msgRegionStopped: the region stopped.
+type msgRegionStopped struct{}
+
+// msgStopShards: stop these shards (a user request); answered by one msgShardStopped
+// per shard. Refused with remember-entities.
+type msgStopShards struct {
+	Shards []ShardID `msgpack:"shards"`
+}
+
+// registerProtocolTypes registers the coordinator protocol messages with reg, for the
+// remote transport.
+func registerProtocolTypes(reg *serialization.Registry) error {
+	return errors.Join(
+		serialization.Register[msgRegister](reg, "troupe.sharding.Register.v1"),
+		serialization.Register[msgRegisterProxy](reg, "troupe.sharding.RegisterProxy.v1"),
+		serialization.Register[msgRegisterAck](reg, "troupe.sharding.RegisterAck.v1"),
+		serialization.Register[msgGetShardHome](reg, "troupe.sharding.GetShardHome.v1"),
+		serialization.Register[msgShardHome](reg, "troupe.sharding.ShardHome.v1"),
+		serialization.Register[msgShardHomes](reg, "troupe.sharding.ShardHomes.v1"),
+		serialization.Register[msgHostShard](reg, "troupe.sharding.HostShard.v1"),
+		serialization.Register[msgShardStarted](reg, "troupe.sharding.ShardStarted.v1"),
+		serialization.Register[msgBeginHandOff](reg, "troupe.sharding.BeginHandOff.v1"),
+		serialization.Register[msgBeginHandOffAck](reg, "troupe.sharding.BeginHandOffAck.v1"),
+		serialization.Register[msgHandOff](reg, "troupe.sharding.HandOff.v1"),
+		serialization.Register[msgShardStopped](reg, "troupe.sharding.ShardStopped.v1"),
+		serialization.Register[msgGracefulShutdownReq](reg, "troupe.sharding.GracefulShutdownReq.v1"),
+		serialization.Register[msgRegionStopped](reg, "troupe.sharding.RegionStopped.v1"),
+		serialization.Register[msgStopShards](reg, "troupe.sharding.StopShards.v1"),
+		serialization.Register[msgHandOverTo](reg, "troupe.sharding.HandOverTo.v1"),
+	)
+}

@@ -1,0 +1,566 @@
+package sharding
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Region defaults (Akka's).
+const (
+	defaultRetryInterval       = 2 * time.Second
+	defaultBufferSize          = 100_000
+	defaultShardFailureBackoff = 10 * time.Second
+	minRegisterDelay           = 100 * time.Millisecond
+)
+
+// regionSettings configures a region core. Zero values mean the defaults.
+type regionSettings struct {
+	retryInterval       time.Duration // retry tick; registration backoff tops out here (2 s)
+	bufferSize          int           // messages buffered in all, while homes are unknown (100 000)
+	handOffTimeout      time.Duration // give up waiting for a predecessor's hand-over (60 s)
+	shardFailureBackoff time.Duration // restart a shard that stopped on its own (10 s; remember-entities)
+	rememberEntities    bool          // restart shards that stop on their own, after the backoff
+	proxy               bool          // proxy-only: never hosts a shard
+}
+
+func (s regionSettings) withDefaults() regionSettings {
+	if s.retryInterval <= 0 {
+		s.retryInterval = defaultRetryInterval
+	}
+	if s.bufferSize <= 0 {
+		s.bufferSize = defaultBufferSize
+	}
+	if s.handOffTimeout <= 0 {
+		s.handOffTimeout = defaultHandOffTimeout
+	}
+	if s.shardFailureBackoff <= 0 {
+		s.shardFailureBackoff = defaultShardFailureBackoff
+	}
+	return s
+}
+
+// regionActionKind says what a regionAction asks the shell to do.
+type regionActionKind uint8
+
+const (
+	// actDeliver: give msg to the local shard actor of shard.
+	actDeliver regionActionKind = iota + 1
+	// actForward: forward msg (with its original sender) to region to.
+	actForward
+	// actStartShard: create the local shard actor of shard; it reports shardReady when
+	// it can take messages and shardTerminated when it stops.
+	actStartShard
+	// actHandOffShard: tell the local shard actor of shard to hand off.
+	actHandOffShard
+	// actHandOver: send msgs to region to as the hand-over of shard (marked so that
+	// region to knows them as such), in order, then the end-of-hand-over marker; region
+	// to feeds them to its core as handOverIn, the marker as done.
+	actHandOver
+	// actToCoordinator: send proto to the coordinator this region registered with.
+	actToCoordinator
+	// actToRegion: send proto to region to.
+	actToRegion
+	// actRegister: send Register (RegisterProxy for a proxy) to the coordinator
+	// candidates: the coordinator path on the oldest Up member of the role, and on older
+	// members that are Leaving or Exiting.
+	actRegister
+	// actToCandidates: send proto to the coordinator candidates (as actRegister).
+	actToCandidates
+	// actWatch: watch region to; its end comes back as regionTerminated.
+	actWatch
+)
+
+// regionAction is one thing to do; which fields matter depends on kind.
+type regionAction[M any] struct {
+	kind  regionActionKind
+	shard ShardID
+	to    RegionID
+	msg   M
+	msgs  []M
+	proto any
+}
+
+// droppedMsg is a message the core could not keep: the shell sends it to dead letters,
+// counts it and logs it (rate-limited), naming err.
+type droppedMsg[M any] struct {
+	shard ShardID
+	msg   M
+	err   error
+}
+
+// regionDecisions is what one input to a region core asks the shell to do.
+type regionDecisions[M any] struct {
+	actions  []regionAction[M] // in order
+	timers   []timerOp         // in order
+	dropped  []droppedMsg[M]
+	problems []error // warnings; errShardHomeConflict is fatal for the region
+	stop     bool    // stop the region actor now (its graceful shutdown is complete)
+}
+
+// localShard is a shard actor of this region.
+type localShard struct {
+	ready      bool // it reported shardReady: messages go to it directly
+	handingOff bool // HandOff was passed to it
+}
+
+// shardBuffer holds a shard's messages while they cannot be delivered. The first
+// handOver of them came in a hand-over from a predecessor (or back from this region's
+// own stopped shard): they are older than the rest and go first.
+type shardBuffer[M any] struct {
+	msgs     []M
+	handOver int
+}
+
+// regionCore is a region's routing state as a pure state machine: where each shard
+// lives, which messages wait, registration with the coordinator, and the hand-off
+// protocol that delivers every buffered message at the shard's next home in each
+// sender's order. M is the shell's message envelope (message plus sender); the core
+// never looks inside.
+type regionCore[M any] struct {
+	cfg  regionSettings
+	self RegionID
+
+	registered   bool
+	nextRegDelay time.Duration
+
+	homes       map[ShardID]RegionID // known homes; self for shards hosted here
+	local       map[ShardID]*localShard
+	buffers     map[ShardID]*shardBuffer[M]
+	total       int                  // messages in buffers
+	owes        map[ShardID]bool     // told the coordinator Pending: the next home gets a hand-over from us
+	target      map[ShardID]RegionID // where to deliver an owed hand-over (HandOverTo)
+	waiting     map[ShardID]RegionID // predecessor whose hand-over must come first
+	overDone    map[ShardID]map[RegionID]bool
+	pendingHost map[ShardID]bool     // HostShard while the old shard actor still stops
+	unsent      map[ShardID]bool     // ShardStopped(Pending) to send once registered
+	unsentAcks  []msgBeginHandOffAck // relayed acks to send once registered
+	watched     map[RegionID]bool
+
+	shuttingDown bool
+	stopped      bool
+
+	timers timerSet
+	out    regionDecisions[M]
+}
+
+// newRegionCore returns the core of region self.
+func newRegionCore[M any](self RegionID, cfg regionSettings) *regionCore[M] {
+	return &regionCore[M]{
+		cfg:         cfg.withDefaults(),
+		self:        self,
+		homes:       map[ShardID]RegionID{},
+		local:       map[ShardID]*localShard{},
+		buffers:     map[ShardID]*shardBuffer[M]{},
+		owes:        map[ShardID]bool{},
+		target:      map[ShardID]RegionID{},
+		waiting:     map[ShardID]RegionID{},
+		overDone:    map[ShardID]map[RegionID]bool{},
+		pendingHost: map[ShardID]bool{},
+		unsent:      map[ShardID]bool{},
+		watched:     map[RegionID]bool{},
+		timers:      timerSet{},
+	}
+}
+
+// done returns the accumulated decisions and resets them.
+func (r *regionCore[M]) done() regionDecisions[M] {
+	out := r.out
+	r.out = regionDecisions[M]{}
+	return out
+}
+
+// start begins registration and the retry tick.
+func (r *regionCore[M]) start() regionDecisions[M] {
+	r.timers.start(&r.out.timers, timerKey{kind: timerRetry}, r.cfg.retryInterval, true)
+	r.startRegistration()
+	return r.done()
+}
+
+// deliver routes a message for shard s: to the local shard, to the shard's region, or
+// into the buffer while neither can take it (asking the coordinator for the home when
+// the first message is buffered).
+func (r *regionCore[M]) deliver(s ShardID, msg M) regionDecisions[M] {
+	if s == "" {
+		r.drop(s, msg, errNoShardID)
+	} else {
+		r.route(s, msg)
+	}
+	return r.done()
+}
+
+// handOverIn takes messages that region from handed over for shard s: they are older
+// than anything buffered here and go first. done marks the end of from's hand-over.
+func (r *regionCore[M]) handOverIn(from RegionID, s ShardID, msgs []M, done bool) regionDecisions[M] {
+	for _, m := range msgs {
+		r.bufferHandOver(s, m)
+	}
+	if done {
+		if r.waiting[s] == from {
+			r.endWait(s)
+		} else {
+			if r.overDone[s] == nil {
+				r.overDone[s] = map[RegionID]bool{}
+			}
+			r.overDone[s][from] = true
+		}
+	}
+	r.flush(s)
+	return r.done()
+}
+
+// fromCoordinator handles a coordinator message (msg*).
+func (r *regionCore[M]) fromCoordinator(msg any) regionDecisions[M] {
+	switch m := msg.(type) {
+	case msgRegisterAck:
+		r.registerAck()
+	case msgShardHome:
+		r.shardHome(m.Shard, m.Region)
+	case msgShardHomes:
+		for _, e := range m.Homes {
+			for _, s := range e.Shards {
+				r.shardHome(s, e.Region)
+			}
+		}
+	case msgHostShard:
+		r.hostShard(m.Shard, m.Predecessor)
+	case msgBeginHandOff:
+		r.beginHandOff(m.Shard)
+	case msgHandOff:
+		r.handOff(m.Shard)
+	case msgHandOverTo:
+		if r.owes[m.Shard] {
+			r.target[m.Shard] = m.Region
+			r.flush(m.Shard)
+		}
+	default:
+		r.problem(fmt.Errorf("sharding: region ignores unknown coordinator message %T", msg))
+	}
+	return r.done()
+}
+
+// relayAck passes on a BeginHandOffAck that another region sent through this one (held
+// until this region has registered: the ack may overtake the RegisterAck).
+func (r *regionCore[M]) relayAck(m msgBeginHandOffAck) regionDecisions[M] {
+	if r.registered {
+		r.act(regionAction[M]{kind: actToCoordinator, proto: m})
+	} else {
+		r.unsentAcks = append(r.unsentAcks, m)
+	}
+	return r.done()
+}
+
+// shardReady: the local shard actor of s can take messages.
+func (r *regionCore[M]) shardReady(s ShardID) regionDecisions[M] {
+	if ls := r.local[s]; ls != nil {
+		ls.ready = true
+		r.flush(s)
+	}
+	return r.done()
+}
+
+// regionTerminated: another region is gone; forget the homes it had.
+func (r *regionCore[M]) regionTerminated(gone RegionID) regionDecisions[M] {
+	delete(r.watched, gone)
+	for s, h := range r.homes {
+		if h == gone {
+			delete(r.homes, s)
+		}
+	}
+	for s, t := range r.target {
+		if t == gone {
+			delete(r.target, s) // the owed hand-over goes to the next home instead
+		}
+	}
+	for _, s := range slices.Sorted(maps.Keys(r.waiting)) {
+		if r.waiting[s] == gone {
+			r.endWait(s)
+			r.flush(s)
+		}
+	}
+	for _, s := range slices.Sorted(maps.Keys(r.buffers)) {
+		r.requestHomeIfUnknown(s)
+	}
+	return r.done()
+}
+
+// coordinatorLost: the coordinator terminated or moved; register again.
+func (r *regionCore[M]) coordinatorLost() regionDecisions[M] {
+	r.registered = false
+	r.startRegistration()
+	return r.done()
+}
+
+// gracefulShutdown starts handing off this region's shards; the region stops once it
+// hosts none and holds no message.
+func (r *regionCore[M]) gracefulShutdown() regionDecisions[M] {
+	if !r.shuttingDown {
+		r.shuttingDown = true
+		r.act(regionAction[M]{kind: actToCandidates, proto: msgGracefulShutdownReq{}})
+		r.tryCompleteShutdown()
+	}
+	return r.done()
+}
+
+// stopNow gives up: every buffered message is dropped (reported) and the region stops.
+// For a graceful shutdown that did not finish in time.
+func (r *regionCore[M]) stopNow() regionDecisions[M] {
+	for _, s := range slices.Sorted(maps.Keys(r.buffers)) {
+		for _, m := range r.buffers[s].msgs {
+			r.drop(s, m, errStoppedLoss)
+		}
+	}
+	clear(r.buffers)
+	r.total = 0
+	r.stopped = true
+	r.out.stop = true
+	return r.done()
+}
+
+// timer handles a fired timer.
+func (r *regionCore[M]) timer(key timerKey) regionDecisions[M] {
+	if !r.timers.fired(key) {
+		return r.done()
+	}
+	switch key.kind {
+	case timerRegisterRetry:
+		if !r.registered {
+			r.register()
+			r.scheduleRegistration()
+		}
+	case timerRetry:
+		if !r.registered {
+			r.register()
+		} else {
+			for _, s := range r.shardsWanting() {
+				r.requestHomeIfUnknown(s)
+			}
+		}
+		if r.shuttingDown {
+			r.act(regionAction[M]{kind: actToCandidates, proto: msgGracefulShutdownReq{}})
+		}
+		r.tryCompleteShutdown()
+	case timerHandOverWait:
+		if p, ok := r.waiting[key.shard]; ok {
+			r.problem(fmt.Errorf("%w: shard %q, predecessor %q, after %v; delivering what is here",
+				errHandOverWait, key.shard, p, r.cfg.handOffTimeout))
+			r.endWait(key.shard)
+			r.flush(key.shard)
+		}
+	case timerRestartShard:
+		if r.homes[key.shard] == r.self && r.local[key.shard] == nil && !r.shuttingDown {
+			r.startShard(key.shard)
+		}
+	}
+	return r.done()
+}
+
+// ---- registration ----
+
+func (r *regionCore[M]) startRegistration() {
+	r.nextRegDelay = max(minRegisterDelay, r.cfg.retryInterval/8)
+	r.register()
+	r.scheduleRegistration()
+}
+
+func (r *regionCore[M]) register() {
+	r.act(regionAction[M]{kind: actRegister})
+}
+
+// scheduleRegistration arms the next registration attempt while the backoff is below the
+// retry interval, doubling it; from then on the retry tick registers.
+func (r *regionCore[M]) scheduleRegistration() {
+	if r.nextRegDelay < r.cfg.retryInterval {
+		r.timers.start(&r.out.timers, timerKey{kind: timerRegisterRetry}, r.nextRegDelay, false)
+		r.nextRegDelay *= 2
+	}
+}
+
+func (r *regionCore[M]) registerAck() {
+	r.registered = true
+	r.timers.cancel(&r.out.timers, timerKey{kind: timerRegisterRetry})
+	for _, s := range slices.Sorted(maps.Keys(r.unsent)) {
+		r.act(regionAction[M]{kind: actToCoordinator, proto: msgShardStopped{Shard: s, Pending: r.owes[s]}})
+	}
+	clear(r.unsent)
+	for _, m := range r.unsentAcks {
+		r.act(regionAction[M]{kind: actToCoordinator, proto: m})
+	}
+	r.unsentAcks = nil
+	for _, s := range r.shardsWanting() {
+		r.requestHomeIfUnknown(s)
+	}
+}
+
+// shardsWanting returns the shards that have buffered messages or owe a hand-over.
+func (r *regionCore[M]) shardsWanting() []ShardID {
+	set := maps.Clone(r.owes)
+	for s := range r.buffers {
+		set[s] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+func (r *regionCore[M]) requestHomeIfUnknown(s ShardID) {
+	if _, known := r.homes[s]; !known && r.registered {
+		r.act(regionAction[M]{kind: actToCoordinator, proto: msgGetShardHome{Shard: s, HandOver: r.owes[s]}})
+	}
+}
+
+// ---- routing ----
+
+// route delivers msg for s directly when possible, else buffers it.
+func (r *regionCore[M]) route(s ShardID, msg M) {
+	home, known := r.homes[s]
+	if known && r.buffers[s] == nil && r.waiting[s] == "" {
+		if home != r.self {
+			r.act(regionAction[M]{kind: actForward, shard: s, to: home, msg: msg})
+			return
+		}
+		if ls := r.local[s]; ls != nil && ls.ready && !ls.handingOff {
+			r.act(regionAction[M]{kind: actDeliver, shard: s, msg: msg})
+			return
+		}
+	}
+	if known && home == r.self && r.local[s] == nil {
+		r.startShard(s)
+	}
+	r.buffer(s, msg)
+}
+
+// buffer appends msg to s's buffer, or drops it when the region's buffers are full.
+func (r *regionCore[M]) buffer(s ShardID, msg M) {
+	if r.total >= r.cfg.bufferSize {
+		r.drop(s, msg, fmt.Errorf("%w: %d messages buffered (shard %q)", ErrBufferFull, r.total, s))
+		return
+	}
+	b := r.buffers[s]
+	if b == nil {
+		b = &shardBuffer[M]{}
+		r.buffers[s] = b
+		r.requestHomeIfUnknown(s)
+	}
+	b.msgs = append(b.msgs, msg)
+	r.total++
+}
+
+// bufferHandOver puts a handed-over message after earlier handed-over ones but before
+// every other buffered message. It is not bounded by the buffer size: another region
+// accepted it already.
+func (r *regionCore[M]) bufferHandOver(s ShardID, msg M) {
+	b := r.buffers[s]
+	if b == nil {
+		b = &shardBuffer[M]{}
+		r.buffers[s] = b
+		r.requestHomeIfUnknown(s)
+	}
+	b.msgs = slices.Insert(b.msgs, b.handOver, msg)
+	b.handOver++
+	r.total++
+}
+
+// flush delivers s's buffer, and the hand-over this region owes for s, once they can
+// go: never while a predecessor's hand-over is awaited; an owed hand-over (the whole
+// buffer, then the end marker) to the region named by HandOverTo, or else to the known
+// home; other messages to the local shard once it is ready, or as plain forwards to the
+// home.
+func (r *regionCore[M]) flush(s ShardID) {
+	if r.waiting[s] != "" {
+		return
+	}
+	if r.owes[s] {
+		dest, ok := r.target[s]
+		if !ok {
+			dest, ok = r.homes[s]
+		}
+		if !ok {
+			return
+		}
+		delete(r.owes, s)
+		delete(r.target, s)
+		if dest != r.self {
+			var msgs []M
+			if b := r.buffers[s]; b != nil {
+				msgs = b.msgs
+				r.total -= len(b.msgs)
+				delete(r.buffers, s)
+			}
+			r.act(regionAction[M]{kind: actHandOver, shard: s, to: dest, msgs: msgs})
+			r.tryCompleteShutdown()
+			return
+		}
+	}
+	home, known := r.homes[s]
+	b := r.buffers[s]
+	if !known || b == nil {
+		return
+	}
+	if home == r.self {
+		ls := r.local[s]
+		if ls == nil {
+			r.startShard(s)
+			return
+		}
+		if !ls.ready || ls.handingOff {
+			return
+		}
+		for _, m := range b.msgs {
+			r.act(regionAction[M]{kind: actDeliver, shard: s, msg: m})
+		}
+	} else {
+		for _, m := range b.msgs {
+			r.act(regionAction[M]{kind: actForward, shard: s, to: home, msg: m})
+		}
+	}
+	r.total -= len(b.msgs)
+	delete(r.buffers, s)
+	r.tryCompleteShutdown()
+}
+
+func (r *regionCore[M]) startShard(s ShardID) {
+	if r.cfg.proxy {
+		r.problem(fmt.Errorf("%w: shard %q", errProxyHost, s))
+		return
+	}
+	r.local[s] = &localShard{}
+	r.act(regionAction[M]{kind: actStartShard, shard: s})
+}
+
+// endWait stops waiting for s's predecessor (its hand-over ended, it is gone, or the
+// wait timed out); a HostShard resend naming it later does not wait again.
+func (r *regionCore[M]) endWait(s ShardID) {
+	p, ok := r.waiting[s]
+	if !ok {
+		return
+	}
+	if r.overDone[s] == nil {
+		r.overDone[s] = map[RegionID]bool{}
+	}
+	r.overDone[s][p] = true
+	delete(r.waiting, s)
+	r.timers.cancel(&r.out.timers, timerKey{kind: timerHandOverWait, shard: s})
+}
+
+// tryCompleteShutdown stops a region that is shutting down once it hosts no shard,
+// holds no message and owes no hand-over.
+func (r *regionCore[M]) tryCompleteShutdown() {
+	if r.shuttingDown && !r.stopped && len(r.local) == 0 && r.total == 0 && len(r.owes) == 0 {
+		r.stopped = true
+		r.out.stop = true
+	}
+}
+
+// ---- output helpers ----
+
+func (r *regionCore[M]) act(a regionAction[M]) {
+	r.out.actions = append(r.out.actions, a)
+}
+
+func (r *regionCore[M]) drop(s ShardID, msg M, err error) {
+	r.out.dropped = append(r.out.dropped, droppedMsg[M]{shard: s, msg: msg, err: err})
+}
+
+func (r *regionCore[M]) problem(err error) {
+	r.out.problems = append(r.out.problems, err)
+}

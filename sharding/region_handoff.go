@@ -1,0 +1,187 @@
+package sharding
+
+import "fmt"
+
+// How a region loses no message when a shard moves (Akka's region drops what it
+// buffered for the shard since BeginHandOff; Troupe delivers it, in each sender's
+// order, at the shard's next home):
+//
+//  1. BeginHandOff: a region forgets the shard's home and buffers later messages. If it
+//     had been forwarding the shard's messages to another region, it sends its
+//     acknowledgement through that region, which passes it to the coordinator: since
+//     messages between two regions arrive in order, the coordinator learns of the ack
+//     only after every message forwarded before it reached the old home.
+//  2. HandOff (to the old home O, once all acknowledged): O's shard stops its entities
+//     and returns what it held undelivered (shardTerminated's leftovers). O puts that
+//     before its own buffer, and answers ShardStopped with Pending set when it holds
+//     anything: it then owes the next home a hand-over.
+//  3. The coordinator allocates the next home H and names O in HostShard.Predecessor.
+//     H buffers every message for the shard until O's hand-over ends; O sends its
+//     messages as a hand-over once it learns H (actHandOver, then a done marker).
+//     Handed-over messages go before anything H buffered itself.
+//
+// So a sender's messages, which all pass through its own region, reach H in order:
+// those its region forwarded before the hand-off travel with O's hand-over, and those
+// buffered after it follow. The guarantee assumes message order between any two
+// regions, a hand-off that does not time out, and a coordinator that does not move
+// during the hand-off; otherwise delivery degrades to Akka's best effort, still
+// without dropping what the region buffered.
+
+// shardHome records where s lives and delivers what waits for it.
+func (r *regionCore[M]) shardHome(s ShardID, home RegionID) {
+	if cur, ok := r.homes[s]; ok && cur == r.self && home != r.self {
+		r.problem(fmt.Errorf("%w: shard %q hosted by %q, coordinator says %q", errShardHomeConflict, s, r.self, home))
+		return
+	}
+	if home == r.self {
+		if r.cfg.proxy {
+			r.problem(fmt.Errorf("%w: shard %q (ShardHome)", errProxyHost, s))
+			return
+		}
+		if ls := r.local[s]; ls != nil && ls.handingOff {
+			// The previous shard actor still stops; its ShardStopped will tell the
+			// coordinator, which then places the shard again.
+			return
+		}
+		r.homes[s] = r.self
+		if r.local[s] == nil {
+			r.startShard(s)
+		}
+		r.flush(s)
+		return
+	}
+	r.homes[s] = home
+	if !r.watched[home] {
+		r.watched[home] = true
+		r.act(regionAction[M]{kind: actWatch, to: home})
+	}
+	r.flush(s)
+}
+
+// hostShard makes this region the home of s, started at once; with a predecessor, the
+// shard gets the predecessor's hand-over before anything else.
+func (r *regionCore[M]) hostShard(s ShardID, pred RegionID) {
+	if r.cfg.proxy {
+		r.problem(fmt.Errorf("%w: shard %q (HostShard)", errProxyHost, s))
+		return
+	}
+	if r.shuttingDown {
+		// The coordinator missed that this region leaves; remind it.
+		r.act(regionAction[M]{kind: actToCandidates, proto: msgGracefulShutdownReq{}})
+		return
+	}
+	r.homes[s] = r.self
+	delete(r.owes, s) // what this region holds goes to its own shard
+	delete(r.target, s)
+	if pred != "" && pred != r.self && r.waiting[s] == "" && !r.overDone[s][pred] {
+		r.waiting[s] = pred
+		r.timers.start(&r.out.timers, timerKey{kind: timerHandOverWait, shard: s}, r.cfg.handOffTimeout, false)
+	}
+	if ls := r.local[s]; ls != nil && ls.handingOff {
+		// Start (and acknowledge) once the previous shard actor has stopped; the
+		// coordinator resends HostShard if that never happens.
+		r.pendingHost[s] = true
+		return
+	}
+	if r.local[s] == nil {
+		r.startShard(s)
+	}
+	r.act(regionAction[M]{kind: actToCoordinator, proto: msgShardStarted{Shard: s}})
+	r.flush(s)
+}
+
+// beginHandOff forgets where s lives and acknowledges, through the old home when this
+// region forwarded to it (see the overview above).
+func (r *regionCore[M]) beginHandOff(s ShardID) {
+	delete(r.pendingHost, s)
+	delete(r.overDone, s)
+	ack := msgBeginHandOffAck{Shard: s, Region: r.self}
+	home, known := r.homes[s]
+	delete(r.homes, s)
+	if known && home != r.self {
+		r.act(regionAction[M]{kind: actToRegion, to: home, proto: ack})
+		return
+	}
+	r.act(regionAction[M]{kind: actToCoordinator, proto: ack})
+}
+
+// handOff stops the local shard, or answers at once when there is none.
+func (r *regionCore[M]) handOff(s ShardID) {
+	if ls := r.local[s]; ls != nil {
+		if !ls.handingOff {
+			ls.handingOff = true
+			r.act(regionAction[M]{kind: actHandOffShard, shard: s})
+		}
+		return
+	}
+	r.stoppedAfterHandOff(s)
+}
+
+// shardTerminated: the local shard actor of s stopped, returning leftovers (messages it
+// held undelivered, in the order it got them).
+func (r *regionCore[M]) shardTerminated(s ShardID, leftovers []M) regionDecisions[M] {
+	ls := r.local[s]
+	if ls == nil {
+		r.problem(fmt.Errorf("sharding: region: unknown shard %q terminated", s))
+		for _, m := range leftovers {
+			r.route(s, m)
+		}
+		return r.done()
+	}
+	delete(r.local, s)
+	r.prependHandOver(s, leftovers)
+	switch {
+	case ls.handingOff && r.pendingHost[s]:
+		delete(r.pendingHost, s)
+		r.startShard(s)
+		r.act(regionAction[M]{kind: actToCoordinator, proto: msgShardStarted{Shard: s}})
+	case ls.handingOff:
+		r.stoppedAfterHandOff(s)
+	case r.homes[s] == r.self && !r.shuttingDown:
+		// Stopped on its own (a failure, a lost lease): start again when needed.
+		if r.buffers[s] != nil {
+			r.startShard(s)
+		} else if r.cfg.rememberEntities {
+			r.timers.start(&r.out.timers, timerKey{kind: timerRestartShard, shard: s}, r.cfg.shardFailureBackoff, false)
+		}
+	default:
+		if r.buffers[s] != nil {
+			r.requestHomeIfUnknown(s)
+		}
+	}
+	r.tryCompleteShutdown()
+	return r.done()
+}
+
+// stoppedAfterHandOff answers HandOff: ShardStopped, with Pending when this region holds
+// messages for the shard (or awaits some from a predecessor), which it then owes the
+// next home.
+func (r *regionCore[M]) stoppedAfterHandOff(s ShardID) {
+	pending := r.buffers[s] != nil || r.waiting[s] != ""
+	if pending {
+		r.owes[s] = true
+	}
+	if r.registered {
+		r.act(regionAction[M]{kind: actToCoordinator, proto: msgShardStopped{Shard: s, Pending: pending}})
+	} else {
+		r.unsent[s] = true
+	}
+	if pending {
+		r.requestHomeIfUnknown(s)
+	}
+}
+
+// prependHandOver puts msgs, in order, before everything buffered for s.
+func (r *regionCore[M]) prependHandOver(s ShardID, msgs []M) {
+	if len(msgs) == 0 {
+		return
+	}
+	b := r.buffers[s]
+	if b == nil {
+		b = &shardBuffer[M]{}
+		r.buffers[s] = b
+	}
+	b.msgs = append(append(make([]M, 0, len(msgs)+len(b.msgs)), msgs...), b.msgs...)
+	b.handOver += len(msgs)
+	r.total += len(msgs)
+}
