@@ -23,18 +23,19 @@ const (
 
 // registerCoordinatorTypes registers the coordinator state (as *coordState) and its
 // events (as values) with reg, so that a distributed-data register or a journal can
-// store them. It registers all or reports the first failure (a duplicate registration
-// when called twice on one registry).
+// store them. Types already registered under their names are left as they are (the
+// systems of one process may share a registry); a type registered under another name
+// is an error.
 func registerCoordinatorTypes(reg *serialization.Registry) error {
 	return errors.Join(
-		serialization.Register[*coordState](reg, manifestCoordState),
-		serialization.Register[evRegionRegistered](reg, manifestRegionRegistered),
-		serialization.Register[evRegionProxyRegistered](reg, manifestRegionProxyRegistered),
-		serialization.Register[evRegionTerminated](reg, manifestRegionTerminated),
-		serialization.Register[evRegionProxyTerminated](reg, manifestRegionProxyTerminated),
-		serialization.Register[evShardHomeAllocated](reg, manifestShardHomeAllocated),
-		serialization.Register[evShardHomeDeallocated](reg, manifestShardHomeDeallocated),
-		serialization.Register[evCoordinatorInitialized](reg, manifestCoordInitialized),
+		register[*coordState](reg, manifestCoordState),
+		register[evRegionRegistered](reg, manifestRegionRegistered),
+		register[evRegionProxyRegistered](reg, manifestRegionProxyRegistered),
+		register[evRegionTerminated](reg, manifestRegionTerminated),
+		register[evRegionProxyTerminated](reg, manifestRegionProxyTerminated),
+		register[evShardHomeAllocated](reg, manifestShardHomeAllocated),
+		register[evShardHomeDeallocated](reg, manifestShardHomeDeallocated),
+		register[evCoordinatorInitialized](reg, manifestCoordInitialized),
 	)
 }
 

@@ -172,8 +172,15 @@ func TestCoordStateRoundTripAndDeterminism(t *testing.T) {
 	if err := registerCoordinatorTypes(reg); err != nil {
 		t.Fatal(err)
 	}
-	if err := registerCoordinatorTypes(reg); !errors.Is(err, serialization.ErrDuplicate) {
-		t.Fatalf("second registration: %v, want ErrDuplicate", err)
+	if err := registerCoordinatorTypes(reg); err != nil {
+		t.Fatalf("second registration on the same registry (another system of the process): %v", err)
+	}
+	other := serialization.NewRegistry()
+	if err := serialization.Register[evRegionRegistered](other, "someone.else.v1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := registerCoordinatorTypes(other); err == nil {
+		t.Fatal("registration over a type registered under another name succeeded")
 	}
 	s := sampleState()
 	man, b1, err := reg.Marshal(s)

@@ -1,0 +1,116 @@
+package sharding
+
+import (
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/supervision"
+	"go.uber.org/zap"
+)
+
+// The coordinator host, /system/sharding/<type>Coordinator on every node with the type's
+// role, decides where the coordinator runs: on the oldest member with the role, as
+// Akka's cluster singleton does. Regions send their registration (and nothing else) to
+// the host on the oldest node, which forwards it to its coordinator; the coordinator
+// answers from its own Ref, which the regions then watch and talk to.
+//
+// This host is the seam where the cluster singleton goes: until the singleton package
+// can be used, the host starts the coordinator itself when its node becomes the oldest
+// and stops it when another node does. Unlike the singleton it does not wait for the
+// previous oldest to hand over, so while the oldest member changes two coordinators
+// may overlap for a moment; with StateStorePersistence the journal's sequence numbers
+// let only one of them write (the other stops and is not started again on that node).
+//
+// The coordinator runs under a backoff supervisor named "singleton" (restart on stop,
+// after CoordinatorFailureBackoff, growing to five times as much, with 20% jitter), as
+// /system/sharding/<type>Coordinator/singleton/coordinator.
+type coordinatorHost struct {
+	ext   *Sharding
+	entry *typeEntry
+	log   *zap.Logger
+
+	view     *memberView
+	selfAddr string
+	child    actor.Ref // the backoff supervisor, while this node hosts the coordinator
+}
+
+func coordinatorHostProps(ext *Sharding, e *typeEntry) *actor.Props {
+	return actor.PropsOf(func() actor.Actor { return &coordinatorHost{ext: ext, entry: e} })
+}
+
+func (h *coordinatorHost) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case actor.Started:
+		h.log = ctx.Logger().With(zap.String("type", h.entry.name))
+		if c := clusterFor(ctx.System()); c != nil {
+			h.view = newMemberView()
+			h.view.apply(c.State())
+			h.selfAddr = c.SelfUniqueAddress().Addr
+			c.Subscribe(ctx.Self())
+		} else {
+			h.view = soloView(ctx.System())
+			h.selfAddr = ctx.System().Address().String()
+		}
+		h.evaluate(ctx)
+	case actor.Stopping, actor.Restarting:
+	case actor.Stopped:
+		if c := clusterFor(ctx.System()); c != nil {
+			c.Unsubscribe(ctx.Self())
+		}
+	case actor.Terminated:
+		if m.Ref == h.child {
+			h.child = actor.Ref{}
+			h.log.Warn("sharding: the coordinator's supervisor stopped")
+		}
+	default:
+		if h.view.apply(m) {
+			h.evaluate(ctx)
+			return
+		}
+		if !h.child.IsZero() {
+			_ = ctx.Forward(h.child)
+		}
+		// Without a coordinator here the region retries elsewhere.
+	}
+}
+
+// evaluate starts or stops the coordinator as this node becomes or stops being the
+// oldest member with the role.
+func (h *coordinatorHost) evaluate(ctx actor.Context) {
+	self := h.view.members[h.selfAddr]
+	oldest := h.view.oldest(h.entry.cfg.Role) == h.selfAddr &&
+		(self.Status == cluster.Up || self.Status == cluster.Leaving)
+	switch {
+	case oldest && h.child.IsZero():
+		t := h.entry.cfg.Timings
+		props, err := actor.BackoffSupervisorProps(actor.BackoffOptions{
+			Child:     coordinatorProps(h.ext, h.entry),
+			ChildName: "coordinator",
+			Mode:      actor.BackoffOnStop,
+			Backoff: supervision.Backoff{
+				Min:          t.CoordinatorFailureBackoff,
+				Max:          5 * t.CoordinatorFailureBackoff,
+				RandomFactor: 0.2,
+				ResetAfter:   time.Minute,
+			},
+		})
+		if err != nil {
+			h.log.Error("sharding: cannot start the coordinator", zap.Error(err))
+			return
+		}
+		ref, err := ctx.Spawn(props, "singleton")
+		if err != nil {
+			h.log.Error("sharding: cannot start the coordinator", zap.Error(err))
+			return
+		}
+		ctx.Watch(ref)
+		h.child = ref
+		h.log.Info("sharding: coordinator started on this node")
+	case !oldest && !h.child.IsZero():
+		ctx.Unwatch(h.child)
+		_ = ctx.Stop(h.child)
+		h.child = actor.Ref{}
+		h.log.Info("sharding: coordinator stopped on this node (another node is the oldest)")
+	}
+}
