@@ -174,3 +174,16 @@ func (v *memberView) nodeInfos(role string) []NodeInfo {
 	slices.SortFunc(out, func(a, b NodeInfo) int { return cmp.Compare(a.Address.Addr, b.Address.Addr) })
 	return out
 }
+
+// unsubscribe ends ref's cluster events, unless the cluster node has stopped already.
+func unsubscribe(sys *actor.System, ref actor.Ref) {
+	c := clusterFor(sys)
+	if c == nil {
+		return
+	}
+	select {
+	case <-c.Stopped():
+	default:
+		c.Unsubscribe(ref)
+	}
+}

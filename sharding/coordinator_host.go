@@ -55,9 +55,7 @@ func (h *coordinatorHost) Receive(ctx actor.Context) {
 		h.evaluate(ctx)
 	case actor.Stopping, actor.Restarting:
 	case actor.Stopped:
-		if c := clusterFor(ctx.System()); c != nil {
-			c.Unsubscribe(ctx.Self())
-		}
+		unsubscribe(ctx.System(), ctx.Self())
 	case actor.Terminated:
 		if m.Ref == h.child {
 			h.child = actor.Ref{}

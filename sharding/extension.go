@@ -223,6 +223,15 @@ func (s *Sharding) entry(typeName string) *typeEntry {
 // shutdownRegions hands off every local shard: each region and proxy gets
 // GracefulShutdown, and the task ends when all have stopped (or ctx ends).
 func (s *Sharding) shutdownRegions(ctx context.Context) error {
+	if c := clusterFor(s.sys); c != nil {
+		select {
+		case <-c.Stopped():
+			// Downed, crashed or gone: no coordinator will take the shards; the regions
+			// stop with the system.
+			return nil
+		default:
+		}
+	}
 	fut := s.guardian.Ask(ctx, shutdownRegions{})
 	_, err := fut.Result(ctx)
 	if err != nil && !errors.Is(err, actor.ErrDeadLetter) {

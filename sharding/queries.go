@@ -20,8 +20,9 @@ type queryTimeout struct{}
 func (r *regionActor) queryShards(ctx actor.Context, stats bool) {
 	shards := maps.Clone(r.shards)
 	timeout := r.cfg.Timings.ShardRegionQueryTimeout
+	replyTo := ctx.Sender()
 	props := actor.PropsOf(func() actor.Actor {
-		return &shardsCollector{shards: shards, replyTo: ctx.Sender(), stats: stats, timeout: timeout}
+		return &shardsCollector{shards: shards, replyTo: replyTo, stats: stats, timeout: timeout}
 	})
 	if _, err := ctx.Spawn(props, ""); err != nil {
 		_ = ctx.Respond(actor.Failure{Err: err})
@@ -92,9 +93,9 @@ func (r *regionActor) queryCluster(ctx actor.Context, m GetClusterShardingStats)
 		timeout = r.cfg.Timings.ShardRegionQueryTimeout
 	}
 	regionPath := "/system/sharding/" + r.entry.name
-	coordinator := r.coordinator
+	coordinator, replyTo := r.coordinator, ctx.Sender()
 	props := actor.PropsOf(func() actor.Actor {
-		return &clusterCollector{coordinator: coordinator, replyTo: ctx.Sender(), timeout: timeout, path: regionPath}
+		return &clusterCollector{coordinator: coordinator, replyTo: replyTo, timeout: timeout, path: regionPath}
 	})
 	if _, err := ctx.Spawn(props, ""); err != nil {
 		_ = ctx.Respond(actor.Failure{Err: err})

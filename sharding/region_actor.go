@@ -64,6 +64,9 @@ func (r *regionActor) Receive(ctx actor.Context) {
 		r.registered(ctx)
 		r.apply(ctx, r.core.fromCoordinator(m))
 	case msgShardHome, msgShardHomes, msgHostShard, msgBeginHandOff, msgHandOff, msgHandOverTo:
+		if traceOn {
+			r.log.Info("TRACE region from coordinator", zap.Any("msg", m))
+		}
 		r.apply(ctx, r.core.fromCoordinator(m))
 	case msgBeginHandOffAck:
 		r.apply(ctx, r.core.relayAck(m))
@@ -116,9 +119,7 @@ func (r *regionActor) started(ctx actor.Context) {
 }
 
 func (r *regionActor) stopped(ctx actor.Context) {
-	if c := clusterFor(ctx.System()); c != nil {
-		c.Unsubscribe(r.self)
-	}
+	unsubscribe(ctx.System(), r.self)
 	if !r.coordinator.IsZero() {
 		_ = r.coordinator.Send(msgRegionStopped{}, r.self)
 	}
@@ -315,6 +316,9 @@ func (r *regionActor) apply(ctx actor.Context, d regionDecisions[*delivery]) {
 }
 
 func (r *regionActor) act(ctx actor.Context, a regionAction[*delivery]) {
+	if traceOn {
+		r.log.Info("TRACE region act", zap.Int("kind", int(a.kind)), zap.String("shard", string(a.shard)), zap.String("to", string(a.to)), zap.Any("proto", a.proto))
+	}
 	switch a.kind {
 	case actDeliver:
 		if ref, ok := r.shards[a.shard]; ok {

@@ -1,0 +1,5 @@
+package sharding
+
+import "os"
+
+var traceOn = os.Getenv("SHARDING_TRACE") != ""
