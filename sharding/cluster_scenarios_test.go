@@ -35,7 +35,7 @@ func TestClusterAllocationAndForwarding(t *testing.T) {
 			break
 		}
 	}
-	want := []int{0, 1, 2} // fewest shards first, ties to the oldest
+	want := sc.byAge() // fewest shards first, ties to the oldest
 	for k, id := range ids {
 		probe.Send(sc.nodes[2].region, Envelope{EntityID: id, Message: Increment{By: 1}})
 		probe.ExpectMsg(1, 10*time.Second)

@@ -17,10 +17,11 @@ import (
 //
 // This host is the seam where the cluster singleton goes: until the singleton package
 // can be used, the host starts the coordinator itself when its node becomes the oldest
-// and stops it when another node does. Unlike the singleton it does not wait for the
-// previous oldest to hand over, so while the oldest member changes two coordinators
-// may overlap for a moment; with StateStorePersistence the journal's sequence numbers
-// let only one of them write (the other stops and is not started again on that node).
+// and stops it when another node does, or when its own node starts to leave. Unlike the
+// singleton it does not wait for the previous oldest to hand over: after a crash the
+// next oldest takes over once the crashed node is downed; a partition is settled by the
+// split-brain resolver first. Should two coordinators ever overlap, the journal's
+// sequence numbers (StateStorePersistence) let only one of them write: the other stops.
 //
 // The coordinator runs under a backoff supervisor named "singleton" (restart on stop,
 // after CoordinatorFailureBackoff, growing to five times as much, with 20% jitter), as
@@ -76,9 +77,12 @@ func (h *coordinatorHost) Receive(ctx actor.Context) {
 // evaluate starts or stops the coordinator as this node becomes or stops being the
 // oldest member with the role.
 func (h *coordinatorHost) evaluate(ctx actor.Context) {
+	// A node that leaves stops its coordinator at once (its regions have handed their
+	// shards off already, in an earlier shutdown phase); the next oldest starts one when
+	// it sees this node Exiting. The gap delays new allocations a moment; it never lets
+	// two coordinators run.
 	self := h.view.members[h.selfAddr]
-	oldest := h.view.oldest(h.entry.cfg.Role) == h.selfAddr &&
-		(self.Status == cluster.Up || self.Status == cluster.Leaving)
+	oldest := h.view.oldest(h.entry.cfg.Role) == h.selfAddr && self.Status == cluster.Up
 	switch {
 	case oldest && h.child.IsZero():
 		t := h.entry.cfg.Timings

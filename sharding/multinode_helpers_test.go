@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/persistence/memjournal"
 	"github.com/troupe-go/troupe/serialization"
@@ -114,6 +116,11 @@ func startShardCluster(t *testing.T, n int, cfg func(i int) EntityConfig) *shard
 // tests' one).
 func startShardClusterWith(t *testing.T, opts multinode.Options, cfg func(i int) EntityConfig) *shardCluster {
 	t.Helper()
+	return newShardCluster(t, opts, cfg, false)
+}
+
+func newShardCluster(t *testing.T, opts multinode.Options, cfg func(i int) EntityConfig, lazy bool) *shardCluster {
+	t.Helper()
 	n := opts.Nodes
 	reg := testRegistry(t)
 	sc := &shardCluster{t: t, reg: reg, journal: memjournal.New(), typeName: "Counter", cfg: cfg, nodes: map[int]*shardNode{}}
@@ -125,11 +132,46 @@ func startShardClusterWith(t *testing.T, opts multinode.Options, cfg func(i int)
 		}
 	})
 	opts.Registry = reg
+	if opts.StableAfter == 0 {
+		opts.StableAfter = testkit.Dilated(3 * time.Second)
+	}
+	configure := opts.Configure
+	opts.Configure = func(i int, c *cluster.Config) {
+		c.Timing = tolerantTiming()
+		if configure != nil {
+			configure(i, c)
+		}
+	}
 	sc.mc = multinode.Start(t, opts)
-	for i := range n {
-		sc.startSharding(i)
+	// Shut the nodes down youngest first, before the test kit does (cleanups run last
+	// in, first out): the coordinator, on the oldest node, then never moves while the
+	// cluster is taken down, and each node hands its shards off quickly.
+	t.Cleanup(func() {
+		for i := len(sc.mc.Nodes()) - 1; i >= 0; i-- {
+			n := sc.mc.Node(i)
+			if n.System == nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(15*time.Second))
+			if err := n.System.Shutdown(ctx); err != nil {
+				t.Logf("shutdown of node %d: %v", i, err)
+			}
+			cancel()
+		}
+	})
+	if !lazy {
+		for i := range n {
+			sc.startSharding(i)
+		}
 	}
 	return sc
+}
+
+// startShardClusterLazy starts the nodes without sharding; the test starts it with
+// startSharding.
+func startShardClusterLazy(t *testing.T, n int, cfg func(i int) EntityConfig) *shardCluster {
+	t.Helper()
+	return newShardCluster(t, multinode.Options{Nodes: n}, cfg, true)
 }
 
 // startSharding starts persistence and sharding on node i (after a start or restart).
@@ -193,6 +235,18 @@ func (sc *shardCluster) homes(nodes ...int) map[ShardID][]int {
 	return out
 }
 
+// tolerantTiming is the test cluster timing with failure detection slow enough to
+// bear a loaded machine (many test processes on two cores, under the race detector): a
+// crash is still detected in about three seconds, and downed three seconds later.
+func tolerantTiming() cluster.Timing {
+	t := cluster.TestTiming()
+	t.GossipInterval = 50 * time.Millisecond
+	t.ProbeInterval = testkit.Dilated(400 * time.Millisecond)
+	t.ProbeTimeout = testkit.Dilated(800 * time.Millisecond)
+	t.SuspicionMult = 4
+	return t
+}
+
 func entityIDs(n int) []EntityID {
 	out := make([]EntityID, n)
 	for i := range out {
@@ -226,3 +280,23 @@ func (sc *shardCluster) events(i int) *testkit.Probe {
 
 // addressOf returns node i's address.
 func (sc *shardCluster) addressOf(i int) actor.Address { return sc.nodes[i].System.Address() }
+
+// byAge returns the indexes of the live nodes, oldest member first, as node 0 sees them.
+func (sc *shardCluster) byAge() []int {
+	members := slices.Clone(sc.mc.Node(0).Cluster.State().Members) // State shares its slice
+	slices.SortFunc(members, func(a, b cluster.Member) int {
+		if a.IsOlderThan(b) {
+			return -1
+		}
+		return 1
+	})
+	var out []int
+	for _, m := range members {
+		for i, n := range sc.nodes {
+			if n.System.Address().String() == m.Unique.Addr {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
+}
