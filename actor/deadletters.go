@@ -35,7 +35,18 @@ func (s *System) deadLetter(recipient Ref, msg any, sender Ref, reason error) {
 	}
 	s.dlCount.Add(1)
 	s.events.Publish(DeadLetter{Recipient: recipient, Sender: sender, Message: msg, Reason: reason})
-	s.dl.log(s.log, recipient, sender, msg, reason)
+	if _, quiet := msg.(DeadLetterSuppression); !quiet {
+		s.dl.log(s.log, recipient, sender, msg, reason)
+	}
+}
+
+// DeadLetterSuppression is implemented by messages whose loss is expected when their
+// recipient has stopped, such as the notices a component sends itself about work it
+// started (a write completed, a timer's housekeeping). As dead letters they are
+// published and counted like any other, but not logged, so that the log shows the
+// messages that matter.
+type DeadLetterSuppression interface {
+	SuppressDeadLetterLog()
 }
 
 // DeadLetterCount returns how many dead letters the system has published since it

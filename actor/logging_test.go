@@ -92,3 +92,35 @@ func (f handlerFunc) WithAttrs(as []slog.Attr) slog.Handler {
 	})
 }
 func (f handlerFunc) WithGroup(string) slog.Handler { return f }
+
+type quietNotice struct{}
+
+func (quietNotice) SuppressDeadLetterLog() {}
+
+// A dead letter of a DeadLetterSuppression message is published and counted, but not
+// logged; any other is logged.
+func TestSuppressedDeadLettersAreCountedNotLogged(t *testing.T) {
+	logged := make(chan string, 16)
+	sys := testkit.NewSystem(t, actor.Config{Slog: slog.New(handlerFunc(func(r slog.Record) {
+		if r.Message == "dead letter" {
+			r.Attrs(func(a slog.Attr) bool {
+				if a.Key == "type" {
+					logged <- a.Value.String()
+				}
+				return true
+			})
+		}
+	}))})
+	probe := testkit.NewProbe(t, sys)
+	actor.Subscribe[actor.DeadLetter](sys.EventStream(), probe.Ref())
+	_ = sys.DeadLetters().Tell(quietNotice{})
+	_ = sys.DeadLetters().Tell("loud")
+	testkit.ExpectMsgType[actor.DeadLetter](probe)
+	testkit.ExpectMsgType[actor.DeadLetter](probe)
+	if got := <-logged; got != "string" {
+		t.Fatalf("logged a dead letter of type %s, want only the string", got)
+	}
+	if n := sys.DeadLetterCount(); n != 2 {
+		t.Fatalf("DeadLetterCount = %d, want 2", n)
+	}
+}
