@@ -140,8 +140,8 @@ func TestIdleConnectionsCostLittle(t *testing.T) {
 	if p := remote.PendingConnections(b.r); p > 256 {
 		t.Errorf("%d connections pending, above the default bound of 256", p)
 	}
-	if rej := b.r.Stats().Rejected; rej < uint64(idle-256) {
-		t.Errorf("%d connections closed to admit newer ones, want %d", rej, idle-256)
+	if rej := b.r.Stats().Rejected; rej < uint64(idle-256) || rej > uint64(idle) {
+		t.Errorf("%d connections counted as closed to admit newer ones, want %d", rej, idle-256)
 	}
 	roundTrip(t, a, b, 2)
 	c := startNode(t, "c", reg)
@@ -178,4 +178,19 @@ func heapInUse() int {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return int(ms.HeapInuse)
+}
+
+// A connection that does not complete its handshake in time is closed.
+func TestASilentConnectionIsClosedAtTheHandshakeDeadline(t *testing.T) {
+	reg := registry(t)
+	b := startNode(t, "b", reg, func(c *remote.Config) { c.HandshakeTimeout = 100 * time.Millisecond })
+	c := rawConn(t, b)
+	expectClosed(t, c)
+	deadline := time.Now().Add(testkit.Dilated(5 * time.Second))
+	for remote.PendingConnections(b.r) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still pending", remote.PendingConnections(b.r))
+		}
+		runtime.Gosched()
+	}
 }

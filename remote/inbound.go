@@ -35,6 +35,7 @@ type Undecodable struct {
 type inConn struct {
 	conn    net.Conn
 	pending *list.Element // in Remote.pending until the handshake completes
+	evicted bool          // closed to admit a newer connection (guarded by Remote.mu)
 	uid     uint64        // the peer incarnation, once known
 	from    actor.Address // the peer, once known
 }
@@ -83,7 +84,7 @@ func (r *Remote) acceptLoop() {
 		var oldest *inConn
 		if r.pending.Len() > r.cfg.MaxPendingConnections {
 			oldest = r.pending.Remove(r.pending.Front()).(*inConn)
-			oldest.pending = nil
+			oldest.pending, oldest.evicted = nil, true
 		}
 		r.wg.Add(1)
 		r.mu.Unlock()
@@ -124,7 +125,12 @@ func (r *Remote) serveInbound(ic *inConn) {
 	if r.cfg.TLS != nil {
 		tc := tls.Server(conn, r.cfg.TLS)
 		if err := tc.Handshake(); err != nil {
-			r.reject(remoteAddr, fmt.Errorf("tls: %w", err))
+			r.mu.Lock()
+			evicted := ic.evicted
+			r.mu.Unlock()
+			if !evicted {
+				r.reject(remoteAddr, fmt.Errorf("tls: %w", err))
+			}
 			return
 		}
 		conn = tc
@@ -132,7 +138,10 @@ func (r *Remote) serveInbound(ic *inConn) {
 	small := bufio.NewReaderSize(conn, handshakeBuffer)
 	h, p, err := r.acceptHandshake(conn, small)
 	if err != nil {
-		if !errors.Is(err, errProbed) {
+		r.mu.Lock()
+		evicted := ic.evicted // counted and logged already
+		r.mu.Unlock()
+		if !evicted && !errors.Is(err, errProbed) {
 			r.reject(remoteAddr, err)
 		}
 		return

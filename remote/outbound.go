@@ -412,6 +412,7 @@ func (l *outLane) write(conn net.Conn, out []byte) (int, error) {
 func (l *outLane) run() {
 	r := l.p.r
 	defer r.wg.Done()
+	l.failingSince = time.Time{} // GiveUpAfter counts from the first failure of this run
 	for {
 		for !l.pending() {
 			select {
