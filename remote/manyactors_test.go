@@ -68,12 +68,15 @@ func TestManyActorsOverOneAssociation(t *testing.T) {
 	for i := range n {
 		to := receivers[i]
 		ref, err := a.sys.Spawn(actor.PropsFunc(func(ctx actor.Context) {
-			if _, ok := ctx.Message().(*pong); ok {
+			switch m := ctx.Message().(type) {
+			case *pong:
 				for k := range perActor {
 					if err := ctx.Send(to, &ping{N: i*perActor + k}); err != nil {
 						fail("s-%d: %v", i, err)
 					}
 				}
+			case *ping:
+				fail("s-%d got message %d back", i, m.N)
 			}
 		}), "s-"+strconv.Itoa(i))
 		if err != nil {
@@ -81,6 +84,7 @@ func TestManyActorsOverOneAssociation(t *testing.T) {
 		}
 		senders[i] = ref
 	}
+	deadA, deadB := a.sys.DeadLetterCount(), b.sys.DeadLetterCount()
 	for _, s := range senders {
 		_ = s.Tell(&pong{})
 	}
@@ -89,6 +93,12 @@ func TestManyActorsOverOneAssociation(t *testing.T) {
 	case <-time.After(testkit.Dilated(30 * time.Second)):
 		t.Errorf("%d of %d messages arrived", counted.Load(), n*perActor)
 	}
+	if da, db := a.sys.DeadLetterCount()-deadA, b.sys.DeadLetterCount()-deadB; da+db != 0 {
+		t.Errorf("%d dead letters on a, %d on b", da, db)
+	}
+	// A message misrouted back to a would travel on b's lane to a ahead of the reply
+	// of a round trip made now.
+	roundTrip(t, a, b, 1)
 	mu.Lock()
 	defer mu.Unlock()
 	for _, w := range wrong {
