@@ -172,13 +172,16 @@ func (m *ManagerCore) Handle(ev Event) []Decision {
 			m.checkResends()
 		}
 	case HandOverDone:
-		m.certified[e.From] = true
 		delete(m.inProgress, e.From)
 		delete(m.awaiting, e.From)
-		switch {
+		switch gone := m.members.removed[e.From]; {
+		case gone:
+			// Late from a member that is gone: only its messages matter.
 		case e.Final:
+			m.certified[e.From] = true
 			m.sendTo(e.From, HandOverComplete{From: m.self})
-		case !m.members.removed[e.From]:
+		default:
+			m.certified[e.From] = true
 			m.feeders[e.From] = true
 		}
 		m.receiveData(e.Next, e.Ordered, e.Held)
@@ -189,7 +192,7 @@ func (m *ManagerCore) Handle(ev Event) []Decision {
 		}
 	case Relay:
 		m.receiveData(e.Next, e.Ordered, e.Held)
-		if e.Final {
+		if e.Final && m.feeders[e.From] {
 			delete(m.feeders, e.From)
 			m.sendTo(e.From, HandOverComplete{From: m.self})
 		}
@@ -218,6 +221,10 @@ func (m *ManagerCore) Handle(ev Event) []Decision {
 func (m *ManagerCore) emit(d Decision) { m.out = append(m.out, d) }
 
 func (m *ManagerCore) sendTo(to cluster.UniqueAddress, msg any) {
+	switch msg.(type) {
+	case HandOverDone, TakeOverFromMe:
+		m.announced[to] = true // it knows this manager steps down
+	}
 	m.emit(SendToManager{To: to, Message: msg})
 }
 
@@ -433,7 +440,9 @@ func (m *ManagerCore) announce() {
 	}
 	var to []cluster.UniqueAddress
 	for n, mem := range m.members.members {
-		if n != m.self && !m.announced[n] && m.members.candidate(mem) {
+		// The successor knows, and members that stepped down do not need to.
+		if n != m.self && n != m.successor && !m.announced[n] && !m.certified[n] && !m.abdicated[n] &&
+			m.members.candidate(mem) {
 			to = append(to, n)
 		}
 	}
@@ -455,8 +464,10 @@ func (m *ManagerCore) claim() {
 	}
 	m.state = BecomingOldest
 	for _, b := range bl {
-		m.awaiting[b] = true
-		m.sendTo(b, HandOverToMe{From: m.self})
+		if _, gone := m.awaitingMargin[b]; !gone {
+			m.awaiting[b] = true
+			m.sendTo(b, HandOverToMe{From: m.self})
+		}
 	}
 	m.startTimer(TimerHandOverRetry)
 }
@@ -551,6 +562,7 @@ func (m *ManagerCore) toEnd(succ cluster.UniqueAddress) {
 	m.state = End
 	m.successor = succ
 	m.notifyDeparted()
+	m.announce()
 	if succ != (cluster.UniqueAddress{}) {
 		m.relayData(succ)
 	} else {
@@ -767,7 +779,7 @@ func (m *ManagerCore) onTimer(name string) {
 		m.retries++
 		bl := m.blockers()
 		for _, b := range bl {
-			if !m.inProgress[b] {
+			if _, gone := m.awaitingMargin[b]; !gone && !m.inProgress[b] {
 				m.sendTo(b, HandOverToMe{From: m.self})
 			}
 		}
