@@ -23,14 +23,15 @@ const (
 //
 // Inputs: MemberChanged, MemberRemoved, RemovalMarginPassed, SelfDowned, SelfLeaving,
 // ChildTerminated, TimerFired, LeaseAcquired, LeaseFailed, LeaseLost, and the wire
-// messages HandOverToMe, HandOverInProgress, HandOverDone, TakeOverFromMe, Relay (from
-// other managers) and Identify, Envelope, Detach (from proxies).
+// messages HandOverToMe, HandOverInProgress, HandOverDone, TakeOverFromMe, Relay,
+// HandOverComplete (from other managers) and Identify, Envelope, Detach (from
+// proxies).
 //
 // Outputs: StartChild, SendTermination, Deliver, SendToManager, SendToProxy,
 // StartTimer, CancelTimer, StopManager, AcquireLease, ReleaseLease, Alert, Dropped and
 // StateChanged.
 //
-// What it promises: it decides StartChild only in state Oldest, and it enters Oldest
+// What it promises: it decides StartChild only in StateOldest, and it enters that state
 // only when every member with the role that is older than this one has either been
 // removed (a downed one: and the removal margin has passed) or certified with
 // HandOverDone that its singleton terminated and will never start again. With a
@@ -157,7 +158,7 @@ func (m *ManagerCore) Handle(ev Event) []Decision {
 		m.onLeaseAcquired()
 	case LeaseFailed:
 		m.leasePending = false
-		if m.state == Oldest && !m.leaseHeld {
+		if m.state == StateOldest && !m.leaseHeld {
 			m.startTimer(TimerLeaseRetry)
 		}
 	case LeaseLost:
@@ -167,7 +168,7 @@ func (m *ManagerCore) Handle(ev Event) []Decision {
 			m.onHandOverToMe(e.From)
 		}
 	case HandOverInProgress:
-		if m.state == BecomingOldest && slices.Contains(m.blockers(), e.From) {
+		if m.state == StateBecomingOldest && slices.Contains(m.blockers(), e.From) {
 			m.inProgress[e.From] = true
 			m.checkResends()
 		}
@@ -265,7 +266,7 @@ func (m *ManagerCore) onRemoved(n cluster.UniqueAddress, downed bool) {
 		m.exitedGone[n] = true
 		m.forgetMarks(n)
 	}
-	if n == m.successor && m.state == End {
+	if n == m.successor && m.state == StateEnd {
 		// What was sent to it and not yet passed on is lost with it; keep what comes
 		// now for whoever asks next.
 		m.successor = cluster.UniqueAddress{}
@@ -330,7 +331,7 @@ func (m *ManagerCore) forgetProxies(n cluster.UniqueAddress, clients bool) {
 // is leaving, downed or done.
 func (m *ManagerCore) excluded(n cluster.UniqueAddress) bool {
 	if n == m.self {
-		return m.leaving || m.downed || m.state == End || m.state == Stopping || m.state == WasOldest
+		return m.leaving || m.downed || m.state == StateEnd || m.state == StateStopping || m.state == StateWasOldest
 	}
 	return m.certified[n] || m.abdicated[n]
 }
@@ -376,7 +377,7 @@ func (m *ManagerCore) evaluate() {
 	}
 	isSelf := ok && o.Node == m.self
 	switch m.state {
-	case Start:
+	case StateStart:
 		self, known := m.members.get(m.self)
 		if !known || self.Status != cluster.Up || m.leaving || m.downed {
 			return
@@ -384,13 +385,13 @@ func (m *ManagerCore) evaluate() {
 		if isSelf {
 			m.claim()
 		} else {
-			m.state = Younger
+			m.state = StateYounger
 		}
-	case Younger:
+	case StateYounger:
 		if isSelf {
 			m.claim()
 		}
-	case BecomingOldest:
+	case StateBecomingOldest:
 		switch {
 		case isSelf:
 			if len(m.blockers()) == 0 {
@@ -406,10 +407,10 @@ func (m *ManagerCore) evaluate() {
 		default:
 			// An older member appeared: pass on what this manager holds.
 			m.cancelTimer(TimerHandOverRetry)
-			m.state = Younger
+			m.state = StateYounger
 			m.relayData(o.Node)
 		}
-	case Oldest:
+	case StateOldest:
 		switch {
 		case isSelf:
 		case ok:
@@ -417,7 +418,7 @@ func (m *ManagerCore) evaluate() {
 		default:
 			m.toHandingOver(cluster.UniqueAddress{})
 		}
-	case WasOldest:
+	case StateWasOldest:
 		switch {
 		case ok && !isSelf && o.Node != m.takeOverTo:
 			m.takeOverTo = o.Node
@@ -435,7 +436,7 @@ func (m *ManagerCore) evaluate() {
 // member may stay Up in the others' eyes for a while (until the singleton phase of its
 // shutdown is over), and they must not wait for it as the oldest.
 func (m *ManagerCore) announce() {
-	if m.state != End && !(m.leaving && (m.state == Start || m.state == Younger)) {
+	if m.state != StateEnd && !(m.leaving && (m.state == StateStart || m.state == StateYounger)) {
 		return
 	}
 	var to []cluster.UniqueAddress
@@ -462,7 +463,7 @@ func (m *ManagerCore) claim() {
 		m.becomeOldest()
 		return
 	}
-	m.state = BecomingOldest
+	m.state = StateBecomingOldest
 	for _, b := range bl {
 		if _, gone := m.awaitingMargin[b]; !gone {
 			m.awaiting[b] = true
@@ -474,7 +475,7 @@ func (m *ManagerCore) claim() {
 
 func (m *ManagerCore) becomeOldest() {
 	m.cancelTimer(TimerHandOverRetry)
-	m.state = Oldest
+	m.state = StateOldest
 	m.tryStartChild()
 }
 
@@ -490,7 +491,7 @@ func (m *ManagerCore) checkResends() {
 }
 
 func (m *ManagerCore) tryStartChild() {
-	if m.state != Oldest || m.child != childNone || m.childGone {
+	if m.state != StateOldest || m.child != childNone || m.childGone {
 		return
 	}
 	if m.cfg.Lease != nil && !m.leaseHeld {
@@ -515,7 +516,7 @@ func (m *ManagerCore) tryStartChild() {
 }
 
 func (m *ManagerCore) toWasOldest(o cluster.UniqueAddress) {
-	m.state = WasOldest
+	m.state = StateWasOldest
 	m.takeOverTo = o
 	m.retries, m.alerted = 0, false
 	m.sendTo(o, TakeOverFromMe{From: m.self})
@@ -527,7 +528,7 @@ func (m *ManagerCore) toHandingOver(succ cluster.UniqueAddress) {
 	m.cancelTimer(TimerTakeOverRetry)
 	m.cancelTimer(TimerHandOverRetry)
 	m.cancelTimer(TimerLeaseRetry)
-	m.state = HandingOver
+	m.state = StateHandingOver
 	if succ != (cluster.UniqueAddress{}) {
 		m.successor = succ
 		m.sendTo(succ, HandOverInProgress{From: m.self})
@@ -559,7 +560,7 @@ func (m *ManagerCore) finishHandOver() {
 // toEnd makes this manager one that will never host the singleton again.
 func (m *ManagerCore) toEnd(succ cluster.UniqueAddress) {
 	m.cancelTimers()
-	m.state = End
+	m.state = StateEnd
 	m.successor = succ
 	m.notifyDeparted()
 	m.announce()
@@ -594,7 +595,7 @@ func (m *ManagerCore) shutdown() {
 	}
 	m.downed = true
 	m.cancelTimers()
-	m.state = Stopping
+	m.state = StateStopping
 	m.notifyDeparted()
 	switch m.child {
 	case childRunning:
@@ -624,26 +625,26 @@ func (m *ManagerCore) stop() {
 
 func (m *ManagerCore) onHandOverToMe(from cluster.UniqueAddress) {
 	switch m.state {
-	case Start, Younger, BecomingOldest:
+	case StateStart, StateYounger, StateBecomingOldest:
 		// from counts this member as gone (leaving, downed or done): it never hosted
 		// the singleton and never will. Pass on what older managers handed over so
 		// far; what they hand over later is relayed from End.
 		m.cancelTimer(TimerHandOverRetry)
 		m.handData(from)
 		m.toEnd(from)
-	case Oldest, WasOldest:
+	case StateOldest, StateWasOldest:
 		m.toHandingOver(from)
-	case HandingOver:
+	case StateHandingOver:
 		if m.successor == (cluster.UniqueAddress{}) {
 			m.successor = from
 		} else if from != m.successor {
 			m.requesters[from] = true
 		}
 		m.sendTo(from, HandOverInProgress{From: m.self})
-	case Stopping:
+	case StateStopping:
 		m.requesters[from] = true
 		m.sendTo(from, HandOverInProgress{From: m.self})
-	case End:
+	case StateEnd:
 		switch m.successor {
 		case cluster.UniqueAddress{}:
 			m.successor = from
@@ -662,392 +663,18 @@ func (m *ManagerCore) onHandOverToMe(from cluster.UniqueAddress) {
 func (m *ManagerCore) onTakeOverFromMe(from cluster.UniqueAddress) {
 	m.abdicated[from] = true
 	switch m.state {
-	case BecomingOldest:
+	case StateBecomingOldest:
 		if slices.Contains(m.blockers(), from) {
 			delete(m.inProgress, from)
 			m.awaiting[from] = true
 			m.sendTo(from, HandOverToMe{From: m.self})
 			m.startTimer(TimerHandOverRetry)
 		}
-	case Oldest:
+	case StateOldest:
 		// from holds messages for the singleton (it was becoming the oldest when it
 		// started to leave): collect them.
 		m.awaiting[from] = true
 		m.sendTo(from, HandOverToMe{From: m.self})
 	}
 	m.evaluate()
-}
-
-// ---- the singleton ----
-
-func (m *ManagerCore) onChildTerminated() {
-	if m.child == childNone {
-		return
-	}
-	requested := m.child == childTerminating
-	m.child = childNone
-	switch m.state {
-	case Oldest:
-		if requested {
-			m.tryStartChild() // the lease was lost: acquire it again
-		} else {
-			m.childGone = true
-		}
-	case WasOldest:
-		if !requested {
-			m.childGone = true
-		}
-		m.releaseLease()
-	case HandingOver:
-		m.finishHandOver()
-	case Stopping:
-		m.stop()
-	default:
-		m.releaseLease()
-	}
-}
-
-func (m *ManagerCore) onLeaseAcquired() {
-	m.leasePending = false
-	if m.state != Oldest {
-		m.emit(ReleaseLease{})
-		return
-	}
-	m.leaseHeld = true
-	m.cancelTimer(TimerLeaseRetry)
-	m.tryStartChild()
-}
-
-func (m *ManagerCore) onLeaseLost() {
-	if !m.leaseHeld {
-		return
-	}
-	m.leaseHeld = false
-	switch m.child {
-	case childRunning:
-		m.emit(SendTermination{})
-		m.child = childTerminating
-	case childNone:
-		m.tryStartChild()
-	}
-}
-
-func (m *ManagerCore) releaseLease() {
-	if m.leaseHeld {
-		m.leaseHeld = false
-		m.emit(ReleaseLease{})
-	}
-}
-
-// ---- timers ----
-
-func (m *ManagerCore) startTimer(name string) {
-	if !m.timers[name] {
-		m.timers[name] = true
-		m.emit(StartTimer{Name: name, Interval: m.cfg.HandOverRetryInterval})
-	}
-}
-
-func (m *ManagerCore) cancelTimer(name string) {
-	if m.timers[name] {
-		delete(m.timers, name)
-		m.emit(CancelTimer{Name: name})
-	}
-}
-
-// cancelTimers cancels every running timer, in name order.
-func (m *ManagerCore) cancelTimers() {
-	names := make([]string, 0, len(m.timers))
-	for name := range m.timers {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		m.cancelTimer(name)
-	}
-}
-
-func (m *ManagerCore) onTimer(name string) {
-	if !m.timers[name] {
-		return // cancelled; a firing was already queued
-	}
-	switch name {
-	case TimerHandOverRetry:
-		if m.state != BecomingOldest {
-			return
-		}
-		m.retries++
-		bl := m.blockers()
-		for _, b := range bl {
-			if _, gone := m.awaitingMargin[b]; !gone && !m.inProgress[b] {
-				m.sendTo(b, HandOverToMe{From: m.self})
-			}
-		}
-		if m.retries > m.limit && !m.alerted {
-			m.alerted = true
-			m.emit(Alert{Message: fmt.Sprintf("singleton %q: %v did not hand over after %d retries; "+
-				"the singleton stays stopped until they do or are removed", m.cfg.Name, bl, m.retries)})
-		}
-	case TimerTakeOverRetry:
-		if m.state != WasOldest {
-			return
-		}
-		m.retries++
-		if m.retries > max(1, m.limit-3) {
-			if !m.alerted {
-				m.alerted = true
-				m.emit(Alert{Message: fmt.Sprintf("singleton %q: %v did not take over after %d retries",
-					m.cfg.Name, m.takeOverTo, m.retries-1)})
-			}
-			if m.leaving {
-				// Stop the singleton; the next oldest gets what this manager holds
-				// when it asks.
-				m.toHandingOver(cluster.UniqueAddress{})
-				return
-			}
-		}
-		m.sendTo(m.takeOverTo, TakeOverFromMe{From: m.self})
-	case TimerLeaseRetry:
-		if m.state == Oldest && !m.leaseHeld && !m.leasePending && m.child == childNone {
-			m.leasePending = true
-			m.emit(AcquireLease{})
-		}
-	case TimerOrderWait:
-		if !m.homeish() {
-			return
-		}
-		out, gaveUp := m.seq.tick(m.limit, m.released)
-		for _, p := range gaveUp {
-			m.emit(Alert{Message: fmt.Sprintf("singleton %q: gave up waiting for earlier messages from proxy %v/%s; "+
-				"they are lost or will arrive out of order", m.cfg.Name, p.Node, p.Path)})
-		}
-		m.dispatch(out)
-		m.checkOrderWait()
-	}
-}
-
-// ---- proxies and their messages ----
-
-// accepting reports whether the singleton runs here and takes messages.
-func (m *ManagerCore) accepting() bool {
-	return (m.state == Oldest || m.state == WasOldest) && m.child == childRunning
-}
-
-// homeish reports whether messages for the singleton stay here (delivered, or held in
-// order) rather than being passed on.
-func (m *ManagerCore) homeish() bool {
-	switch m.state {
-	case BecomingOldest, Oldest, WasOldest, HandingOver:
-		return true
-	case End:
-		return m.successor == (cluster.UniqueAddress{})
-	}
-	return false
-}
-
-// released reports whether nothing more can come from the manager on n (the Prev of a
-// held message): it was downed and removed and the margin passed, or it left (or was
-// removed before this member joined: this member knew every member when it became
-// Up) and nothing is owed to this manager any more (the managers that hand over to it
-// confirmed they passed everything on, see HandOverComplete).
-func (m *ManagerCore) released(n cluster.UniqueAddress) bool {
-	if m.downedGone[n] {
-		return true
-	}
-	_, known := m.members.get(n)
-	_, waiting := m.awaitingMargin[n]
-	gone := m.exitedGone[n] || !known && !waiting && !m.members.removed[n]
-	return gone && len(m.awaiting) == 0 && len(m.feeders) == 0
-}
-
-func (m *ManagerCore) gone(n cluster.UniqueAddress) bool { return m.members.removed[n] }
-
-func (m *ManagerCore) onIdentify(p ProxyID) {
-	if m.members.removed[p.Node] {
-		return // a late message from a member that is gone
-	}
-	switch {
-	case m.accepting():
-		m.clients[p] = true
-		m.emit(SendToProxy{To: p, Message: IdentifyAck{From: m.self, Accepting: true}})
-	case m.state == End || m.state == Stopping:
-		m.emit(SendToProxy{To: p, Message: IdentifyAck{From: m.self, Departed: true}})
-	default:
-		m.pending[p] = true
-	}
-}
-
-func (m *ManagerCore) onEnvelope(e Envelope) {
-	switch {
-	case m.state == Stopping:
-		m.drop(e, "this member was downed or removed")
-	case m.state == End && m.successor != (cluster.UniqueAddress{}):
-		m.sendTo(m.successor, e)
-	case m.homeish():
-		m.dispatch(m.seq.add(e, m.released))
-		m.enforceLimit()
-		m.checkOrderWait()
-	default:
-		m.drop(e, "the singleton is not hosted by this member")
-	}
-}
-
-// receiveData takes a delivery table and messages handed over by another manager.
-func (m *ManagerCore) receiveData(next []ProxyNext, ordered, held []Envelope) {
-	if len(next) == 0 && len(ordered) == 0 && len(held) == 0 {
-		return
-	}
-	switch {
-	case m.homeish():
-		for _, e := range ordered {
-			m.seq.advance(e.Proxy, e.Seq)
-			m.dispatch([]Envelope{e})
-		}
-		m.seq.merge(next, m.gone)
-		for _, e := range held {
-			m.dispatch(m.seq.add(e, m.released))
-		}
-		m.dispatch(m.seq.drainAll(m.released))
-		m.enforceLimit()
-		m.checkOrderWait()
-	case m.state == End:
-		m.sendTo(m.successor, Relay{From: m.self, Next: next, Ordered: ordered, Held: held})
-	case m.state == Stopping:
-		for _, e := range append(slices.Clone(ordered), held...) {
-			m.drop(e, "this member was downed or removed")
-		}
-	default:
-		if m.oldest != (cluster.UniqueAddress{}) && m.oldest != m.self {
-			m.sendTo(m.oldest, Relay{From: m.self, Next: next, Ordered: ordered, Held: held})
-			return
-		}
-		for _, e := range append(slices.Clone(ordered), held...) {
-			m.drop(e, "the singleton is not hosted by this member")
-		}
-	}
-}
-
-// dispatch delivers messages that are in order, or queues them until the singleton
-// runs.
-func (m *ManagerCore) dispatch(es []Envelope) {
-	for _, e := range es {
-		switch {
-		case m.accepting():
-			m.emit(Deliver{Envelope: e})
-		case m.childGone && (m.state == Oldest || m.state == WasOldest):
-			m.drop(e, "the singleton stopped")
-		default:
-			m.ready = append(m.ready, e)
-		}
-	}
-}
-
-// enforceLimit keeps what the manager holds within Config.BufferSize: it gives up
-// restoring the order of the proxy with the most held messages first, then drops the
-// oldest queued messages.
-func (m *ManagerCore) enforceLimit() {
-	for len(m.ready)+m.seq.count > m.cfg.BufferSize && m.seq.blocked() {
-		p, _ := m.seq.largest()
-		m.emit(Alert{Message: fmt.Sprintf("singleton %q: buffer of %d full; gave up waiting for earlier messages "+
-			"from proxy %v/%s", m.cfg.Name, m.cfg.BufferSize, p.Node, p.Path)})
-		m.dispatch(m.seq.force(p, m.released))
-	}
-	for len(m.ready) > m.cfg.BufferSize {
-		e := m.ready[0]
-		m.ready = m.ready[1:]
-		m.drop(e, fmt.Sprintf("the manager's buffer of %d messages is full", m.cfg.BufferSize))
-	}
-}
-
-// checkOrderWait runs the order-wait timer while messages are held back or rows of
-// departed proxies are retiring.
-func (m *ManagerCore) checkOrderWait() {
-	if m.seq.needsTicks() && m.homeish() {
-		m.startTimer(TimerOrderWait)
-	} else {
-		m.cancelTimer(TimerOrderWait)
-	}
-}
-
-// takeData removes and returns everything the manager holds for the singleton.
-func (m *ManagerCore) takeData() (next []ProxyNext, ordered, held []Envelope) {
-	next, ordered, held = m.seq.table(), m.ready, m.seq.heldList()
-	m.seq.reset()
-	m.ready = nil
-	m.cancelTimer(TimerOrderWait)
-	return next, ordered, held
-}
-
-// handData sends HandOverDone with everything the manager holds to to, its
-// successor.
-func (m *ManagerCore) handData(to cluster.UniqueAddress) {
-	next, ordered, held := m.takeData()
-	final := m.drained()
-	m.finalSent = final
-	m.sendTo(to, HandOverDone{From: m.self, Final: final, Next: next, Ordered: ordered, Held: held})
-}
-
-// drained reports whether nothing more can reach this manager for the singleton: no
-// proxy is attached to it, and no manager it asked or that handed over to it may
-// still send data.
-func (m *ManagerCore) drained() bool {
-	return len(m.clients) == 0 && len(m.awaiting) == 0 && len(m.feeders) == 0
-}
-
-// maybeFinal tells the successor that nothing more will come, once that is so.
-func (m *ManagerCore) maybeFinal() {
-	if m.state == End && m.successor != (cluster.UniqueAddress{}) && !m.finalSent && m.drained() {
-		m.finalSent = true
-		m.sendTo(m.successor, Relay{From: m.self, Final: true})
-	}
-}
-
-// relayData passes everything the manager holds to the manager on member to.
-func (m *ManagerCore) relayData(to cluster.UniqueAddress) {
-	next, ordered, held := m.takeData()
-	if len(next) > 0 || len(ordered) > 0 || len(held) > 0 {
-		m.sendTo(to, Relay{From: m.self, Next: next, Ordered: ordered, Held: held})
-	}
-}
-
-func (m *ManagerCore) drop(e Envelope, reason string) {
-	m.emit(Dropped{Proxy: e.Proxy, Payload: e.Payload, Reason: reason})
-}
-
-// ---- status ----
-
-func (m *ManagerCore) computeStatus() Status {
-	held := len(m.ready) > 0 || m.seq.blocked()
-	noSuccessor := m.successor == (cluster.UniqueAddress{})
-	finished := m.stopped || m.leaving && m.child == childNone && (m.state == Start ||
-		m.state == Younger && len(m.awaiting) == 0 ||
-		m.state == End && !noSuccessor && m.finalSent && m.finalAcked ||
-		// Nothing held, or nobody left to take it (it is dropped at the removal).
-		m.state == End && noSuccessor && m.drained() && (!held || m.oldest == (cluster.UniqueAddress{})))
-	return Status{State: m.state, Oldest: m.oldest, ChildRunning: m.child != childNone, Finished: finished}
-}
-
-func (m *ManagerCore) report() {
-	if s := m.computeStatus(); s != m.status {
-		m.status = s
-		m.emit(StateChanged{Status: s})
-	}
-}
-
-func sortedNodes(set map[cluster.UniqueAddress]bool) []cluster.UniqueAddress {
-	out := make([]cluster.UniqueAddress, 0, len(set))
-	for n := range set {
-		out = append(out, n)
-	}
-	slices.SortFunc(out, compareAddress)
-	return out
-}
-
-func sortedProxies(set map[ProxyID]bool) []ProxyID {
-	out := make([]ProxyID, 0, len(set))
-	for p := range set {
-		out = append(out, p)
-	}
-	slices.SortFunc(out, compareProxy)
-	return out
 }

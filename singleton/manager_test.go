@@ -22,238 +22,238 @@ func TestManagerTransitions(t *testing.T) {
 		{
 			name:  "waits in Start until its own member is Up",
 			event: status(2, 20, cluster.Joining),
-			state: Start,
+			state: StateStart,
 		},
 		{
 			name:  "the oldest with no older member starts the singleton",
 			event: up(2, 20),
 			want:  []string{"StartChild"},
-			state: Oldest,
+			state: StateOldest,
 		},
 		{
 			name:   "a younger member waits",
 			before: []Event{up(1, 10)},
 			event:  up(2, 20),
-			state:  Younger,
+			state:  StateYounger,
 		},
 		{
 			name:   "members without the role do not count",
 			before: []Event{MemberChanged{Member: Member{Node: node(1), Status: cluster.Up, UpNumber: 10}}},
 			event:  up(2, 20),
 			want:   []string{"StartChild"},
-			state:  Oldest,
+			state:  StateOldest,
 		},
 		{
 			name:   "Joining members do not count",
 			before: []Event{status(1, 0, cluster.Joining)},
 			event:  up(2, 20),
 			want:   []string{"StartChild"},
-			state:  Oldest,
+			state:  StateOldest,
 		},
 		{
 			name:   "an older Exiting member must hand over first",
 			before: []Event{status(1, 10, cluster.Exiting)},
 			event:  up(2, 20),
 			want:   []string{"n1 <- HandOverToMe", "StartTimer hand-over-retry"},
-			state:  BecomingOldest,
+			state:  StateBecomingOldest,
 		},
 		{
 			name:   "an older Leaving member is still the oldest",
 			before: []Event{status(1, 10, cluster.Leaving)},
 			event:  up(2, 20),
-			state:  Younger,
+			state:  StateYounger,
 		},
 		{
 			name:   "Younger: the oldest leaves and is removed: Oldest at once",
 			before: []Event{up(1, 10), up(2, 20)},
 			event:  MemberRemoved{Node: node(1)},
 			want:   []string{"StartChild"},
-			state:  Oldest,
+			state:  StateOldest,
 		},
 		{
 			name:   "Younger: the oldest is downed: ask it, it may still be alive",
 			before: []Event{up(1, 10), up(2, 20)},
 			event:  status(1, 10, cluster.Down),
 			want:   []string{"n1 <- HandOverToMe", "StartTimer hand-over-retry"},
-			state:  BecomingOldest,
+			state:  StateBecomingOldest,
 		},
 		{
 			name:   "a downed member's removal counts only after the margin",
 			before: []Event{up(1, 10), up(2, 20), status(1, 10, cluster.Down)},
 			event:  MemberRemoved{Node: node(1), Downed: true},
-			state:  BecomingOldest,
+			state:  StateBecomingOldest,
 		},
 		{
 			name:   "the margin passed: Oldest",
 			before: []Event{up(1, 10), up(2, 20), status(1, 10, cluster.Down), MemberRemoved{Node: node(1), Downed: true}},
 			event:  RemovalMarginPassed{Node: node(1)},
 			want:   []string{"CancelTimer hand-over-retry", "StartChild"},
-			state:  Oldest,
+			state:  StateOldest,
 		},
 		{
 			name:   "Younger: TakeOverFromMe from the oldest makes it claim",
 			before: []Event{up(1, 10), up(2, 20)},
 			event:  TakeOverFromMe{From: node(1)},
 			want:   []string{"n1 <- HandOverToMe", "StartTimer hand-over-retry"},
-			state:  BecomingOldest,
+			state:  StateBecomingOldest,
 		},
 		{
 			name:   "Younger: TakeOverFromMe while an older member still counts: wait",
 			before: []Event{up(1, 10), up(3, 5), up(2, 20)},
 			event:  TakeOverFromMe{From: node(1)},
-			state:  Younger,
+			state:  StateYounger,
 		},
 		{
 			name:   "BecomingOldest: HandOverInProgress stops the resends",
 			before: []Event{up(1, 10), up(2, 20), TakeOverFromMe{From: node(1)}},
 			event:  HandOverInProgress{From: node(1)},
 			want:   []string{"CancelTimer hand-over-retry"},
-			state:  BecomingOldest,
+			state:  StateBecomingOldest,
 		},
 		{
 			name:   "BecomingOldest: the retry timer resends",
 			before: []Event{up(1, 10), up(2, 20), TakeOverFromMe{From: node(1)}},
 			event:  TimerFired{Name: TimerHandOverRetry},
 			want:   []string{"n1 <- HandOverToMe"},
-			state:  BecomingOldest,
+			state:  StateBecomingOldest,
 		},
 		{
 			name:   "BecomingOldest: HandOverDone from the previous oldest: Oldest",
 			before: []Event{up(1, 10), up(2, 20), TakeOverFromMe{From: node(1)}},
 			event:  HandOverDone{From: node(1), Final: true},
 			want:   []string{"n1 <- HandOverComplete", "CancelTimer hand-over-retry", "StartChild"},
-			state:  Oldest,
+			state:  StateOldest,
 		},
 		{
 			name:   "BecomingOldest: every older member must hand over, not only the last oldest",
 			before: []Event{status(1, 10, cluster.Exiting), status(3, 15, cluster.Exiting), up(2, 20)},
 			event:  HandOverDone{From: node(3), Final: true},
 			want:   []string{"n3 <- HandOverComplete"},
-			state:  BecomingOldest,
+			state:  StateBecomingOldest,
 		},
 		{
 			name:   "BecomingOldest: a younger member that took over asks: pass on and End",
 			before: []Event{up(1, 10), up(2, 20), up(3, 30), TakeOverFromMe{From: node(1)}, SelfLeaving{}},
 			event:  HandOverToMe{From: node(3)},
 			want:   []string{"CancelTimer take-over-retry", "n3 <- HandOverInProgress", "n3 <- HandOverDone(final=false)"},
-			state:  End,
+			state:  StateEnd,
 		},
 		{
 			name:   "Younger: HandOverToMe: certify and End",
 			before: []Event{up(1, 10), up(2, 20)},
 			event:  HandOverToMe{From: node(3)},
 			want:   []string{"n3 <- HandOverDone(final=true)", "n1 <- TakeOverFromMe"},
-			state:  End,
+			state:  StateEnd,
 		},
 		{
 			name:   "Oldest: leaving: ask the next oldest to take over",
 			before: []Event{up(2, 20), up(3, 30)},
 			event:  SelfLeaving{},
 			want:   []string{"n3 <- TakeOverFromMe", "StartTimer take-over-retry"},
-			state:  WasOldest,
+			state:  StateWasOldest,
 		},
 		{
 			name:   "Oldest: the last member with the role leaves: stop the singleton",
 			before: []Event{up(2, 20)},
 			event:  SelfLeaving{},
 			want:   []string{"SendTermination"},
-			state:  HandingOver,
+			state:  StateHandingOver,
 		},
 		{
 			name:   "Oldest: HandOverToMe: HandingOver",
 			before: []Event{up(2, 20), up(3, 30)},
 			event:  HandOverToMe{From: node(3)},
 			want:   []string{"n3 <- HandOverInProgress", "SendTermination"},
-			state:  HandingOver,
+			state:  StateHandingOver,
 		},
 		{
 			name:   "WasOldest: HandOverToMe: HandingOver",
 			before: []Event{up(2, 20), up(3, 30), SelfLeaving{}},
 			event:  HandOverToMe{From: node(3)},
 			want:   []string{"CancelTimer take-over-retry", "n3 <- HandOverInProgress", "SendTermination"},
-			state:  HandingOver,
+			state:  StateHandingOver,
 		},
 		{
 			name:   "HandingOver: the singleton terminated: HandOverDone and End",
 			before: []Event{up(2, 20), up(3, 30), HandOverToMe{From: node(3)}},
 			event:  ChildTerminated{},
 			want:   []string{"n3 <- HandOverDone(final=true)"},
-			state:  End,
+			state:  StateEnd,
 		},
 		{
 			name:   "HandingOver: another requester waits and gets the certificate",
 			before: []Event{up(2, 20), up(3, 30), up(4, 40), HandOverToMe{From: node(3)}, HandOverToMe{From: node(4)}},
 			event:  ChildTerminated{},
 			want:   []string{"n3 <- HandOverDone(final=true)", "n4 <- HandOverDone(final=true)"},
-			state:  End,
+			state:  StateEnd,
 		},
 		{
 			name:   "End: certifies to anyone who asks later",
 			before: []Event{up(2, 20), up(3, 30), HandOverToMe{From: node(3)}, ChildTerminated{}},
 			event:  HandOverToMe{From: node(4)},
 			want:   []string{"n4 <- HandOverDone(final=true)"},
-			state:  End,
+			state:  StateEnd,
 		},
 		{
 			name:   "End: waits for its own removal, then stops",
 			before: []Event{up(2, 20), up(3, 30), HandOverToMe{From: node(3)}, ChildTerminated{}},
 			event:  MemberRemoved{Node: node(2)},
 			want:   []string{"StopManager"},
-			state:  Stopping,
+			state:  StateStopping,
 		},
 		{
 			name:   "Oldest: downed: Stopping",
 			before: []Event{up(2, 20)},
 			event:  SelfDowned{},
 			want:   []string{"SendTermination"},
-			state:  Stopping,
+			state:  StateStopping,
 		},
 		{
 			name:   "Oldest: its own member seen Down: Stopping",
 			before: []Event{up(2, 20)},
 			event:  status(2, 20, cluster.Down),
 			want:   []string{"SendTermination"},
-			state:  Stopping,
+			state:  StateStopping,
 		},
 		{
 			name:   "Stopping: stops once the singleton terminated",
 			before: []Event{up(2, 20), SelfDowned{}},
 			event:  ChildTerminated{},
 			want:   []string{"StopManager"},
-			state:  Stopping,
+			state:  StateStopping,
 		},
 		{
 			name:   "Younger: downed: stops at once",
 			before: []Event{up(1, 10), up(2, 20)},
 			event:  SelfDowned{},
 			want:   []string{"StopManager"},
-			state:  Stopping,
+			state:  StateStopping,
 		},
 		{
 			name:   "Oldest: the singleton stops by itself: not restarted",
 			before: []Event{up(2, 20)},
 			event:  ChildTerminated{},
-			state:  Oldest,
+			state:  StateOldest,
 		},
 		{
 			name:   "Younger, leaving: tells every candidate not to count it",
 			before: []Event{up(1, 10), up(2, 20), up(3, 30), MemberChanged{Member: Member{Node: node(4), Status: cluster.Up, UpNumber: 40}}},
 			event:  SelfLeaving{},
 			want:   []string{"n1 <- TakeOverFromMe", "n3 <- TakeOverFromMe"},
-			state:  Younger,
+			state:  StateYounger,
 		},
 		{
 			name:   "Oldest: TakeOverFromMe from a younger member: collect what it holds",
 			before: []Event{up(2, 20), up(3, 30)},
 			event:  TakeOverFromMe{From: node(3)},
 			want:   []string{"n3 <- HandOverToMe"},
-			state:  Oldest,
+			state:  StateOldest,
 		},
 		{
 			name:   "late messages from removed members are ignored",
 			before: []Event{up(2, 20), up(3, 30), MemberRemoved{Node: node(3)}},
 			event:  TakeOverFromMe{From: node(3)},
-			state:  Oldest,
+			state:  StateOldest,
 		},
 	}
 	for _, c := range cases {
@@ -304,7 +304,7 @@ func TestManagerBecomingOldestPastLimit(t *testing.T) {
 	if alerts != 1 {
 		t.Fatalf("%d alerts, want 1", alerts)
 	}
-	wantState(t, m, BecomingOldest)
+	wantState(t, m, StateBecomingOldest)
 	wantDecisions(t, feed(m, MemberRemoved{Node: node(1), Downed: true}))
 	wantDecisions(t, feed(m, RemovalMarginPassed{Node: node(1)}), "CancelTimer hand-over-retry", "StartChild")
 }
@@ -318,7 +318,7 @@ func TestManagerWasOldestGivesUp(t *testing.T) {
 	wantDecisions(t, feed(m, TimerFired{Name: TimerTakeOverRetry}), "n3 <- TakeOverFromMe")
 	wantDecisions(t, feed(m, TimerFired{Name: TimerTakeOverRetry}), "Alert", "CancelTimer take-over-retry", "SendTermination")
 	wantDecisions(t, feed(m, ChildTerminated{}))
-	wantState(t, m, End)
+	wantState(t, m, StateEnd)
 	wantDecisions(t, feed(m, HandOverToMe{From: node(3)}), "n3 <- HandOverDone(final=true)")
 }
 
@@ -326,7 +326,7 @@ func TestManagerWasOldestGivesUp(t *testing.T) {
 func TestManagerIgnoresStaleTimers(t *testing.T) {
 	m := newManager(t, 2, nil)
 	feed(m, up(1, 10), up(2, 20), TakeOverFromMe{From: node(1)}, HandOverDone{From: node(1), Final: true})
-	wantState(t, m, Oldest)
+	wantState(t, m, StateOldest)
 	wantDecisions(t, feed(m, TimerFired{Name: TimerHandOverRetry}))
 	wantDecisions(t, feed(m, TimerFired{Name: TimerTakeOverRetry}))
 	wantDecisions(t, feed(m, TimerFired{Name: "unknown"}))
@@ -411,9 +411,9 @@ func TestManagerReleasesAfterDownedHost(t *testing.T) {
 	feed(m, up(1, 10), up(3, 5), up(2, 20), status(3, 5, cluster.Down), MemberRemoved{Node: node(3), Downed: true})
 	// Node 3 still blocks, but it is removed: nothing is sent to it.
 	wantDecisions(t, feed(m, MemberRemoved{Node: node(1)}), "StartTimer hand-over-retry")
-	wantState(t, m, BecomingOldest)
+	wantState(t, m, StateBecomingOldest)
 	feed(m, RemovalMarginPassed{Node: node(3)})
-	wantState(t, m, Oldest)
+	wantState(t, m, StateOldest)
 	wantDecisions(t, feed(m, env(5, 9, 8, 3)), "Deliver 5:9")
 }
 
@@ -447,7 +447,7 @@ func TestManagerStatus(t *testing.T) {
 			got = append(got, s.Status)
 		}
 	}
-	want := Status{State: Oldest, Oldest: node(2), ChildRunning: true}
+	want := Status{State: StateOldest, Oldest: node(2), ChildRunning: true}
 	if len(got) != 1 || got[0] != want || m.Status() != want {
 		t.Fatalf("reported %+v, status %+v; want %+v", got, m.Status(), want)
 	}

@@ -127,10 +127,12 @@ type Relay struct {
 	From cluster.UniqueAddress
 	// Final is true when the sender has nothing more to pass on.
 	Final bool
-	// Next, Ordered and Held are as in HandOverDone.
-	Next    []ProxyNext
+	// Next is a delivery table, as in HandOverDone.
+	Next []ProxyNext
+	// Ordered holds messages in order, as in HandOverDone.
 	Ordered []Envelope
-	Held    []Envelope
+	// Held holds messages kept back, as in HandOverDone.
+	Held []Envelope
 }
 
 // HandOverComplete is sent by a manager when it got the Final message (HandOverDone or

@@ -11,8 +11,8 @@ import (
 // not) serializes each user message into a Payload, feeds it as Send, feeds the
 // cluster's membership and what managers send it, and carries out the decisions.
 //
-// Inputs: MemberChanged, MemberRemoved, RemovalMarginPassed, Send, IdentifyAck and
-// TimerFired (TimerIdentify).
+// Inputs: MemberChanged, MemberRemoved, RemovalMarginPassed, Send, IdentifyAck,
+// TimerFired (TimerIdentify) and ProxyStopping.
 //
 // Outputs: SendToManager (Identify, Envelope, Detach), StartTimer, CancelTimer,
 // Dropped and ProxyStateChanged.

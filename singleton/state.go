@@ -2,32 +2,32 @@ package singleton
 
 import "github.com/troupe-go/troupe/cluster"
 
-// State is a manager's state, as Akka's singleton manager's.
+// State is a manager's state: Akka's singleton manager's states, with a State prefix.
 type State uint8
 
 const (
-	// Start: this member is not Up yet; the manager waits.
-	Start State = iota
-	// Younger: another member is the oldest.
-	Younger
-	// BecomingOldest: this member is the oldest, but an older member has not yet
+	// StateStart (Akka's Start): this member is not Up yet; the manager waits.
+	StateStart State = iota
+	// StateYounger (Akka's Younger): another member is the oldest.
+	StateYounger
+	// StateBecomingOldest (Akka's BecomingOldest): this member is the oldest, but an older member has not yet
 	// certified that its singleton stopped for good (HandOverDone) and has not been
 	// removed; HandOverToMe is resent every retry interval.
-	BecomingOldest
-	// Oldest: the singleton runs here (once the lease, if any, is held).
-	Oldest
-	// WasOldest: this member is leaving and hosts the singleton still; it asked the new
+	StateBecomingOldest
+	// StateOldest (Akka's Oldest): the singleton runs here (once the lease, if any, is held).
+	StateOldest
+	// StateWasOldest (Akka's WasOldest): this member is leaving and hosts the singleton still; it asked the new
 	// oldest to take over (TakeOverFromMe) and waits for its HandOverToMe.
-	WasOldest
-	// HandingOver: the singleton was sent its termination message; HandOverDone
+	StateWasOldest
+	// StateHandingOver (Akka's HandingOver): the singleton was sent its termination message; HandOverDone
 	// follows when it has terminated.
-	HandingOver
-	// Stopping: this member was downed (or removed); the manager stops once the
+	StateHandingOver
+	// StateStopping (Akka's Stopping): this member was downed (or removed); the manager stops once the
 	// singleton has terminated.
-	Stopping
-	// End: the manager handed the singleton over and will never host it again; it
+	StateStopping
+	// StateEnd (Akka's End): the manager handed the singleton over and will never host it again; it
 	// passes on what still reaches it and waits for its member's removal.
-	End
+	StateEnd
 )
 
 var stateNames = [...]string{"Start", "Younger", "BecomingOldest", "Oldest", "WasOldest", "HandingOver", "Stopping", "End"}
