@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/testkit"
@@ -92,3 +95,69 @@ func (f handlerFunc) WithAttrs(as []slog.Attr) slog.Handler {
 	})
 }
 func (f handlerFunc) WithGroup(string) slog.Handler { return f }
+
+type quietNotice struct{}
+
+func (quietNotice) SuppressDeadLetterLog() {}
+
+// A dead letter of a DeadLetterSuppression message is published and counted, but not
+// logged; any other is logged.
+func TestSuppressedDeadLettersAreCountedNotLogged(t *testing.T) {
+	logged := make(chan string, 16)
+	sys := testkit.NewSystem(t, actor.Config{Slog: slog.New(handlerFunc(func(r slog.Record) {
+		if r.Message == "dead letter" {
+			r.Attrs(func(a slog.Attr) bool {
+				if a.Key == "type" {
+					logged <- a.Value.String()
+				}
+				return true
+			})
+		}
+	}))})
+	probe := testkit.NewProbe(t, sys)
+	actor.Subscribe[actor.DeadLetter](sys.EventStream(), probe.Ref())
+	_ = sys.DeadLetters().Tell(quietNotice{})
+	_ = sys.DeadLetters().Tell("loud")
+	testkit.ExpectMsgType[actor.DeadLetter](probe)
+	testkit.ExpectMsgType[actor.DeadLetter](probe)
+	if got := <-logged; got != "string" {
+		t.Fatalf("logged a dead letter of type %s, want only the string", got)
+	}
+	if n := sys.DeadLetterCount(); n != 2 {
+		t.Fatalf("DeadLetterCount = %d, want 2", n)
+	}
+}
+
+// After a burst, the count of dead letters that were not logged is written when the
+// window ends, even if no dead letter follows.
+func TestDeadLetterBurstIsSummarized(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		logged, summary := 0, int64(-1)
+		sys := testkit.NewSystem(t, actor.Config{Slog: slog.New(handlerFunc(func(r slog.Record) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch r.Message {
+			case "dead letter":
+				logged++
+			case "dead letters not logged":
+				r.Attrs(func(a slog.Attr) bool {
+					if a.Key == "count" {
+						summary = a.Value.Int64()
+					}
+					return true
+				})
+			}
+		}))})
+		for range 50 {
+			_ = sys.DeadLetters().Tell("lost")
+		}
+		time.Sleep(2 * time.Second) // virtual: the window (1s) ends
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if logged != 10 || summary != 40 {
+			t.Fatalf("logged %d dead letters and summarised %d, want 10 and 40", logged, summary)
+		}
+	})
+}

@@ -67,7 +67,7 @@ func New(name string, cfg Config) (*System, error) {
 	s.asks.done = make(chan struct{})
 	s.deadLetters = Ref{&deadLetterSink{sys: s}}
 	s.events = newEventStream()
-	s.dl.init(cfg)
+	s.dl.init(cfg, s.log)
 	s.shutdown = newCoordinatedShutdown(s)
 
 	guardian := &Props{Producer: func() Actor { return ReceiveFunc(func(Context) {}) }}
@@ -219,6 +219,7 @@ func (s *System) cellStopped(c *cell) {
 	case s.sysg:
 		close(s.sysDone)
 	case s.root:
+		s.dl.stop()
 		s.asks.stop()
 		s.disp.close()
 		s.jan.close()

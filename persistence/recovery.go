@@ -30,6 +30,14 @@ type (
 	}
 )
 
+// The runtime's own notices to an entity are expected dead letters once it has
+// stopped: counted and published, not logged.
+func (recoveredSnapshot) SuppressDeadLetterLog() {}
+func (recoveredEvents) SuppressDeadLetterLog()   {}
+func (recoveryDone) SuppressDeadLetterLog()      {}
+func (*writeDone) SuppressDeadLetterLog()        {}
+func (opDone) SuppressDeadLetterLog()            {}
+
 // startRecovery starts the goroutine that reads the entity's snapshot and events.
 func (r *runner) startRecovery(ctx actor.Context) {
 	var rec Recovery

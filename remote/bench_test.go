@@ -28,3 +28,62 @@ func BenchmarkRemoteAsk(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRemoteTell measures one sender streaming small messages to an actor in
+// another system. The receiver reports every 1,000 messages and the sender keeps at
+// most 20,000 unreported, so the outbound queue never overflows.
+func BenchmarkRemoteTell(b *testing.B) {
+	const every, window = 1000, 20_000
+	reg := registry(b)
+	a, c := startNode(b, "a", reg), startNode(b, "b", reg)
+	got := make(chan int, 1024)
+	count := 0
+	sink, err := c.sys.Spawn(actor.PropsFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(*pong); ok {
+			count++
+			if count%every == 0 {
+				got <- count
+			}
+		}
+	}), "sink")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ref := a.remoteRef(b, sink)
+	msg := &pong{N: 1}
+	// Warm up the connection and the dictionaries.
+	for range every {
+		if err := ref.Tell(msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	have := <-got
+	sent := every
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		for sent-have >= window {
+			select {
+			case have = <-got:
+			case <-time.After(10 * time.Second):
+				b.Fatalf("no progress: sent %d, received %d", sent, have)
+			}
+		}
+		if err := ref.Tell(msg); err != nil {
+			b.Fatal(err)
+		}
+		sent++
+	}
+	for ; sent%every != 0; sent++ { // complete the last report
+		if err := ref.Tell(msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for have < sent {
+		select {
+		case have = <-got:
+		case <-time.After(10 * time.Second):
+			b.Fatalf("no progress: sent %d, received %d", sent, have)
+		}
+	}
+}

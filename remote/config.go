@@ -38,9 +38,22 @@ type Config struct {
 	// is refused at the sender; a larger frame arriving closes the connection.
 	// Default 256 KiB.
 	MaxFrameSize int
-	// OutboundQueueSize bounds the messages queued for one peer and not yet written;
-	// more are dropped to dead letters and counted. Default 100,000.
-	OutboundQueueSize int
+	// OutboundQueueBytes bounds, in bytes of encoded frames, the user messages queued
+	// for one peer and not yet written (including a write in progress). A send that
+	// finds it full fails with ErrOverloaded (see BackpressureTimeout), and the message
+	// goes to dead letters. Default 8 MiB; at least MaxFrameSize.
+	OutboundQueueBytes int
+	// BackpressureTimeout, when positive, makes a send that finds the outbound queue
+	// full wait up to this long for room, as Erlang's busy distribution port does,
+	// before it fails with ErrOverloaded. The sending goroutine (an actor's Receive)
+	// blocks meanwhile. Zero, the default, fails at once. Remote.Send waits on a
+	// context instead.
+	BackpressureTimeout time.Duration
+	// GiveUpAfter is how long a lane may fail to connect to a peer before the user
+	// messages queued for it go to dead letters (ErrUnreachable) and the lane stops
+	// dialling until something new is sent; system messages for a peer never reached
+	// are dropped the same way. Default 60s.
+	GiveUpAfter time.Duration
 	// SystemBufferSize bounds the system messages sent to one peer and not yet
 	// acknowledged; overflowing it quarantines the peer. Default 20,000.
 	SystemBufferSize int
@@ -53,8 +66,18 @@ type Config struct {
 	// Default 10s; negative disables it.
 	WriteTimeout time.Duration
 
-	// HandshakeTimeout bounds dialling plus the handshake. Default 5s.
+	// HandshakeTimeout bounds dialling plus the handshake; an accepted connection
+	// that has not completed its handshake by then is closed. Default 5s.
 	HandshakeTimeout time.Duration
+	// MaxPendingConnections bounds the accepted connections that have not completed
+	// their handshake. Each costs a goroutine and a few KiB until then; when one more
+	// arrives, the oldest is closed. Default 256.
+	MaxPendingConnections int
+	// MaxUnverifiedPeers bounds the systems this one knows only from actor refs that
+	// arrived in messages (a forwarded sender, a ref inside a message) and has not yet
+	// reached. A message naming one more, when none of those is idle, goes to dead
+	// letters and is counted (Stats.RefusedSenders). Default 256.
+	MaxUnverifiedPeers int
 	// ReconnectBackoffMin and ReconnectBackoffMax bound the wait between attempts to
 	// reconnect to a peer; the wait doubles after each failure. Defaults 100ms, 5s.
 	ReconnectBackoffMin time.Duration
@@ -90,8 +113,17 @@ func (c Config) withDefaults() Config {
 	if c.MaxFrameSize == 0 {
 		c.MaxFrameSize = 256 << 10
 	}
-	if c.OutboundQueueSize == 0 {
-		c.OutboundQueueSize = 100_000
+	if c.OutboundQueueBytes == 0 {
+		c.OutboundQueueBytes = 8 << 20
+	}
+	if c.GiveUpAfter == 0 {
+		c.GiveUpAfter = time.Minute
+	}
+	if c.MaxPendingConnections == 0 {
+		c.MaxPendingConnections = 256
+	}
+	if c.MaxUnverifiedPeers == 0 {
+		c.MaxUnverifiedPeers = 256
 	}
 	if c.SystemBufferSize == 0 {
 		c.SystemBufferSize = 20_000
@@ -130,12 +162,17 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports missing or out-of-range fields.
+// Validate reports the first missing or out-of-range field, as an error wrapping
+// ErrInvalidConfig.
 func (c Config) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
 	fd := c.FailureDetector
+	frame := c.MaxFrameSize
+	if frame == 0 {
+		frame = 256 << 10
+	}
 	switch {
 	case c.Registry == nil:
 		return bad("Registry is required")
@@ -151,9 +188,12 @@ func (c Config) Validate() error {
 		return bad("MaxFrameSize %d (at most 64 MiB)", c.MaxFrameSize)
 	case c.MaxFrameSize > 0 && c.MaxFrameSize < 1024:
 		return bad("MaxFrameSize %d (at least 1 KiB)", c.MaxFrameSize)
-	case c.OutboundQueueSize < 0, c.SystemBufferSize < 0:
-		return bad("negative queue size")
-	case c.SystemResendInterval < 0, c.HandshakeTimeout < 0, c.ReconnectBackoffMin < 0, c.ReconnectBackoffMax < 0:
+	case c.OutboundQueueBytes < 0, c.SystemBufferSize < 0, c.MaxPendingConnections < 0, c.MaxUnverifiedPeers < 0:
+		return bad("negative size")
+	case c.OutboundQueueBytes > 0 && c.OutboundQueueBytes < frame:
+		return bad("OutboundQueueBytes %d below MaxFrameSize %d", c.OutboundQueueBytes, frame)
+	case c.SystemResendInterval < 0, c.HandshakeTimeout < 0, c.ReconnectBackoffMin < 0, c.ReconnectBackoffMax < 0,
+		c.BackpressureTimeout < 0, c.GiveUpAfter < 0:
 		return bad("negative duration")
 	case c.ReconnectBackoffMax != 0 && c.ReconnectBackoffMin > c.ReconnectBackoffMax:
 		return bad("ReconnectBackoffMin %v above ReconnectBackoffMax %v", c.ReconnectBackoffMin, c.ReconnectBackoffMax)

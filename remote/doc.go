@@ -5,58 +5,102 @@
 //
 // # Enabling remoting
 //
-// Start installs the transport into a system. The system is then reached at
-// troupe://name@host:port, and paths of that form resolve with System.Resolve:
+// Start installs the transport into a system (once; Get returns it). The system is
+// then reached at troupe://name@host:port, and paths of that form resolve with
+// System.Resolve:
 //
 //	reg := serialization.NewRegistry()
 //	serialization.Register[*Greet](reg, "shop.Greet.v1")
 //	r, err := remote.Start(sys, remote.Config{ListenPort: 2552, Registry: reg})
 //	ref, err := sys.Resolve("troupe://other@10.0.0.7:2552/user/greeter")
-//	ref.Tell(&Greet{Who: "Ada"})
+//	err = ref.Tell(&Greet{Who: "Ada"})
 //
 // Messages cross the wire as msgpack through the registry of stable type names that
 // persistence uses too: only registered types are sent and only registered types are
 // decoded. Refs inside messages are sent as their full paths (Ref.URI) and resolve on
-// the other side. A send of an unregistered type returns ErrUnregistered and goes to
-// dead letters; an unknown type arriving is dropped with a log line, and the
-// connection stays up.
+// the other side. The runtime's own messages need no registration: PoisonPill and
+// Kill act remotely as they do locally, and a Failure crosses as its error's text (an
+// Ask answered with one fails with that text, matching ErrRemoteFailure).
 //
 // # Delivery
 //
 // User messages are delivered at most once, in order per sender-receiver pair, as in
 // Akka. Each system opens its own connections to a peer, one per lane: the user lane
-// carries messages, the system lane carries watch, unwatch and death notices, so a
-// flood of messages never delays a watch. System messages are sequenced,
+// carries messages, the system lane carries watch, unwatch, stop and death notices,
+// so a flood of messages never delays a watch. System messages are sequenced,
 // acknowledged and resent until acknowledged, for as long as the peer incarnation
-// lives. Writes are batched: a writer goroutine per lane takes everything queued and
-// writes it in one call whenever the socket is free. The queue per peer is bounded
-// (OutboundQueueSize); overflow goes to dead letters and is counted.
+// lives (the protocol is a pair of pure state machines in internal/syslane). Writes
+// are batched: a writer goroutine per lane takes everything queued and writes it
+// whenever the socket is free.
+//
+// The queue towards each peer is bounded in bytes (Config.OutboundQueueBytes). A send
+// that finds it full fails with ErrOverloaded, naming the recipient, and the message
+// becomes a dead letter; with Config.BackpressureTimeout the sender first waits for
+// room, and Remote.Send waits until its context ends.
 //
 // Each user frame names its recipient, sender and message type through a dictionary
 // kept per connection, so a steady stream sends each name once, and the receiver
-// resolves each name once.
+// resolves each name once. When more names are in use than the dictionary holds, the
+// writer decides which entry each new name replaces and says so on the wire.
 //
 // # Incarnations and quarantine
 //
 // Every start of a system is a new incarnation with a random uid, exchanged in the
 // handshake together with the system name, address and protocol version, and
 // optionally proven with a shared secret (Config.Secret) and mutual TLS (Config.TLS).
-// When a peer's uid changes, its old incarnation is quarantined: actors watched there
-// are reported terminated, and messages for actors of the old incarnation (Refs carry
-// the actor's uid) are dead letters. A quarantined incarnation is refused for good; it
-// must restart.
+// A new uid at an address is believed only when it answers there: this system dialled
+// the address, or dialled it back to check a connection's claim. When a peer's uid
+// changes, its old incarnation is quarantined: actors watched there are reported
+// terminated, messages queued for it and messages for actors of the old incarnation
+// (Refs carry the actor's uid) are dead letters. A quarantined incarnation is refused
+// for good; it must restart.
 //
 // # Remote death watch
 //
 // Watching an actor in another system yields Terminated when it stops. While a system
 // has actors watched by this one, a phi-accrual failure detector follows its
 // heartbeats; when it gives up, every watched actor there is reported Terminated with
-// AddressTerminated set, and the incarnation is quarantined. The cluster layer will
-// feed this from membership instead.
+// AddressTerminated set, and the incarnation is quarantined. For the members of a
+// cluster, the cluster's membership takes this over.
 //
 // # Strangers
 //
-// Frames are length-prefixed with a maximum size. A malformed frame, an oversized
-// frame or a failed handshake closes that connection only, with a log line;
-// other peers are unaffected. The frame and handshake decoders are fuzzed.
+// One bad client must not hurt anyone else. Frames are length-prefixed with a maximum
+// size; a malformed frame, an oversized frame or a failed handshake closes that
+// connection only, with a rate-limited log line. Connections still in their handshake
+// are capped in number (Config.MaxPendingConnections, oldest closed first) and in
+// memory. Systems known only from refs in received messages are bounded
+// (Config.MaxUnverifiedPeers) and dials to them too. The frame, handshake and
+// dictionary decoders are fuzzed. Without TLS or the secret, anyone who reaches the
+// port can send messages; use TLS (or at least the secret) on any network that is
+// not private.
+//
+// # What can be lost, and when
+//
+// Every way a message can be dropped, and how you learn of it (an error to the caller
+// where there is one, a dead letter naming the recipient and the reason, a counter in
+// Stats, and a log line at a bounded rate with a count of the lines held back):
+//
+//   - Not sent: an unregistered type (ErrUnregistered), a message above MaxFrameSize
+//     (ErrFrameTooLarge), a full queue (ErrOverloaded, Stats.Overloaded), a
+//     quarantined peer (ErrQuarantined), a closed transport (ErrClosed), a ref to one
+//     unknown system too many (ErrRefusedSender). The send returns the error and the
+//     message is a dead letter with it as the reason.
+//   - Queued, then dropped: for a peer that is quarantined (ErrQuarantined) or
+//     unreachable for Config.GiveUpAfter (ErrUnreachable). Each message becomes a dead
+//     letter with that reason, and a warning is logged.
+//   - Lost with a broken connection: the messages of the write that failed are counted
+//     (Stats.Lost) and logged; they may or may not have arrived. Messages the
+//     operating system had already accepted may be lost too: they are not counted one
+//     by one, and the broken connection is logged with how many were written on it.
+//     Messages still queued when the transport closes are counted lost and logged.
+//   - Received, not delivered: a message for an actor that does not exist becomes a
+//     dead letter whose recipient names the path (reason actor.ErrNotFound); one that
+//     cannot be decoded, or whose sender or refs name one unknown system too many,
+//     becomes a dead letter of an Undecodable with the reason (Stats.RefusedSenders
+//     for the latter); a full bounded mailbox acts as its policy says.
+//   - System messages are dropped only with their incarnation: on quarantine (watchers
+//     get Terminated with AddressTerminated), when SystemBufferSize are unacknowledged
+//     (the incarnation is quarantined, logged as an error), or when the peer was never
+//     reached for GiveUpAfter (logged).
 package remote

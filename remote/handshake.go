@@ -17,6 +17,10 @@ import (
 // With a shared secret each side proves it knows the secret by an HMAC-SHA256 over the
 // other side's fresh nonce, so the secret never crosses the wire and a recorded
 // handshake cannot be replayed. The acceptor reads no other frame before a valid proof.
+//
+// A dialer proves its address by living there: unless the acceptor already knows the
+// incarnation it claims, the acceptor dials the claimed address on the probe lane
+// (hello, welcome, nothing more) and accepts the claim only if the same uid answers.
 
 const nonceLen = 16
 
@@ -66,7 +70,7 @@ func parseHello(body []byte) (hello, error) {
 	if err := d.done(); err != nil {
 		return hello{}, err
 	}
-	if h.lane != laneUser && h.lane != laneSystem {
+	if h.lane != laneUser && h.lane != laneSystem && h.lane != laneProbe {
 		return hello{}, fmt.Errorf("%w: unknown lane %d", errMalformed, h.lane)
 	}
 	return h, nil

@@ -2,34 +2,58 @@ package remote
 
 import (
 	"bufio"
+	"container/list"
 	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/syslane"
 	"github.com/troupe-go/troupe/serialization"
 	"go.uber.org/zap"
 )
 
-// inConn is an accepted connection after its handshake.
-type inConn struct {
-	conn net.Conn
-	uid  uint64        // the peer incarnation, once known
-	from actor.Address // the peer, once known
+// Undecodable is the Message of a dead letter for a message this system received but
+// could not decode: its type is not registered here, its bytes are not a valid
+// encoding of that type, or a ref inside it was refused. The dead letter's Reason
+// says which.
+type Undecodable struct {
+	// Manifest is the name the message's type was sent under.
+	Manifest string
+	// Size is the size of its encoding, in bytes.
+	Size int
 }
 
-// inboundState is the system-lane receive state for one peer incarnation: the next
-// sequence number it expects. It outlives connections, so a resend after a reconnect
-// is recognised as a duplicate.
-type inboundState struct {
-	mu   sync.Mutex
-	next uint64
+// inConn is an accepted connection.
+type inConn struct {
+	conn    net.Conn
+	pending *list.Element // in Remote.pending until the handshake completes
+	evicted bool          // closed to admit a newer connection (guarded by Remote.mu)
+	uid     uint64        // the peer incarnation, once known
+	from    actor.Address // the peer, once known
 }
+
+// inboundState is the system-lane receive state for one peer incarnation. It outlives
+// connections, so a resend after a reconnect is recognised as a duplicate.
+type inboundState struct {
+	mu sync.Mutex
+	rx syslane.Receiver
+}
+
+// handshakeBuffer is the read buffer of a connection before its handshake completes:
+// small, since a stranger can hold many such connections. A hello fits; a larger
+// handshake frame is read into a buffer of its own size.
+const handshakeBuffer = 512
+
+// readBuffer is the read buffer of a connection after its handshake.
+const readBuffer = 64 << 10
 
 func (r *Remote) acceptLoop() {
 	defer r.wg.Done()
@@ -39,7 +63,7 @@ func (r *Remote) acceptLoop() {
 			if r.isClosed() || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			r.log.Warn("accept failed", zap.Error(err))
+			r.rejectLog.log(r.log, "accept failed", zap.Error(err))
 			select {
 			case <-time.After(10 * time.Millisecond):
 			case <-r.done:
@@ -55,10 +79,33 @@ func (r *Remote) acceptLoop() {
 			return
 		}
 		r.inbound[ic] = struct{}{}
+		r.accepted++
+		ic.pending = r.pending.PushBack(ic)
+		var oldest *inConn
+		if r.pending.Len() > r.cfg.MaxPendingConnections {
+			oldest = r.pending.Remove(r.pending.Front()).(*inConn)
+			oldest.pending, oldest.evicted = nil, true
+		}
 		r.wg.Add(1)
 		r.mu.Unlock()
+		if oldest != nil {
+			_ = oldest.conn.Close()
+			r.stats.rejected.Add(1)
+			r.rejectLog.log(r.log, "connection closed before its handshake to admit a newer one",
+				zap.String("remote", oldest.conn.RemoteAddr().String()), zap.Int("pending", r.cfg.MaxPendingConnections))
+		}
 		go r.serveInbound(ic)
 	}
+}
+
+// handshakeDone takes ic out of the pending connections.
+func (r *Remote) handshakeDone(ic *inConn) {
+	r.mu.Lock()
+	if ic.pending != nil {
+		r.pending.Remove(ic.pending)
+		ic.pending = nil
+	}
+	r.mu.Unlock()
 }
 
 // serveInbound runs the acceptor's side of the handshake and then reads frames until
@@ -67,6 +114,7 @@ func (r *Remote) serveInbound(ic *inConn) {
 	defer r.wg.Done()
 	defer func() {
 		_ = ic.conn.Close()
+		r.handshakeDone(ic)
 		r.mu.Lock()
 		delete(r.inbound, ic)
 		r.mu.Unlock()
@@ -77,17 +125,28 @@ func (r *Remote) serveInbound(ic *inConn) {
 	if r.cfg.TLS != nil {
 		tc := tls.Server(conn, r.cfg.TLS)
 		if err := tc.Handshake(); err != nil {
-			r.reject(remoteAddr, fmt.Errorf("tls: %w", err))
+			r.mu.Lock()
+			evicted := ic.evicted
+			r.mu.Unlock()
+			if !evicted {
+				r.reject(remoteAddr, fmt.Errorf("tls: %w", err))
+			}
 			return
 		}
 		conn = tc
 	}
-	br := bufio.NewReaderSize(conn, 64<<10)
-	h, p, err := r.acceptHandshake(conn, br)
+	small := bufio.NewReaderSize(conn, handshakeBuffer)
+	h, p, err := r.acceptHandshake(conn, small)
 	if err != nil {
-		r.reject(remoteAddr, err)
+		r.mu.Lock()
+		evicted := ic.evicted // counted and logged already
+		r.mu.Unlock()
+		if !evicted && !errors.Is(err, errProbed) {
+			r.reject(remoteAddr, err)
+		}
 		return
 	}
+	r.handshakeDone(ic)
 	_ = conn.SetDeadline(time.Time{})
 	r.mu.Lock()
 	ic.uid, ic.from = h.fromUID, p.addr
@@ -98,6 +157,7 @@ func (r *Remote) serveInbound(ic *inConn) {
 		return
 	}
 	in := &inbound{r: r, p: p, conn: conn, uid: h.fromUID}
+	br := bufio.NewReaderSize(small, readBuffer) // reads through small, which is empty after its first fill
 	fr := frameReader{br: br, max: r.cfg.MaxFrameSize}
 	if h.lane == laneSystem {
 		in.state = r.inboundStateFor(h.fromUID)
@@ -109,7 +169,7 @@ func (r *Remote) serveInbound(ic *inConn) {
 		r.stats.rejected.Add(1)
 		r.rejectLog.log(r.log, "closing connection after a malformed frame", zap.String("peer", p.self), zap.String("remote", remoteAddr), zap.Error(err))
 	default:
-		r.log.Info("inbound connection ended", zap.String("peer", p.self), zap.Error(err))
+		r.connectLog.info(r.log, "inbound connection ended", zap.String("peer", p.self), zap.Error(err))
 	}
 }
 
@@ -120,8 +180,12 @@ func (r *Remote) reject(remoteAddr string, err error) {
 	}
 }
 
-// acceptHandshake reads a hello, answers, and checks the proof. On a refusal it tells
-// the dialer why (except for a wrong secret, which gets no detail).
+// errProbed ends a probe-lane connection once its welcome is sent.
+var errProbed = errors.New("remote: probe answered")
+
+// acceptHandshake reads a hello, answers, and checks the proof and the claimed
+// incarnation. On a refusal it tells the dialer why (except for a wrong secret, which
+// gets no detail, and a wrong address, which does not learn this one).
 func (r *Remote) acceptHandshake(conn net.Conn, br *bufio.Reader) (hello, *peer, error) {
 	fr := frameReader{br: br, max: maxHandshakeFrame}
 	body, err := fr.next()
@@ -136,12 +200,20 @@ func (r *Remote) acceptHandshake(conn net.Conn, br *bufio.Reader) (hello, *peer,
 		_, _ = conn.Write(appendReject(nil, reason))
 		return hello{}, nil, fmt.Errorf("%w: %s", ErrHandshakeRejected, reason)
 	}
-	from, err := actor.ParseAddress(h.from)
+	w := welcome{version: protocolVersion, addr: r.self, uid: r.uid, mac: handshakeMAC(r.cfg.Secret, roleAcceptor, h.nonce, r.uid)}
+	_, _ = rand.Read(w.nonce[:])
 	switch {
 	case h.version != protocolVersion:
 		return refuse(fmt.Sprintf("protocol version %d, want %d", h.version, protocolVersion))
 	case h.to != r.self:
-		return refuse(fmt.Sprintf("this is %s, not %s", r.self, sanitize(h.to)))
+		return refuse("wrong address")
+	case h.lane == laneProbe:
+		// Someone checks which incarnation lives here: answer, and that is all.
+		_, _ = conn.Write(appendWelcome(nil, w))
+		return hello{}, nil, errProbed
+	}
+	from, err := actor.ParseAddress(h.from)
+	switch {
 	case err != nil || !from.HasHost():
 		return refuse("bad sender address")
 	case from == r.addr:
@@ -153,8 +225,6 @@ func (r *Remote) acceptHandshake(conn net.Conn, br *bufio.Reader) (hello, *peer,
 	case r.isBlocked(from):
 		return hello{}, nil, errBlocked
 	}
-	w := welcome{version: protocolVersion, addr: r.self, uid: r.uid, mac: handshakeMAC(r.cfg.Secret, roleAcceptor, h.nonce, r.uid)}
-	_, _ = rand.Read(w.nonce[:])
 	if _, err := conn.Write(appendWelcome(nil, w)); err != nil {
 		return hello{}, nil, err
 	}
@@ -169,14 +239,38 @@ func (r *Remote) acceptHandshake(conn net.Conn, br *bufio.Reader) (hello, *peer,
 	if !checkMAC(r.cfg.Secret, roleDialer, w.nonce, h.fromUID, mac) {
 		return hello{}, nil, fmt.Errorf("%w: %s does not know the shared secret", ErrHandshakeRejected, from)
 	}
-	p, err := r.peerFor(from)
+	p, err := r.confirm(from, h.fromUID)
 	if err != nil {
 		return hello{}, nil, err
 	}
-	if !p.observe(h.fromUID) {
-		return hello{}, nil, fmt.Errorf("%w: incarnation %d of %s is quarantined", ErrHandshakeRejected, h.fromUID, from)
-	}
 	return h, p, nil
+}
+
+// confirm accepts incarnation uid as the system at from, an inbound connection's
+// claim. A claim that is not the incarnation already known there is checked by
+// dialling from and asking who lives there: a stranger cannot replace (quarantine) a
+// live peer by claiming its address, nor make this system keep state for addresses
+// where nobody answers.
+func (r *Remote) confirm(from actor.Address, uid uint64) (*peer, error) {
+	r.mu.Lock()
+	p := r.peers[from]
+	r.mu.Unlock()
+	if p == nil || p.currentUID() != uid {
+		live, err := r.verify(from)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%w: cannot confirm incarnation %d at %s: %w", ErrHandshakeRejected, uid, from, err)
+		case live != uid:
+			return nil, fmt.Errorf("%w: %s claims incarnation %d, but %d lives there", ErrHandshakeRejected, from, uid, live)
+		}
+		if p, err = r.peerFor(from); err != nil {
+			return nil, err
+		}
+	}
+	if !p.observe(uid) {
+		return nil, fmt.Errorf("%w: incarnation %d of %s is quarantined", ErrHandshakeRejected, uid, from)
+	}
+	return p, nil
 }
 
 func (r *Remote) inboundStateFor(uid uint64) *inboundState {
@@ -184,7 +278,7 @@ func (r *Remote) inboundStateFor(uid uint64) *inboundState {
 	defer r.mu.Unlock()
 	st := r.inState[uid]
 	if st == nil {
-		st = &inboundState{next: 1}
+		st = &inboundState{}
 		r.inState[uid] = st
 	}
 	return st
@@ -192,14 +286,15 @@ func (r *Remote) inboundStateFor(uid uint64) *inboundState {
 
 // inbound reads one accepted connection.
 type inbound struct {
-	r     *Remote
-	p     *peer
-	conn  net.Conn
-	uid   uint64
-	dict  decDict
-	codec *serialization.Codec
-	state *inboundState // system lane only
-	out   []byte        // control frames to send back
+	r       *Remote
+	p       *peer
+	conn    net.Conn
+	uid     uint64
+	dict    decDict
+	codec   *serialization.Codec
+	state   *inboundState // system lane only
+	out     []byte        // control frames to send back
+	refused error         // a ref refused while decoding the current message
 }
 
 func (in *inbound) read(fr *frameReader, br *bufio.Reader) error {
@@ -231,7 +326,7 @@ func (in *inbound) read(fr *frameReader, br *bufio.Reader) error {
 		// The batch is consumed: acknowledge and answer before blocking on the next.
 		if in.state != nil {
 			in.state.mu.Lock()
-			ack := in.state.next - 1
+			ack := in.state.rx.Acked()
 			in.state.mu.Unlock()
 			if ack != lastAck {
 				in.out = appendControl(in.out, kindAck, ack)
@@ -249,64 +344,147 @@ func (in *inbound) read(fr *frameReader, br *bufio.Reader) error {
 }
 
 // deliverUser decodes a user message and hands it to its recipient. A message that
-// cannot be decoded (an unknown type) is dropped with a log line; the connection
-// stays up.
+// cannot be decoded, or whose sender is refused, goes to dead letters with a log line;
+// the connection stays up.
 func (in *inbound) deliverUser(body []byte) error {
-	r := in.r
 	h, err := parseUser(body, &in.dict)
 	if err != nil {
 		return err
 	}
-	rcpt, found := in.recipient(h.rcpt)
 	var sender actor.Ref
-	if h.sender != nil {
-		if !h.sender.cached {
-			h.sender.ref, err = r.refFromURI(h.sender.s)
-			if err != nil {
-				return fmt.Errorf("%w: sender %q: %v", errMalformed, sanitize(h.sender.s), err)
+	if e := h.sender; e != nil {
+		if !e.cached || e.refused != nil { // a refused sender may fit later
+			ref, err := in.resolve(e.s)
+			switch {
+			case errors.Is(err, ErrRefusedSender):
+				e.refused = err
+			case err != nil:
+				return fmt.Errorf("%w: sender %q: %v", errMalformed, sanitize(e.s), err)
+			default:
+				e.refused = nil
 			}
-			h.sender.cached = true
+			e.ref, e.cached = ref, true
 		}
-		sender = h.sender.ref
+		sender = e.ref
 	}
-	if in.codec == nil {
-		in.codec = r.cfg.Registry.NewCodec(r)
-	}
-	msg, err := in.codec.Decode(h.manifest.s, h.payload)
-	if err != nil {
-		r.stats.deadLetters.Add(1)
-		r.dropLog.log(r.log, "inbound message dropped", zap.String("peer", in.p.self), zap.String("recipient", sanitize(h.rcpt.s)), zap.Error(err))
+	rcpt := in.recipient(h.rcpt)
+	if h.sender != nil && h.sender.refused != nil {
+		in.drop(rcpt, Undecodable{Manifest: h.manifest.s, Size: len(h.payload)}, h.sender.refused)
 		return nil
 	}
-	if !found {
-		r.stats.deadLetters.Add(1)
-		r.host.DeadLetter(actor.Ref{}, msg, sender, fmt.Errorf("%w: %s", actor.ErrNotFound, sanitize(h.rcpt.s)))
+	in.refused = nil
+	msg, err := in.decode(h.manifest.s, h.payload)
+	if err != nil {
+		if in.refused != nil { // a ref inside was refused: say so (the decoder keeps only its text)
+			err = fmt.Errorf("%w: %v", in.refused, err)
+		}
+		in.drop(rcpt, Undecodable{Manifest: h.manifest.s, Size: len(h.payload)}, err)
 		return nil
 	}
 	// A local delivery error means a full bounded mailbox, which has already handled
-	// the message as its policy says.
+	// the message as its policy says; a missing recipient publishes a dead letter.
 	_ = rcpt.Send(msg, sender)
 	return nil
 }
 
-// recipient resolves the recipient field, caching refs that name one incarnation.
-func (in *inbound) recipient(e *decEntry) (actor.Ref, bool) {
-	if e.cached {
-		return e.ref, true
+// drop sends an inbound message that cannot be delivered to dead letters, counts it
+// and logs it at a bounded rate.
+func (in *inbound) drop(rcpt actor.Ref, msg Undecodable, reason error) {
+	r := in.r
+	r.stats.deadLetters.Add(1)
+	if errors.Is(reason, ErrRefusedSender) {
+		r.stats.refusedSenders.Add(1)
+		in.p.stats.refusedSenders.Add(1)
+		r.senderLog.log(r.log, "inbound message dropped: its sender or a ref in it is refused", zap.String("peer", in.p.self),
+			zap.Stringer("recipient", rcpt), zap.String("type", sanitize(msg.Manifest)), zap.Error(reason))
+	} else {
+		r.dropLog.log(r.log, "inbound message dropped", zap.String("peer", in.p.self),
+			zap.Stringer("recipient", rcpt), zap.String("type", sanitize(msg.Manifest)), zap.Error(reason))
 	}
+	r.host.DeadLetter(rcpt, msg, actor.Ref{}, reason)
+}
+
+// decode decodes a payload: a registered type, or one of the runtime's messages.
+func (in *inbound) decode(manifest string, payload []byte) (any, error) {
+	if in.codec == nil {
+		in.codec = in.r.cfg.Registry.NewCodec(inboundResolver{in})
+	}
+	return decodeAny(in.codec, inboundResolver{in}, manifest, payload)
+}
+
+// decodeAny decodes a payload with codec, or as one of the runtime's messages.
+func decodeAny(codec *serialization.Codec, resolver serialization.RefResolver, manifest string, payload []byte) (any, error) {
+	if isRuntimeManifest(manifest) {
+		return decodeRuntime(manifest, payload, resolver)
+	}
+	return codec.Decode(manifest, payload)
+}
+
+// inboundResolver resolves the refs inside messages from the peer (see resolve).
+type inboundResolver struct{ in *inbound }
+
+func (i inboundResolver) ResolveRef(uri string) (actor.Ref, error) {
+	ref, err := i.in.resolve(uri)
+	if errors.Is(err, ErrRefusedSender) {
+		i.in.refused = err
+	}
+	return ref, err
+}
+
+// resolve turns a full actor path from the peer into a Ref: a local actor (or an
+// absentRef naming the path), an actor of the peer, or an actor of a third system. A
+// third system not known yet counts against MaxUnverifiedPeers (ErrRefusedSender
+// beyond it); nothing dials it until a message is sent to it.
+func (in *inbound) resolve(uri string) (actor.Ref, error) {
+	r := in.r
+	addr, path, uid, err := actor.ParsePath(uri)
+	switch {
+	case err != nil:
+		return actor.Ref{}, err
+	case addr == r.addr:
+		return r.localRef(path, uid), nil
+	case addr == in.p.addr:
+		return newRemoteRef(in.p, path, uid).ref(), nil
+	case !addr.HasHost():
+		return actor.Ref{}, fmt.Errorf("%w: %s has no host", actor.ErrNotFound, addr)
+	}
+	p, err := r.admitUnverified(addr)
+	if err != nil {
+		return actor.Ref{}, err
+	}
+	return newRemoteRef(p, path, uid).ref(), nil
+}
+
+// recipient resolves the recipient field, caching refs that name one incarnation. A
+// path where no actor lives gives an absentRef naming it.
+func (in *inbound) recipient(e *decEntry) actor.Ref {
+	if e.cached {
+		return e.ref
+	}
+	path, uid := parseWire(e.s)
 	ref, err := in.r.sys.Resolve(e.s)
 	if err != nil {
-		return actor.Ref{}, false
+		return absentRef{r: in.r, path: path, uid: uid}.ref()
 	}
-	if ref.UID() != 0 && e != &in.dict.scratch {
+	if uid != 0 && ref.UID() != 0 && !e.temp {
 		// Only a path with a uid stays valid: without one, a later actor at the path
 		// is another recipient.
-		_, _, uid, _ := actor.ParsePath(e.s)
-		if uid != 0 {
-			e.ref, e.cached = ref, true
-		}
+		e.ref, e.cached = ref, true
 	}
-	return ref, true
+	return ref
+}
+
+// parseWire splits a recipient as the wire names it, path#uid.
+func parseWire(s string) (path string, uid uint64) {
+	i := strings.LastIndexByte(s, '#')
+	if i < 0 {
+		return s, 0
+	}
+	u, err := strconv.ParseUint(s[i+1:], 10, 64)
+	if err != nil {
+		return s, 0
+	}
+	return s[:i], u
 }
 
 // deliverSystem applies a sequenced system message once, in order.
@@ -319,12 +497,9 @@ func (in *inbound) deliverSystem(body []byte) error {
 		return err
 	}
 	in.state.mu.Lock()
-	fresh := seq == in.state.next
-	if fresh {
-		in.state.next++
-	}
+	v := in.state.rx.Receive(seq)
 	in.state.mu.Unlock()
-	if fresh {
+	if v == syslane.Apply {
 		in.apply(m)
 	}
 	return nil
@@ -334,9 +509,14 @@ func (in *inbound) apply(m sysMessage) {
 	r, p := in.r, in.p
 	switch m.op {
 	case opWatch, opUnwatch:
-		watcher, err := r.refFromURI(m.other)
-		if err != nil || watcher.IsLocal() {
-			r.log.Warn("bad watcher in a watch request", zap.String("peer", p.self), zap.String("watcher", sanitize(m.other)))
+		// A watcher lives in the system that asks.
+		addr, _, _, err := actor.ParsePath(m.other)
+		var watcher actor.Ref
+		if err == nil && addr == p.addr {
+			watcher, err = in.resolve(m.other)
+		}
+		if err != nil || addr != p.addr {
+			r.dropLog.log(r.log, "bad watcher in a watch request", zap.String("peer", p.self), zap.String("watcher", sanitize(m.other)))
 			return
 		}
 		watchee, err := r.sys.Resolve(m.target)

@@ -3,8 +3,10 @@ package remote
 import (
 	"bufio"
 	"context"
+	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -114,10 +116,18 @@ func TestAFloodOfMessagesDoesNotDelayAWatch(t *testing.T) {
 	// 50 MB of messages: far more than the socket buffers hold, so the user lane's
 	// writer is stuck in a write that the peer never drains.
 	msg := &bulk{Data: make([]byte, 1024)}
+	full := false
 	for range 50_000 {
-		if err := target.Tell(msg); err != nil {
+		err := target.Tell(msg)
+		switch {
+		case errors.Is(err, ErrOverloaded):
+			full = true
+		case err != nil:
 			t.Fatal(err)
 		}
+	}
+	if !full {
+		t.Fatal("the outbound queue never filled")
 	}
 	watcher := testkit.NewProbe(t, sys)
 	watcher.Watch(target)
@@ -190,7 +200,9 @@ func TestShutdownIsNotHeldUpByAPeerThatDoesNotRead(t *testing.T) {
 	if err := sys.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took > testkit.Dilated(3*time.Second) {
+	took := time.Since(start)
+	t.Logf("shutdown took %v", took)
+	if took > testkit.Dilated(3*time.Second) {
 		t.Errorf("shutdown took %v with a stuck peer", took)
 	}
 }
@@ -210,4 +222,104 @@ func plainSystem(t *testing.T) *actor.System {
 		}
 	})
 	return sys
+}
+
+// With backpressure, a sender waits for room for BackpressureTimeout, or until the
+// context of Remote.Send ends, and then fails with ErrOverloaded and a dead letter.
+func TestBackpressureWaitsThenFails(t *testing.T) {
+	reg := serialization.NewRegistry()
+	if err := serialization.Register[*bulk](reg, "test.Bulk"); err != nil {
+		t.Fatal(err)
+	}
+	fake := startFakePeer(t)
+	sys := plainSystem(t)
+	r, err := Start(sys, Config{Registry: reg, OutboundQueueBytes: 256 << 10, BackpressureTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := testkit.NewProbe(t, sys)
+	actor.Subscribe[actor.DeadLetter](sys.EventStream(), dead.Ref())
+	target, err := sys.Resolve(fake.addr + "/user/target")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The peer never reads: the socket buffers fill, then the queue.
+	msg := &bulk{Data: make([]byte, 1024)}
+	var tellErr error
+	for i := 0; tellErr == nil; i++ {
+		if i > 1_000_000 {
+			t.Fatal("the queue never filled")
+		}
+		tellErr = target.Tell(msg)
+	}
+	if !errors.Is(tellErr, ErrOverloaded) || !strings.Contains(tellErr.Error(), "no room within 50ms") {
+		t.Fatalf("Tell: %v", tellErr)
+	}
+	if dl := testkit.ExpectMsgType[actor.DeadLetter](dead); !errors.Is(dl.Reason, ErrOverloaded) || dl.Recipient != target {
+		t.Errorf("dead letter %+v", dl)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if err := r.Send(ctx, target, msg, actor.Ref{}); !errors.Is(err, ErrOverloaded) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Send with a deadline: %v", err)
+	}
+	testkit.ExpectMsgType[actor.DeadLetter](dead)
+	gone, cancelNow := context.WithCancel(t.Context())
+	cancelNow()
+	if err := r.Send(gone, target, msg, actor.Ref{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Send with a cancelled context: %v", err)
+	}
+	// A local recipient never waits.
+	if err := r.Send(gone, dead.Ref(), "local", actor.Ref{}); err != nil {
+		t.Fatalf("Send to a local actor: %v", err)
+	}
+	if st := r.Stats(); st.Overloaded != 3 || st.Peers[0].QueuedBytes == 0 {
+		t.Errorf("%d overloaded, peers %+v", st.Overloaded, st.Peers)
+	}
+}
+
+// When the peer's incarnation is quarantined, what was queued for it goes to dead
+// letters with ErrQuarantined; what was in the failed write is counted lost.
+func TestQuarantineSendsTheQueueToDeadLetters(t *testing.T) {
+	reg := serialization.NewRegistry()
+	if err := serialization.Register[*bulk](reg, "test.Bulk"); err != nil {
+		t.Fatal(err)
+	}
+	fake := startFakePeer(t)
+	sys := plainSystem(t)
+	// A send that waits 200ms in vain shows the writer is stuck with a full queue. The
+	// queue is four write chunks long: whatever chunk the writer is stuck in, frames
+	// that no write reached remain.
+	r, err := Start(sys, Config{Registry: reg, OutboundQueueBytes: 4 * writeChunk, BackpressureTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := testkit.NewProbe(t, sys)
+	actor.Subscribe[actor.DeadLetter](sys.EventStream(), dead.Ref())
+	target, err := sys.Resolve(fake.addr + "/user/target")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := &bulk{Data: make([]byte, 1024)}
+	accepted := 0
+	for target.Tell(msg) == nil {
+		accepted++
+	}
+	testkit.ExpectMsgType[actor.DeadLetter](dead) // the refused one
+	addr, _ := actor.ParseAddress(fake.addr)
+	r.quarantine(addr, 777, "test")
+	dl := testkit.ExpectMsgType[actor.DeadLetter](dead)
+	if !errors.Is(dl.Reason, ErrQuarantined) || dl.Recipient != target {
+		t.Fatalf("dead letter for %v: %v", dl.Recipient, dl.Reason)
+	}
+	if _, ok := dl.Message.(*bulk); !ok {
+		t.Fatalf("dead letter of a %T", dl.Message)
+	}
+	queued := 1 + len(dead.Drain())
+	st := r.Stats()
+	t.Logf("%d accepted: %d dead letters from the queue, %d lost in flight", accepted, queued, st.Lost)
+	if st.Lost == 0 || queued+int(st.Lost) > accepted || st.Quarantines != 1 {
+		t.Errorf("%d accepted, %d dead letters, stats %+v", accepted, queued, st)
+	}
 }

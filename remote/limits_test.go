@@ -3,6 +3,7 @@ package remote_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 
 func TestOutboundQueueOverflowGoesToDeadLetters(t *testing.T) {
 	reg := registry(t)
-	a := startNode(t, "a", reg, func(c *remote.Config) { c.OutboundQueueSize = 10 })
+	a := startNode(t, "a", reg, func(c *remote.Config) { c.MaxFrameSize, c.OutboundQueueBytes = 1024, 1024 })
 	dead := testkit.NewProbe(t, a.sys)
 	actor.Subscribe[actor.DeadLetter](a.sys.EventStream(), dead.Ref())
 	// Nobody listens at port 1: messages wait in the queue while the lane retries.
@@ -22,19 +23,34 @@ func TestOutboundQueueOverflowGoesToDeadLetters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 25 {
+	refused := -1
+	for i := range 200 {
 		err := ref.Tell(&pong{N: i})
-		if i < 10 && err != nil || i >= 10 && !errors.Is(err, remote.ErrOverloaded) {
-			t.Fatalf("Tell %d: %v", i, err)
+		switch {
+		case err == nil && refused < 0:
+		case errors.Is(err, remote.ErrOverloaded) && strings.Contains(err.Error(), ref.URI()):
+			if refused < 0 {
+				refused = i
+			}
+		default:
+			t.Fatalf("Tell %d: %v (the queue filled at %d)", i, err, refused)
 		}
 	}
-	for i := 10; i < 25; i++ {
-		if dl := testkit.ExpectMsgType[actor.DeadLetter](dead); dl.Message.(*pong).N != i {
-			t.Fatalf("dead letter %d, want %d", dl.Message.(*pong).N, i)
+	if refused < 10 {
+		t.Fatalf("the queue filled at %d", refused)
+	}
+	for i := refused; i < 200; i++ {
+		dl := testkit.ExpectMsgType[actor.DeadLetter](dead)
+		if dl.Message.(*pong).N != i || dl.Recipient != ref || !errors.Is(dl.Reason, remote.ErrOverloaded) {
+			t.Fatalf("dead letter %d for %v (%v), want %d", dl.Message.(*pong).N, dl.Recipient, dl.Reason, i)
 		}
 	}
-	if got := a.r.Stats().DeadLetters; got != 15 {
-		t.Errorf("dead letters counted = %d, want 15", got)
+	st := a.r.Stats()
+	if n := uint64(200 - refused); st.DeadLetters != n || st.Overloaded != n || len(st.Peers) != 1 || st.Peers[0].Overloaded != n {
+		t.Errorf("stats %+v, want %d refused", st, n)
+	}
+	if q := st.Peers[0].QueuedBytes; q == 0 || q > 1024 {
+		t.Errorf("%d bytes queued", q)
 	}
 }
 
@@ -74,7 +90,11 @@ func TestConfigIsValidated(t *testing.T) {
 		{Registry: reg, ListenPort: 70000},
 		{Registry: reg, ListenHost: "not a host"},
 		{Registry: reg, MaxFrameSize: 10},
-		{Registry: reg, OutboundQueueSize: -1},
+		{Registry: reg, OutboundQueueBytes: -1},
+		{Registry: reg, OutboundQueueBytes: 1000},
+		{Registry: reg, MaxFrameSize: 4096, OutboundQueueBytes: 2048},
+		{Registry: reg, BackpressureTimeout: -time.Second},
+		{Registry: reg, MaxPendingConnections: -1},
 		{Registry: reg, ReconnectBackoffMin: time.Second, ReconnectBackoffMax: time.Millisecond},
 		{Registry: reg, FailureDetector: remote.FailureDetectorConfig{Threshold: -1}},
 	}
@@ -90,7 +110,7 @@ func TestConfigIsValidated(t *testing.T) {
 	if _, err := remote.Start(sys, remote.Config{Registry: reg}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := remote.Start(sys, remote.Config{Registry: reg}); err == nil || !strings.Contains(err.Error(), "already") {
+	if _, err := remote.Start(sys, remote.Config{Registry: reg}); !errors.Is(err, remote.ErrAlreadyStarted) {
 		t.Errorf("second Start: %v", err)
 	}
 }
@@ -121,5 +141,39 @@ func TestQuarantineByHand(t *testing.T) {
 	remote.Quarantine(a.r, b.r.Address(), b.r.UID(), "removed from the cluster")
 	if term := probe.ExpectTerminated(ref); !term.AddressTerminated {
 		t.Error("not address terminated")
+	}
+}
+
+// Messages for a system that cannot be reached for GiveUpAfter go to dead letters
+// with ErrUnreachable, and the lane stops dialling (its goroutine ends).
+func TestAnUnreachablePeerIsGivenUpOn(t *testing.T) {
+	reg := registry(t)
+	a := startNode(t, "a", reg, func(c *remote.Config) { c.GiveUpAfter = 200 * time.Millisecond })
+	dead := testkit.NewProbe(t, a.sys)
+	actor.Subscribe[actor.DeadLetter](a.sys.EventStream(), dead.Ref())
+	ref, err := a.sys.Resolve("troupe://gone@127.0.0.1:1/user/x#7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := ref.Tell(&pong{N: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		dl := testkit.ExpectMsgType[actor.DeadLetter](dead, testkit.Dilated(5*time.Second))
+		if !errors.Is(dl.Reason, remote.ErrUnreachable) || dl.Recipient != ref || dl.Message.(*pong).N != i {
+			t.Fatalf("dead letter %d: %v for %v: %v", i, dl.Message, dl.Recipient, dl.Reason)
+		}
+	}
+	deadline := time.Now().Add(testkit.Dilated(5 * time.Second))
+	for remote.WriterRunning(a.r, ref.Address()) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lane still runs")
+		}
+		runtime.Gosched()
+	}
+	if st := a.r.Stats(); st.DeadLetters != 3 {
+		t.Errorf("stats %+v", st)
 	}
 }

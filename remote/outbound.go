@@ -2,67 +2,72 @@ package remote
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/syslane"
 	"github.com/troupe-go/troupe/serialization"
 	"go.uber.org/zap"
 )
 
 // outLane is one outbound connection to a peer and its queue. Senders append encoded
-// frames to buf under mu; the lane's writer goroutine swaps buf out and writes it with
-// one call, so frames batch by themselves whenever senders outpace the socket, and a
+// frames to the queue under mu; the lane's writer goroutine swaps the queue out and
+// writes it, so frames batch by themselves whenever senders outpace the socket, and a
 // lone frame is written as soon as the writer is free.
 //
-// The system lane also keeps every sequenced system message until the peer
-// acknowledges it, and sends it again after a reconnect or when acks stall.
+// The user lane's queue is bounded in bytes (Config.OutboundQueueBytes, counting the
+// batch being written). The system lane carries the reliable system messages, whose
+// numbering, acknowledgement and resending a syslane.Sender decides, and heartbeats.
 type outLane struct {
 	p       *peer
 	lane    byte
 	wake    chan struct{}
 	started atomic.Bool // the writer goroutine runs
 
-	mu      sync.Mutex
-	buf     []byte  // frames queued for the writer
-	n       int     // user frames in buf
-	dict    encDict // user lane: the writer's half of the dictionary
-	scratch []byte  // user lane: a message's payload before its header is known
-	codec   *serialization.Codec
-	conn    net.Conn
-	probe   bool // a send to a blocked peer asks the writer to look for a new incarnation
+	mu       sync.Mutex
+	q        userQueue // user lane: frames queued for the writer
+	inflight int       // user lane: bytes of the batch being written, not yet written
+	waiters  int       // senders waiting for room
+	room     chan struct{}
+	scratch  []byte // user lane: a message's payload before its header is known
+	codec    *serialization.Codec
+	conn     net.Conn
+	probe    bool // a send to a blocked peer asks the writer to look for a new incarnation
 
 	// System lane only.
-	seq     uint64       // last sequence number assigned
-	unacked []sysPending // sent or not, not yet acknowledged, in sequence order
-	sentTo  uint64       // highest seq written on the current connection
-	acked   uint64
-	ackedAt time.Time
-}
+	ctrl      []byte // control frames queued
+	heartbeat bool   // a heartbeat is among them
+	sys       *syslane.Sender[sysMessage]
+	batch     []syslane.Message[sysMessage]
 
-type sysPending struct {
-	seq   uint64
-	frame []byte
+	// Connection attempts, used by the writer only (and by tests, under mu).
+	everConnected bool
+	written       uint64    // messages written on the current connection
+	failingSince  time.Time // first failure of the current run of failed attempts
+	backoff       time.Duration
+	nextDial      time.Time
 }
 
 func newOutLane(p *peer, lane byte) *outLane {
 	return &outLane{p: p, lane: lane, wake: make(chan struct{}, 1)}
 }
 
-// signal wakes the lane's writer, starting it on first use: a peer that is only
-// named (in a Ref) costs no goroutine until something is sent to it.
+// signal wakes the lane's writer, starting it if it is not running: a peer that is
+// only named (in a Ref) costs no goroutine until something is sent to it.
 func (l *outLane) signal() {
 	if !l.started.Load() && l.started.CompareAndSwap(false, true) {
 		r := l.p.r
 		r.mu.Lock()
 		if r.closed {
 			r.mu.Unlock()
+			l.started.Store(false)
 			return
 		}
 		r.wg.Add(1)
@@ -75,167 +80,241 @@ func (l *outLane) signal() {
 	}
 }
 
-// headerReserve is the room a user frame's header may take: three fields of at most
-// maxStringLen bytes with their tags. A payload must fit in MaxFrameSize minus this.
-const headerReserve = 3*(maxStringLen+20) + frameHeaderLen + 1
+// fieldsOverhead bounds what a user frame adds to its fields and payload: the length,
+// the kind, and a tag and a length for each field.
+const fieldsOverhead = frameHeaderLen + 1 + 3*(3+2)
 
-// sendUser encodes a user message into the queue.
-func (l *outLane) sendUser(rr remoteRef, msg any, sender actor.Ref) error {
+// fits reports whether a user frame fits in max bytes, and its size at most. The
+// sender's path is only computed when a long one could matter.
+func fits(max int, rcpt string, sender actor.Ref, manifest string, payload []byte) (int, bool) {
+	if len(rcpt) > maxStringLen {
+		return len(rcpt), false
+	}
+	size := fieldsOverhead + len(rcpt) + len(manifest) + len(payload)
+	if size+maxStringLen <= max {
+		return size, true
+	}
+	if !sender.IsZero() {
+		if n := len(sender.URI()); n <= maxStringLen { // a longer one is sent as no sender
+			size += n
+		}
+	}
+	return size, size <= max
+}
+
+// frameOverhead estimates the bytes a user frame adds to its payload, recipient and
+// manifest: the length, kind, tags and a sender.
+const frameOverhead = 32
+
+// sendUser encodes a user message into the queue. When the queue is full it fails
+// with ErrOverloaded, unless it may wait: until ctx ends when ctx is not nil, or for
+// Config.BackpressureTimeout.
+func (l *outLane) sendUser(rr remoteRef, msg any, sender actor.Ref, ctx context.Context) error {
 	r := l.p.r
-	if l.p.blocked.Load() {
-		l.mu.Lock()
-		l.probe = true
-		l.mu.Unlock()
-		l.signal()
-		err := fmt.Errorf("%w: %s", ErrQuarantined, l.p.self)
+	var (
+		waiting bool
+		expired <-chan time.Time
+		ended   <-chan struct{}
+	)
+	if r.closing.Load() {
+		err := fmt.Errorf("%w: sending to %s%s", ErrClosed, l.p.self, rr.wire)
 		r.deadLetter(rr, msg, sender, err)
 		return err
 	}
 	l.mu.Lock()
-	if l.n >= r.cfg.OutboundQueueSize {
+	for {
+		if l.p.blocked.Load() {
+			l.probe = true
+			l.mu.Unlock()
+			l.signal()
+			err := fmt.Errorf("%w: %s", ErrQuarantined, l.p.self)
+			r.deadLetter(rr, msg, sender, err)
+			return err
+		}
+		manifest, payload, err := l.encode(msg)
+		if err != nil {
+			l.mu.Unlock()
+			r.refuse(rr, msg, sender, err)
+			return err
+		}
+		if size, ok := fits(r.cfg.MaxFrameSize, rr.wire, sender, manifest, payload); !ok {
+			l.mu.Unlock()
+			err := fmt.Errorf("%w: %d bytes for %s%s (maximum %d)", ErrFrameTooLarge, size, l.p.self, rr.wire, r.cfg.MaxFrameSize)
+			r.refuse(rr, msg, sender, err)
+			return err
+		}
+		used := len(l.q.buf) + l.inflight
+		if used == 0 || used+len(payload)+len(rr.wire)+len(manifest)+frameOverhead <= r.cfg.OutboundQueueBytes {
+			first := len(l.q.buf) == 0
+			l.q.add(rr.wire, sender, manifest, payload)
+			l.mu.Unlock()
+			if first {
+				l.signal()
+			}
+			return nil
+		}
+		// The queue is full.
+		if !waiting {
+			switch {
+			case ctx != nil:
+				ended = ctx.Done()
+			case r.cfg.BackpressureTimeout > 0:
+				t := time.NewTimer(r.cfg.BackpressureTimeout)
+				defer t.Stop()
+				expired = t.C
+			default:
+				l.mu.Unlock()
+				return l.overloaded(rr, msg, sender, used, nil)
+			}
+			waiting = true
+		}
+		if l.room == nil {
+			l.room = make(chan struct{})
+		}
+		room := l.room
+		l.waiters++
 		l.mu.Unlock()
-		err := fmt.Errorf("%w: %d messages queued for %s", ErrOverloaded, r.cfg.OutboundQueueSize, l.p.self)
-		r.deadLetter(rr, msg, sender, err)
-		return err
+		var cause error
+		select {
+		case <-room:
+		case <-expired:
+			cause = fmt.Errorf("no room within %v", r.cfg.BackpressureTimeout)
+		case <-ended:
+			cause = context.Cause(ctx)
+		case <-r.done:
+			cause = ErrClosed
+		}
+		l.mu.Lock()
+		l.waiters--
+		if cause != nil {
+			l.mu.Unlock()
+			return l.overloaded(rr, msg, sender, used, cause)
+		}
 	}
+}
+
+// encode encodes msg into the lane's scratch buffer: a registered type, or one of the
+// runtime's own messages.
+func (l *outLane) encode(msg any) (manifest string, payload []byte, err error) {
+	r := l.p.r
 	if l.codec == nil {
-		l.codec = r.cfg.Registry.NewCodec(r)
+		l.codec = r.cfg.Registry.NewCodec(localResolver{r})
 	}
-	manifest, payload, err := l.codec.Append(l.scratch[:0], msg)
-	if err != nil {
-		l.mu.Unlock()
+	manifest, payload, err = l.codec.Append(l.scratch[:0], msg)
+	if err != nil && errors.Is(err, serialization.ErrUnregistered) {
+		manifest, payload, err = appendRuntime(l.scratch[:0], msg)
 		if errors.Is(err, serialization.ErrUnregistered) {
 			err = fmt.Errorf("%w: %T", ErrUnregistered, msg)
 		}
-		r.refuse(rr, msg, sender, err)
-		return err
 	}
-	l.scratch = payload
-	if len(payload) > r.cfg.MaxFrameSize-headerReserve || len(rr.wire) > maxStringLen {
-		l.mu.Unlock()
-		err := fmt.Errorf("%w: %d bytes (maximum %d)", ErrFrameTooLarge, len(payload), r.cfg.MaxFrameSize-headerReserve)
-		r.refuse(rr, msg, sender, err)
-		return err
+	if err == nil {
+		l.scratch = payload
 	}
-	buf, start := beginFrame(l.buf, kindUser)
-	buf = l.dict.appendStr(buf, rr.wire)
-	buf = l.dict.appendRef(buf, sender)
-	buf = l.dict.appendStr(buf, manifest)
-	buf = append(buf, payload...)
-	endFrame(buf, start)
-	l.buf = buf
-	l.n++
-	first := l.n == 1
-	l.mu.Unlock()
-	if first {
-		l.signal()
-	}
-	return nil
+	return manifest, payload, err
 }
 
-// sendSystem assigns the next sequence number to m and queues it for reliable
-// delivery.
+// overloaded refuses a message for a full queue: an error naming the recipient, a
+// dead letter, the counters and a rate-limited log line.
+func (l *outLane) overloaded(rr remoteRef, msg any, sender actor.Ref, used int, cause error) error {
+	r := l.p.r
+	r.stats.overloaded.Add(1)
+	rr.peer.stats.overloaded.Add(1)
+	var err error
+	if cause != nil {
+		err = fmt.Errorf("%w: %s%s (%d bytes queued): %w", ErrOverloaded, l.p.self, rr.wire, used, cause)
+	} else {
+		err = fmt.Errorf("%w: %s%s (%d bytes queued)", ErrOverloaded, l.p.self, rr.wire, used)
+	}
+	r.overloadLog.log(r.log, "outbound queue full: message refused", zap.String("recipient", l.p.self+rr.wire),
+		zap.String("type", fmt.Sprintf("%T", msg)), zap.Int("queued_bytes", used))
+	r.deadLetter(rr, msg, sender, err)
+	return err
+}
+
+// wakeWaiters lets the senders waiting for room look again.
+func (l *outLane) wakeWaiters() {
+	l.mu.Lock()
+	l.wakeWaitersLocked()
+	l.mu.Unlock()
+}
+
+func (l *outLane) wakeWaitersLocked() {
+	if l.room != nil {
+		close(l.room)
+		l.room = nil
+	}
+}
+
+// queuedBytes returns the bytes queued and being written.
+func (l *outLane) queuedBytes() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.q.buf) + l.inflight
+}
+
+// sendSystem numbers m and queues it for reliable delivery. When the peer has left
+// SystemBufferSize messages unacknowledged, its incarnation is quarantined.
 func (l *outLane) sendSystem(m sysMessage) {
 	r := l.p.r
 	l.mu.Lock()
-	if len(l.unacked) >= r.cfg.SystemBufferSize {
-		l.mu.Unlock()
-		l.p.mu.Lock()
-		uid := l.p.uid
-		l.p.mu.Unlock()
-		r.log.Error("system message buffer overflow", zap.String("peer", l.p.self), zap.Int("size", r.cfg.SystemBufferSize))
+	if l.sys == nil {
+		l.sys = syslane.NewSender[sysMessage](syslane.Config{Capacity: r.cfg.SystemBufferSize, ResendAfter: r.cfg.SystemResendInterval})
+	}
+	_, ok := l.sys.Send(m)
+	l.mu.Unlock()
+	if !ok {
+		uid := l.p.currentUID()
+		r.log.Error("system message buffer overflow: system message dropped", zap.String("peer", l.p.self),
+			zap.Int("size", r.cfg.SystemBufferSize), zap.String("target", sanitize(m.target)))
 		if uid != 0 {
 			l.p.quarantine(uid, "system message buffer overflow")
 		}
 		return
 	}
-	l.seq++
-	l.unacked = append(l.unacked, sysPending{seq: l.seq, frame: appendSystem(nil, l.seq, m)})
-	if len(l.unacked) == 1 {
-		l.ackedAt = time.Now()
-	}
-	l.mu.Unlock()
 	l.signal()
 }
 
-// sendControl queues a control frame (a heartbeat) on the system lane.
+// sendControl queues a heartbeat on the system lane, unless one is queued already.
 func (l *outLane) sendControl(kind byte) {
 	l.mu.Lock()
-	l.buf = appendControl(l.buf, kind, 0)
+	if l.heartbeat {
+		l.mu.Unlock()
+		return
+	}
+	l.ctrl = appendControl(l.ctrl, kind, 0)
+	l.heartbeat = true
 	l.mu.Unlock()
 	l.signal()
 }
 
-// acknowledge drops system messages up to seq.
+// acknowledge records the peer's ack of system messages up to seq.
 func (l *outLane) acknowledge(seq uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if seq <= l.acked || seq > l.seq {
-		return
+	if l.sys != nil {
+		l.sys.Ack(seq, time.Now())
 	}
-	i := 0
-	for i < len(l.unacked) && l.unacked[i].seq <= seq {
-		i++
-	}
-	l.unacked = append(l.unacked[:0], l.unacked[i:]...)
-	l.acked, l.ackedAt = seq, time.Now()
 }
 
-// resendIfStale rewinds to the last ack when acks have stalled, so that the writer
-// sends the unacknowledged messages again.
-func (l *outLane) resendIfStale(now time.Time) {
+// tickSystem writes unacknowledged system messages again when acks have stalled.
+func (l *outLane) tickSystem(now time.Time) {
 	l.mu.Lock()
-	stale := len(l.unacked) > 0 && now.Sub(l.ackedAt) >= l.p.r.cfg.SystemResendInterval && l.sentTo > l.acked
-	if stale {
-		l.sentTo, l.ackedAt = l.acked, now
-	}
+	resend := l.sys != nil && l.sys.Tick(now)
 	l.mu.Unlock()
-	if stale {
+	if resend {
 		l.signal()
 	}
 }
 
 // dropUnacked forgets the system messages of an incarnation that is gone; the next
 // incarnation starts at sequence 1.
-func (l *outLane) dropUnacked() {
+func (l *outLane) dropUnacked() int {
 	l.mu.Lock()
-	l.unacked, l.seq, l.sentTo, l.acked = nil, 0, 0, 0
-	l.mu.Unlock()
-}
-
-// requeue puts back, ahead of the queue, the user frames of a failed batch that the
-// write did not reach (written is how many bytes it did), and returns how many frames
-// that was. A frame the failure cut is lost with those before it.
-func (l *outLane) requeue(batch []byte, written int) int {
-	if l.lane != laneUser {
+	defer l.mu.Unlock()
+	if l.sys == nil {
 		return 0
 	}
-	off := 0
-	for off < written && off+frameHeaderLen <= len(batch) {
-		off += frameHeaderLen + int(binary.BigEndian.Uint32(batch[off:]))
-	}
-	rest := batch[min(off, len(batch)):]
-	frames := 0
-	for i := 0; i+frameHeaderLen <= len(rest); i += frameHeaderLen + int(binary.BigEndian.Uint32(rest[i:])) {
-		frames++
-	}
-	if frames == 0 {
-		return 0
-	}
-	l.mu.Lock()
-	l.buf = append(append(make([]byte, 0, len(rest)+len(l.buf)), rest...), l.buf...)
-	l.n += frames
-	l.mu.Unlock()
-	return frames
-}
-
-// drop discards the queued user messages, counting them as dead letters.
-func (l *outLane) drop() {
-	l.mu.Lock()
-	lost := l.n
-	l.buf, l.n = l.dict.reset(nil), 0
-	l.mu.Unlock()
-	l.p.r.stats.deadLetters.Add(uint64(lost))
+	return len(l.sys.Reset())
 }
 
 // shutdownDeadline bounds a write in progress when the transport closes: a peer that
@@ -259,61 +338,93 @@ func (l *outLane) currentConn() net.Conn {
 	return l.conn
 }
 
-// take returns the bytes to write next, swapping in spare as the new queue.
+// take returns the bytes to write next, keeping spare as the new queue.
 func (l *outLane) take(spare []byte) (out []byte, frames int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out, frames = l.buf, l.n
-	l.buf, l.n = spare[:0], 0
-	if l.lane == laneSystem {
-		for _, m := range l.unacked {
-			if m.seq > l.sentTo {
-				out = append(out, m.frame...)
-				frames++
-				l.sentTo = m.seq
-			}
+	if l.lane == laneUser {
+		out, frames = l.q.take(spare)
+		l.inflight = len(out)
+		return out, frames
+	}
+	out, l.ctrl, l.heartbeat = l.ctrl, spare[:0], false
+	if l.sys != nil && l.sys.HasNext() {
+		l.batch = l.sys.Next(time.Now(), l.batch[:0])
+		for _, m := range l.batch {
+			out = appendSystem(out, m.Seq, m.Msg)
+			frames++
 		}
+		clear(l.batch)
 	}
 	return out, frames
+}
+
+// wrote records n more bytes of the batch written: room for waiting senders.
+func (l *outLane) wrote(n int) {
+	if l.lane != laneUser || n == 0 {
+		return
+	}
+	l.mu.Lock()
+	l.inflight -= n
+	if l.waiters > 0 {
+		l.wakeWaitersLocked()
+	}
+	l.mu.Unlock()
 }
 
 // pending reports whether the writer has something to do.
 func (l *outLane) pending() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.buf) > 0 || l.probe || l.lane == laneSystem && len(l.unacked) > 0 && l.unacked[len(l.unacked)-1].seq > l.sentTo
+	if l.lane == laneUser {
+		return len(l.q.buf) > 0 || l.probe
+	}
+	return len(l.ctrl) > 0 || l.probe || l.sys != nil && l.sys.HasNext()
 }
 
-// reset runs when a connection ends: user frames queued for it are rewritten for the
-// next connection's dictionary, those in flight (inFlight) are lost, and system
-// messages will be sent again.
-func (l *outLane) reset(inFlight int) {
-	l.mu.Lock()
-	lost := inFlight
-	l.buf = l.dict.reset(l.buf)
-	l.conn = nil
-	l.sentTo = l.acked
-	l.mu.Unlock()
-	if lost > 0 {
-		l.p.r.stats.deadLetters.Add(uint64(lost))
-		l.p.r.log.Info("messages lost with a broken connection", zap.String("peer", l.p.self), zap.Int("count", lost))
+// writeChunk bounds one write call: WriteTimeout applies to each, and waiting senders
+// get room as each completes.
+const writeChunk = 256 << 10
+
+// write writes out in chunks and returns how many bytes went out.
+func (l *outLane) write(conn net.Conn, out []byte) (int, error) {
+	timeout := l.p.r.cfg.WriteTimeout
+	off := 0
+	for off < len(out) {
+		end := min(off+writeChunk, len(out))
+		if timeout > 0 {
+			_ = conn.SetWriteDeadline(time.Now().Add(timeout))
+		}
+		n, err := conn.Write(out[off:end])
+		off += n
+		l.wrote(n)
+		if err != nil {
+			return off, err
+		}
 	}
+	return off, nil
 }
 
 // run is the lane's writer: it connects when there is something to send, writes
-// batches, and reconnects with backoff when the connection fails.
+// batches, and reconnects with backoff when the connection fails. It ends when the
+// transport closes, and when a connection attempt fails and nothing is left to send
+// (the next send starts it again, after the backoff).
 func (l *outLane) run() {
 	r := l.p.r
 	defer r.wg.Done()
-	backoff := r.cfg.ReconnectBackoffMin
-	connected := false
+	l.failingSince = time.Time{} // GiveUpAfter counts from the first failure of this run
 	for {
 		for !l.pending() {
 			select {
 			case <-l.wake:
 			case <-r.done:
+				l.abandon()
 				return
 			}
+		}
+		if !l.waitBackoff() {
+			l.abandon()
+			return
 		}
 		l.mu.Lock()
 		l.probe = false
@@ -321,27 +432,124 @@ func (l *outLane) run() {
 		conn, br, err := l.connect()
 		if err != nil {
 			if errors.Is(err, ErrClosed) {
+				l.abandon()
 				return
 			}
-			r.log.Info("connect failed", zap.String("peer", l.p.self), zap.Uint8("lane", l.lane), zap.Error(err), zap.Duration("retry_in", backoff))
-			if l.p.blocked.Load() {
-				l.drop() // queued for a quarantined incarnation
+			l.connectFailed(err)
+			if !l.pending() {
+				l.started.Store(false)
+				if !l.pending() || !l.started.CompareAndSwap(false, true) {
+					return
+				}
 			}
-			select {
-			case <-time.After(backoff):
-			case <-r.done:
-				return
-			}
-			backoff = min(2*backoff, r.cfg.ReconnectBackoffMax)
 			continue
 		}
-		if connected {
+		if l.everConnected {
 			r.stats.reconnects.Add(1)
 		}
-		connected = true
-		backoff = r.cfg.ReconnectBackoffMin
+		l.everConnected = true
+		l.failingSince, l.backoff, l.nextDial = time.Time{}, 0, time.Time{}
+		l.written = 0
 		l.serve(conn, br)
 	}
+}
+
+// waitBackoff waits until the next connection attempt is due; false when the
+// transport closes first.
+func (l *outLane) waitBackoff() bool {
+	d := time.Until(l.nextDial)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-l.p.r.done:
+		return false
+	}
+}
+
+// connectFailed schedules the next attempt and gives up on what is queued when the
+// peer is quarantined, or has not been reachable for GiveUpAfter.
+func (l *outLane) connectFailed(err error) {
+	r := l.p.r
+	now := time.Now()
+	if l.failingSince.IsZero() {
+		l.failingSince = now
+	}
+	l.backoff = min(max(2*l.backoff, r.cfg.ReconnectBackoffMin), r.cfg.ReconnectBackoffMax)
+	l.nextDial = now.Add(l.backoff)
+	r.connectLog.info(r.log, "connect failed", zap.String("peer", l.p.self), zap.Uint8("lane", l.lane),
+		zap.Error(err), zap.Duration("retry_in", l.backoff))
+	switch {
+	case l.p.blocked.Load():
+		l.dropQueued(fmt.Errorf("%w: %s", ErrQuarantined, l.p.self))
+	case now.Sub(l.failingSince) < r.cfg.GiveUpAfter:
+	case l.lane == laneUser:
+		l.dropQueued(fmt.Errorf("%w: no connection to %s for %v: %w", ErrUnreachable, l.p.self, r.cfg.GiveUpAfter, err))
+	case l.p.currentUID() == 0:
+		if n := l.dropUnacked(); n > 0 {
+			r.lossLog.log(r.log, "system messages dropped: the peer was never reached", zap.String("peer", l.p.self),
+				zap.Int("count", n), zap.Duration("after", r.cfg.GiveUpAfter))
+		}
+	}
+}
+
+// dropQueued sends the user messages queued for the peer to dead letters with reason.
+// It runs on the writer, between connections.
+func (l *outLane) dropQueued(reason error) {
+	if l.lane != laneUser {
+		return
+	}
+	l.mu.Lock()
+	frames := l.q.drain()
+	l.inflight = 0
+	l.wakeWaitersLocked()
+	l.mu.Unlock()
+	if len(frames) == 0 {
+		return
+	}
+	r := l.p.r
+	r.lossLog.log(r.log, "queued messages dropped to dead letters", zap.String("peer", l.p.self),
+		zap.Int("count", len(frames)), zap.Error(reason))
+	codec := r.cfg.Registry.NewCodec(localResolver{r})
+	for _, f := range frames {
+		path, uid := parseWire(f.rcpt)
+		var sender actor.Ref
+		if f.sender != "" {
+			sender, _ = localResolver{r}.ResolveRef(f.sender)
+		}
+		msg, err := decodeAny(codec, localResolver{r}, f.manifest, f.payload)
+		if err != nil {
+			msg = Undecodable{Manifest: f.manifest, Size: len(f.payload)}
+		}
+		r.deadLetter(newRemoteRef(l.p, path, uid), msg, sender, reason)
+	}
+}
+
+// abandon counts and logs the user messages still queued when the transport closes.
+func (l *outLane) abandon() {
+	l.mu.Lock()
+	n := l.q.frames
+	l.q.buf, l.q.frames, l.inflight = nil, 0, 0
+	l.wakeWaitersLocked()
+	l.mu.Unlock()
+	l.lost(n, "messages not sent before the transport closed")
+}
+
+// lost counts messages lost for the peer, with a rate-limited log line.
+func (l *outLane) lost(n int, why string) {
+	if n <= 0 {
+		return
+	}
+	r := l.p.r
+	r.stats.lost.Add(uint64(n))
+	r.stats.deadLetters.Add(uint64(n))
+	l.p.stats.lost.Add(uint64(n))
+	l.p.stats.deadLetters.Add(uint64(n))
+	r.lossLog.log(r.log, why, zap.String("peer", l.p.self), zap.Int("count", n))
 }
 
 // serve writes batches until the connection fails or the transport closes. A reader
@@ -359,15 +567,18 @@ func (l *outLane) serve(conn net.Conn, br *bufio.Reader) {
 			case <-l.wake:
 				continue
 			case err := <-readErr:
-				l.broken(conn, err, 0)
+				l.broken(conn, err, nil, 0)
 				return
 			case <-r.done:
 				// Write what was queued last (death notices of stopping actors).
 				if out, frames := l.take(spare); len(out) > 0 {
 					_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
-					if _, err := conn.Write(out); err == nil {
+					n, err := conn.Write(out)
+					r.stats.bytesOut.Add(uint64(n))
+					if err == nil {
 						r.stats.msgsOut.Add(uint64(frames))
-						r.stats.bytesOut.Add(uint64(len(out)))
+					} else if l.lane == laneUser {
+						l.lost(frames-framesWithin(out, n), "messages not sent before the transport closed")
 					}
 				}
 				_ = conn.Close()
@@ -375,32 +586,63 @@ func (l *outLane) serve(conn net.Conn, br *bufio.Reader) {
 				return
 			}
 		}
-		if r.cfg.WriteTimeout > 0 {
-			_ = conn.SetWriteDeadline(time.Now().Add(r.cfg.WriteTimeout))
-		}
-		if n, err := conn.Write(out); err != nil {
+		n, err := l.write(conn, out)
+		r.stats.bytesOut.Add(uint64(n))
+		if err != nil {
 			_ = conn.Close()
-			l.broken(conn, err, frames-l.requeue(out, n))
+			l.broken(conn, err, out, n)
 			<-readErr
 			return
 		}
 		r.stats.msgsOut.Add(uint64(frames))
-		r.stats.bytesOut.Add(uint64(len(out)))
+		l.written += uint64(frames)
 		spare = out
 	}
 }
 
-// broken closes a failed connection and resets the lane.
-func (l *outLane) broken(conn net.Conn, err error, inFlight int) {
+// broken closes a failed connection and prepares the lane for the next one: batch,
+// the bytes the writer was writing (written of them went out), is lost where the
+// write reached it and requeued where it did not.
+func (l *outLane) broken(conn net.Conn, err error, batch []byte, written int) {
+	r := l.p.r
 	_ = conn.Close()
-	if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
-		l.p.r.log.Info("connection lost", zap.String("peer", l.p.self), zap.Uint8("lane", l.lane), zap.Error(err))
-	}
-	if l.lane == laneUser {
-		l.reset(inFlight)
+	r.connectLog.info(r.log, "connection lost; what the system accepted last on it may not have arrived",
+		zap.String("peer", l.p.self), zap.Uint8("lane", l.lane), zap.Uint64("written_on_it", l.written), zap.Error(err))
+	l.mu.Lock()
+	l.conn = nil
+	if l.lane != laneUser {
+		if l.sys != nil {
+			l.sys.Disconnected()
+		}
+		l.ctrl, l.heartbeat = l.ctrl[:0], false
+		l.mu.Unlock()
 		return
 	}
-	l.reset(0)
+	var lost int
+	if r.isClosed() {
+		lost = framesWithin(batch, len(batch)) + l.q.frames
+		l.q.buf, l.q.frames = nil, 0
+	} else {
+		lost = l.q.restart(batch, written)
+	}
+	l.inflight = 0
+	l.wakeWaitersLocked()
+	l.mu.Unlock()
+	l.lost(lost, "messages lost with a broken connection")
+}
+
+// framesWithin counts the frames of b that its first n bytes contain whole.
+func framesWithin(b []byte, n int) int {
+	frames, off := 0, 0
+	for off+frameHeaderLen <= len(b) {
+		end := off + frameHeaderLen + int(binary.BigEndian.Uint32(b[off:]))
+		if end > n {
+			break
+		}
+		frames++
+		off = end
+	}
+	return frames
 }
 
 // readControl reads what the acceptor sends back: acks and heartbeat responses.

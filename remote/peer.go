@@ -22,6 +22,14 @@ type peer struct {
 	// blocked is set while the incarnation at addr is quarantined and no newer one
 	// has answered: sends go to dead letters.
 	blocked atomic.Bool
+	// retired is set when the peer, known only from inbound refs, was dropped from
+	// the transport's map to make room (see Remote.admitUnverified).
+	retired atomic.Bool
+	// unverified: known only from inbound refs, never reached, since admitted;
+	// guarded by r.mu.
+	unverified bool
+	admitted   time.Time
+	stats      peerCounters
 
 	mu        sync.Mutex
 	uid       uint64                               // incarnation last handshaken with; 0 before
@@ -37,14 +45,33 @@ func newPeer(r *Remote, addr actor.Address) *peer {
 	return p
 }
 
-// observe records the uid a handshake with addr revealed. A new uid means the system
-// at addr restarted: the previous incarnation is quarantined. It reports false when
-// uid itself is quarantined.
+// currentUID returns the incarnation last handshaken with, 0 before the first.
+func (p *peer) currentUID() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.uid
+}
+
+// idle reports whether the peer holds nothing: no lane running, no watches.
+func (p *peer) idle() bool {
+	if p.user.started.Load() || p.sys.started.Load() {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.watchees) == 0 && len(p.watchedBy) == 0
+}
+
+// observe records the uid a handshake with addr revealed, proven to live at addr
+// (this side dialled it, or checked a claim by dialling back). A new uid means the
+// system at addr restarted: the previous incarnation is quarantined. It reports
+// false when uid itself is quarantined.
 func (p *peer) observe(uid uint64) bool {
 	if p.r.isQuarantined(uid) {
 		p.blocked.Store(true)
 		return false
 	}
+	p.r.reached(p)
 	p.mu.Lock()
 	old := p.uid
 	p.uid = uid
@@ -88,6 +115,7 @@ func (p *peer) quarantine(uid uint64, reason string) {
 		p.blocked.Store(true)
 		p.user.closeConn()
 		p.sys.closeConn()
+		p.user.wakeWaiters()
 	}
 	p.sys.dropUnacked()
 	p.addressTerminated()
@@ -228,7 +256,7 @@ func (p *peer) heartbeatFrom(uid uint64, now time.Time) {
 // tick runs on the transport's timer: heartbeats and the failure detector for a peer
 // with watched actors, and resends of unacknowledged system messages.
 func (p *peer) tick(now time.Time) {
-	p.sys.resendIfStale(now)
+	p.sys.tickSystem(now)
 	if p.r.isManaged(p.addr) {
 		return // the cluster decides when this member is gone
 	}

@@ -1,6 +1,8 @@
 package remote
 
 import (
+	"fmt"
+
 	"github.com/troupe-go/troupe/actor"
 )
 
@@ -20,27 +22,65 @@ func newRemoteRef(p *peer, path string, uid uint64) remoteRef {
 // ref returns the actor.Ref for rr.
 func (rr remoteRef) ref() actor.Ref { return rr.peer.r.host.NewRef(rr) }
 
-// Send queues msg for the peer. Errors (unregistered type, too large) are also
-// reported as dead letters.
-func (rr remoteRef) Send(msg any, sender actor.Ref) error {
-	return rr.peer.user.sendUser(rr, msg, sender)
+// live returns rr on the peer that now stands for its address: its own, unless that
+// one was retired (see Remote.admitUnverified) and the bound on unverified peers
+// leaves no room to bring it back.
+func (rr remoteRef) live() (remoteRef, error) {
+	if !rr.peer.retired.Load() {
+		return rr, nil
+	}
+	p, err := rr.peer.r.revive(rr.peer)
+	if err != nil {
+		return rr, err
+	}
+	rr.peer = p
+	return rr, nil
 }
 
-// Watch asks the peer to report the actor's termination to watcher.
-func (rr remoteRef) Watch(watcher actor.Ref) { rr.peer.watch(rr, watcher) }
+// Send queues msg for the peer. Errors (unregistered type, too large, queue full,
+// peer quarantined) are also reported as dead letters.
+func (rr remoteRef) Send(msg any, sender actor.Ref) error {
+	live, err := rr.live()
+	if err != nil {
+		rr.peer.r.deadLetter(rr, msg, sender, err)
+		return err
+	}
+	return live.peer.user.sendUser(live, msg, sender, nil)
+}
+
+// Watch asks the peer to report the actor's termination to watcher; when the peer
+// cannot be kept (see live), the actor is reported terminated at once.
+func (rr remoteRef) Watch(watcher actor.Ref) {
+	live, err := rr.live()
+	if err != nil {
+		rr.peer.r.host.Terminated(watcher, rr.ref(), true)
+		return
+	}
+	live.peer.watch(live, watcher)
+}
 
 // Unwatch withdraws Watch.
-func (rr remoteRef) Unwatch(watcher actor.Ref) { rr.peer.unwatch(rr, watcher) }
+func (rr remoteRef) Unwatch(watcher actor.Ref) {
+	if live, err := rr.live(); err == nil {
+		live.peer.unwatch(live, watcher)
+	}
+}
 
 // Terminated tells the actor, a watcher, that the local actor ref it watched stopped.
 func (rr remoteRef) Terminated(ref actor.Ref) {
-	rr.peer.watchedByPeer(ref, rr.ref(), false)
-	rr.peer.sys.sendSystem(sysMessage{op: opDeath, target: rr.wire, other: ref.URI()})
+	live, err := rr.live()
+	if err != nil {
+		return // the watch was withdrawn with the peer
+	}
+	live.peer.watchedByPeer(ref, live.ref(), false)
+	live.peer.sys.sendSystem(sysMessage{op: opDeath, target: live.wire, other: ref.URI()})
 }
 
 // Stop asks the peer to stop the actor, over the reliable system lane.
 func (rr remoteRef) Stop() {
-	rr.peer.sys.sendSystem(sysMessage{op: opStop, target: rr.wire})
+	if live, err := rr.live(); err == nil {
+		live.peer.sys.sendSystem(sysMessage{op: opStop, target: live.wire})
+	}
 }
 
 // Path returns the actor's path in its system.
@@ -51,3 +91,32 @@ func (rr remoteRef) Address() actor.Address { return rr.peer.addr }
 
 // UID returns the actor's incarnation uid, 0 if unknown.
 func (rr remoteRef) UID() uint64 { return rr.uid }
+
+// absentRef names a path in this system where no actor lives, when a message or a
+// ref from another system names it: the recipient of the dead letter such a message
+// becomes, or a ref inside a message to an actor that has stopped. Messages to it are
+// dead letters; a watch of it is answered at once.
+type absentRef struct {
+	r    *Remote
+	path string
+	uid  uint64
+}
+
+func (a absentRef) ref() actor.Ref { return a.r.host.NewRef(a) }
+
+// Send publishes msg as a dead letter.
+func (a absentRef) Send(msg any, sender actor.Ref) error {
+	a.r.stats.deadLetters.Add(1)
+	a.r.host.DeadLetter(a.ref(), msg, sender, fmt.Errorf("%w: %s", actor.ErrNotFound, localWire(a.path, a.uid)))
+	return nil
+}
+
+// Watch answers at once: the actor is gone.
+func (a absentRef) Watch(watcher actor.Ref) { a.r.host.Terminated(watcher, a.ref(), false) }
+
+func (a absentRef) Unwatch(actor.Ref)      {}
+func (a absentRef) Terminated(actor.Ref)   {}
+func (a absentRef) Stop()                  {}
+func (a absentRef) Path() string           { return a.path }
+func (a absentRef) Address() actor.Address { return a.r.addr }
+func (a absentRef) UID() uint64            { return a.uid }

@@ -5,34 +5,62 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
-// rateLog logs at most a few lines per second for one kind of event, so that a peer
-// flooding bad input cannot flood the log; the rest are counted and summarised.
+// rateLog logs at most rateLogPerSecond lines a second for one kind of event, so that
+// a peer flooding bad input cannot flood the log; the lines it holds back are counted
+// and reported in one line when the second is over (flush reports them even if no
+// further event comes).
 type rateLog struct {
 	mu         sync.Mutex
 	windowEnd  time.Time
 	logged     int
 	suppressed int
+	kind       string // the message of the last line held back
 }
 
 const rateLogPerSecond = 10
 
+// log writes a warning unless the budget of the current second is spent.
 func (l *rateLog) log(log *zap.Logger, msg string, fields ...zap.Field) {
-	now := time.Now()
+	l.logAt(log, zap.WarnLevel, time.Now(), msg, fields...)
+}
+
+// info is log at info level.
+func (l *rateLog) info(log *zap.Logger, msg string, fields ...zap.Field) {
+	l.logAt(log, zap.InfoLevel, time.Now(), msg, fields...)
+}
+
+func (l *rateLog) logAt(log *zap.Logger, level zapcore.Level, now time.Time, msg string, fields ...zap.Field) {
 	l.mu.Lock()
-	if now.After(l.windowEnd) {
-		if l.suppressed > 0 {
-			log.Warn("log lines suppressed", zap.String("kind", msg), zap.Int("count", l.suppressed))
-		}
-		l.windowEnd, l.logged, l.suppressed = now.Add(time.Second), 0, 0
-	}
+	l.flushLocked(log, now)
 	if l.logged >= rateLogPerSecond {
 		l.suppressed++
+		l.kind = msg
 		l.mu.Unlock()
 		return
 	}
 	l.logged++
 	l.mu.Unlock()
-	log.Warn(msg, fields...)
+	if ce := log.Check(level, msg); ce != nil {
+		ce.Write(fields...)
+	}
+}
+
+// flush reports, once the current second is over, how many lines were held back.
+func (l *rateLog) flush(log *zap.Logger, now time.Time) {
+	l.mu.Lock()
+	l.flushLocked(log, now)
+	l.mu.Unlock()
+}
+
+func (l *rateLog) flushLocked(log *zap.Logger, now time.Time) {
+	if !now.After(l.windowEnd) {
+		return
+	}
+	if l.suppressed > 0 {
+		log.Warn("log lines suppressed", zap.String("kind", l.kind), zap.Int("count", l.suppressed))
+	}
+	l.windowEnd, l.logged, l.suppressed = now.Add(time.Second), 0, 0
 }

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -21,6 +22,8 @@ import (
 var (
 	// ErrInvalidConfig is returned by Start for a Config that fails validation.
 	ErrInvalidConfig = errors.New("remote: invalid config")
+	// ErrAlreadyStarted is returned by a second Start for the same system.
+	ErrAlreadyStarted = errors.New("remote: already started for this system")
 	// ErrHandshakeRejected reports a connection the other side refused.
 	ErrHandshakeRejected = errors.New("remote: handshake rejected")
 	// ErrUnregistered is returned by a send whose message type is not in the
@@ -31,12 +34,19 @@ var (
 	// ErrClosed is returned after the transport has shut down.
 	ErrClosed = errors.New("remote: transport closed")
 	// ErrOverloaded is returned by a send that finds the outbound queue to the
-	// recipient's system full; the message goes to dead letters.
+	// recipient's system full (after waiting for room, with backpressure); the
+	// message goes to dead letters.
 	ErrOverloaded = errors.New("remote: outbound queue full")
 	// ErrQuarantined is returned by a send to a system whose incarnation is
-	// quarantined (it restarted, or was declared gone); the message goes to dead
-	// letters.
+	// quarantined (it restarted, or was declared gone), and is the reason of the dead
+	// letters of messages queued for it; the message goes to dead letters.
 	ErrQuarantined = errors.New("remote: peer quarantined")
+	// ErrUnreachable is the reason of the dead letters of messages queued for a
+	// system that could not be connected to for Config.GiveUpAfter.
+	ErrUnreachable = errors.New("remote: peer unreachable")
+	// ErrRefusedSender is the reason of the dead letter of an inbound message whose
+	// sender, or a ref inside it, names a system beyond Config.MaxUnverifiedPeers.
+	ErrRefusedSender = errors.New("remote: message names too many unknown systems")
 )
 
 // Remote is the transport of one actor system: it listens for other systems, keeps a
@@ -52,30 +62,57 @@ type Remote struct {
 	ln    net.Listener
 	stats counters
 
-	dropLog   rateLog // inbound messages that cannot be decoded
-	rejectLog rateLog // refused and malformed inbound connections
+	// Rate-limited logs, one per kind of event a stranger or a flood can repeat.
+	dropLog     rateLog // inbound messages that cannot be decoded or delivered
+	rejectLog   rateLog // refused and malformed inbound connections
+	overloadLog rateLog // sends refused for a full queue
+	connectLog  rateLog // failed dials and lost connections
+	senderLog   rateLog // refused senders
+	lossLog     rateLog // messages dropped from queues or lost in flight
+
+	dialSlots   chan struct{} // bounds dials to peers never reached
+	verifySlots chan struct{} // bounds dials that check an inbound incarnation
 
 	mu          sync.Mutex
 	peers       map[actor.Address]*peer
 	inbound     map[*inConn]struct{}
+	pending     list.List // of *inConn: accepted, handshake not complete; oldest first
+	accepted    int
 	inState     map[uint64]*inboundState // system-lane receive state per peer uid
 	quarantined map[uint64]string        // peer uid -> reason
 	blocked     map[actor.Address]struct{}
+	verifying   map[actor.Address]*verification
+	unverified  []*peer // peers known only from inbound refs and never reached; oldest first
+	nUnverified int
 	closed      bool
 
-	managed atomic.Pointer[func(actor.Address) bool] // see SetMembership
+	managed atomic.Pointer[func(actor.Address) bool] // see setMembership
+	closing atomic.Bool                              // close has begun
+
+	ctx    context.Context // ends when the transport closes: bounds dials
+	cancel context.CancelFunc
 
 	done chan struct{}
 	wg   sync.WaitGroup
 }
 
+// Concurrency bounds for dials that strangers can cause.
+const (
+	maxUnverifiedDials = 32
+	maxVerifyDials     = 16
+)
+
 // Start enables remoting for sys: it listens on the configured address, installs
-// itself as the system's provider (so Refs and paths of other systems resolve), and
+// itself as the system's transport (so Refs and paths of other systems resolve), and
 // registers its shutdown with the system's coordinated shutdown (connections close
-// after all actors have stopped, once what they sent last is written).
+// after all actors have stopped, once what they sent last is written). A second Start
+// for the same system fails with ErrAlreadyStarted.
 func Start(sys *actor.System, cfg Config) (*Remote, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if Get(sys) != nil {
+		return nil, ErrAlreadyStarted
 	}
 	cfg = cfg.withDefaults()
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.ListenHost, strconv.Itoa(cfg.ListenPort)))
@@ -95,17 +132,25 @@ func Start(sys *actor.System, cfg Config) (*Remote, error) {
 		addr:        actor.Address{System: sys.Name(), Host: host, Port: port},
 		uid:         randomUID(),
 		ln:          ln,
+		dialSlots:   make(chan struct{}, maxUnverifiedDials),
+		verifySlots: make(chan struct{}, maxVerifyDials),
 		peers:       make(map[actor.Address]*peer),
 		inbound:     make(map[*inConn]struct{}),
 		inState:     make(map[uint64]*inboundState),
 		quarantined: make(map[uint64]string),
 		blocked:     make(map[actor.Address]struct{}),
+		verifying:   make(map[actor.Address]*verification),
 		done:        make(chan struct{}),
 	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.self = r.addr.String()
 	r.log = sys.Logger().With(zap.String("address", r.self))
-	if r.host, err = actor.InstallTransport(sys, r); err != nil {
+	if r.host, err = actor.InstallTransport(sys, transport{r}); err != nil {
 		_ = ln.Close()
+		r.cancel()
+		if errors.Is(err, actor.ErrInvalidConfig) {
+			err = fmt.Errorf("%w: %w", ErrAlreadyStarted, err)
+		}
 		return nil, err
 	}
 	err = sys.CoordinatedShutdown().AddTask(actor.PhaseActorSystemTerminate, "remote-close", func(ctx context.Context) error {
@@ -117,6 +162,7 @@ func Start(sys *actor.System, cfg Config) (*Remote, error) {
 	})
 	if err != nil {
 		_ = ln.Close()
+		r.cancel()
 		return nil, err
 	}
 	hooks.SetRemote(sys, hookAdapter{r})
@@ -152,42 +198,70 @@ func (r *Remote) Address() actor.Address { return r.addr }
 // UID returns this system's incarnation uid, fresh at every Start.
 func (r *Remote) UID() uint64 { return r.uid }
 
-// Stats returns the transport's counters.
-func (r *Remote) Stats() Stats { return r.stats.snapshot() }
+// Send sends msg to the actor to with sender as its sender, as to.Send does, except
+// that when to is an actor in another system whose outbound queue is full, Send waits
+// for room until ctx ends, and then fails with an error wrapping ErrOverloaded and
+// ctx's error (the message goes to dead letters). It is the way to apply
+// backpressure with a deadline of the caller's choosing, whatever
+// Config.BackpressureTimeout says; for an actor in this system it never blocks.
+func (r *Remote) Send(ctx context.Context, to actor.Ref, msg any, sender actor.Ref) error {
+	p, ok := r.host.Remote(to)
+	if !ok || msg == nil {
+		return to.Send(msg, sender)
+	}
+	rr, ok := p.(remoteRef)
+	if !ok {
+		return to.Send(msg, sender) // an absent local actor
+	}
+	live, err := rr.live()
+	if err != nil {
+		r.deadLetter(rr, msg, sender, err)
+		return err
+	}
+	return live.peer.user.sendUser(live, msg, sender, ctx)
+}
 
-// ResolveRemote implements actor.Transport: a Ref to path (and uid, 0 for any
-// incarnation) in the system at addr. It does not contact that system.
-func (r *Remote) ResolveRemote(addr actor.Address, path string, uid uint64) (actor.Ref, error) {
+// transport is what the actor system sees of the Remote (actor.Transport).
+type transport struct{ r *Remote }
+
+func (t transport) Address() actor.Address { return t.r.addr }
+
+// ResolveRemote returns a Ref to path (and uid, 0 for any incarnation) in the system
+// at addr. It does not contact that system.
+func (t transport) ResolveRemote(addr actor.Address, path string, uid uint64) (actor.Ref, error) {
 	if !addr.HasHost() {
 		return actor.Ref{}, fmt.Errorf("%w: %s has no host", actor.ErrNotFound, addr)
 	}
-	p, err := r.peerFor(addr)
+	p, err := t.r.peerFor(addr)
 	if err != nil {
 		return actor.Ref{}, err
 	}
 	return newRemoteRef(p, path, uid).ref(), nil
 }
 
-// refFromURI turns a full actor path from the wire into a Ref: a local actor when the
-// address is ours (dead letters when it is gone), a remote Ref otherwise.
-func (r *Remote) refFromURI(uri string) (actor.Ref, error) {
+// localResolver resolves the refs inside messages this system encoded itself (read
+// back from a queue for dead letters): local actors, or Refs that send over the wire.
+type localResolver struct{ r *Remote }
+
+func (l localResolver) ResolveRef(uri string) (actor.Ref, error) {
 	addr, path, uid, err := actor.ParsePath(uri)
 	if err != nil {
 		return actor.Ref{}, err
 	}
-	if addr == r.addr {
-		ref, err := r.sys.Resolve(localWire(path, uid))
-		if err != nil {
-			return r.sys.DeadLetters(), nil
-		}
-		return ref, nil
+	if addr == l.r.addr {
+		return l.r.localRef(path, uid), nil
 	}
-	return r.ResolveRemote(addr, path, uid)
+	return transport(l).ResolveRemote(addr, path, uid)
 }
 
-// ResolveRef implements serialization.RefResolver: actor paths inside messages
-// resolve to local actors (dead letters when gone) or to Refs that send over the wire.
-func (r *Remote) ResolveRef(uri string) (actor.Ref, error) { return r.refFromURI(uri) }
+// localRef returns the local actor at path (and uid), or an absentRef naming it.
+func (r *Remote) localRef(path string, uid uint64) actor.Ref {
+	ref, err := r.sys.Resolve(localWire(path, uid))
+	if err != nil {
+		return absentRef{r: r, path: path, uid: uid}.ref()
+	}
+	return ref
+}
 
 // localWire is how a recipient is named to the system that hosts it: path#uid.
 func localWire(path string, uid uint64) string {
@@ -197,7 +271,8 @@ func localWire(path string, uid uint64) string {
 	return path + "#" + strconv.FormatUint(uid, 10)
 }
 
-// peerFor returns the peer for addr, creating it (and its writers) on first use.
+// peerFor returns the peer for addr, creating it on first use (its writers start
+// when something is sent).
 func (r *Remote) peerFor(addr actor.Address) (*peer, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -210,6 +285,101 @@ func (r *Remote) peerFor(addr actor.Address) (*peer, error) {
 	p := newPeer(r, addr)
 	r.peers[addr] = p
 	return p, nil
+}
+
+// admitUnverified returns the peer for addr, a system named by a ref that arrived in
+// a message. A new one counts against MaxUnverifiedPeers until it is reached; at the
+// bound, the oldest one that has been idle (no lane running, no watches) for
+// retireAfter is retired to make room, and when there is none the ref is refused.
+func (r *Remote) admitUnverified(addr actor.Address) (*peer, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p, ok := r.peers[addr]; ok {
+		return p, nil
+	}
+	if r.closed {
+		return nil, ErrClosed
+	}
+	if err := r.makeRoomLocked(); err != nil {
+		return nil, err
+	}
+	p := newPeer(r, addr)
+	r.peers[addr] = p
+	r.addUnverifiedLocked(p)
+	return p, nil
+}
+
+// retireAfter is how long an unverified peer must exist before it may be retired.
+const retireAfter = 10 * time.Second
+
+func (r *Remote) makeRoomLocked() error {
+	if r.nUnverified < r.cfg.MaxUnverifiedPeers || r.retireIdleLocked(time.Now()) {
+		return nil
+	}
+	return fmt.Errorf("%w: %d systems not yet reached", ErrRefusedSender, r.nUnverified)
+}
+
+func (r *Remote) addUnverifiedLocked(p *peer) {
+	p.unverified = true
+	p.admitted = time.Now()
+	r.unverified = append(r.unverified, p)
+	r.nUnverified++
+}
+
+// retireIdleLocked retires the oldest unverified peer idle since retireAfter before
+// now, and reports whether there was one. Refs to a retired peer find their way back
+// through revive.
+func (r *Remote) retireIdleLocked(now time.Time) bool {
+	live := r.unverified[:0]
+	retired := false
+	for _, p := range r.unverified {
+		if !p.unverified {
+			continue // reached or retired meanwhile
+		}
+		if !retired && now.Sub(p.admitted) >= retireAfter && p.idle() {
+			retired = true
+			p.unverified = false
+			p.retired.Store(true)
+			delete(r.peers, p.addr)
+			r.nUnverified--
+			continue
+		}
+		live = append(live, p)
+	}
+	clear(r.unverified[len(live):])
+	r.unverified = live
+	return retired
+}
+
+// revive returns the peer that stands for a retired peer's address: the one in the
+// map, or the retired one itself, put back if MaxUnverifiedPeers allows.
+func (r *Remote) revive(p *peer) (*peer, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cur, ok := r.peers[p.addr]; ok {
+		return cur, nil
+	}
+	if r.closed || !p.retired.Load() {
+		return p, nil
+	}
+	if err := r.makeRoomLocked(); err != nil {
+		return nil, err
+	}
+	p.retired.Store(false)
+	r.peers[p.addr] = p
+	r.addUnverifiedLocked(p)
+	return p, nil
+}
+
+// reached records that a handshake with p's address succeeded: it no longer counts
+// as unverified.
+func (r *Remote) reached(p *peer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p.unverified {
+		p.unverified = false
+		r.nUnverified--
+	}
 }
 
 // isQuarantined reports whether the peer incarnation uid is quarantined.
@@ -229,12 +399,14 @@ func (r *Remote) close(ctx context.Context) error {
 		return nil
 	}
 	r.closed = true
+	r.closing.Store(true)
 	conns := make([]*inConn, 0, len(r.inbound))
 	for c := range r.inbound {
 		conns = append(conns, c)
 	}
 	r.mu.Unlock()
 	close(r.done)
+	r.cancel()
 	err := r.ln.Close()
 	for _, c := range conns {
 		_ = c.conn.Close()
@@ -243,6 +415,7 @@ func (r *Remote) close(ctx context.Context) error {
 	for _, p := range r.peers {
 		p.user.shutdownDeadline(time.Second)
 		p.sys.shutdownDeadline(time.Second)
+		p.user.wakeWaiters()
 	}
 	r.mu.Unlock()
 	finished := make(chan struct{})
@@ -263,10 +436,10 @@ func (r *Remote) close(ctx context.Context) error {
 }
 
 // tickLoop sends heartbeats to peers with watched actors, checks their failure
-// detectors, and resends unacknowledged system messages.
+// detectors, resends unacknowledged system messages, and reports log lines held back.
 func (r *Remote) tickLoop() {
 	defer r.wg.Done()
-	every := min(r.cfg.FailureDetector.HeartbeatInterval, r.cfg.SystemResendInterval)
+	every := min(r.cfg.FailureDetector.HeartbeatInterval, r.cfg.SystemResendInterval, time.Second)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -283,6 +456,9 @@ func (r *Remote) tickLoop() {
 			for _, p := range peers {
 				p.tick(now)
 			}
+			for _, l := range []*rateLog{&r.dropLog, &r.rejectLog, &r.overloadLog, &r.connectLog, &r.senderLog, &r.lossLog} {
+				l.flush(r.log, now)
+			}
 		}
 	}
 }
@@ -297,14 +473,15 @@ func (r *Remote) isClosed() bool {
 }
 
 // deadLetter hands a message the transport cannot send to dead letters, with the
-// reason.
+// reason, and counts it.
 func (r *Remote) deadLetter(rr remoteRef, msg any, sender actor.Ref, reason error) {
 	r.stats.deadLetters.Add(1)
+	rr.peer.stats.deadLetters.Add(1)
 	r.host.DeadLetter(rr.ref(), msg, sender, reason)
 }
 
 // refuse is deadLetter for a message that cannot be sent at all, with a log line.
 func (r *Remote) refuse(rr remoteRef, msg any, sender actor.Ref, err error) {
-	r.log.Warn("message not sent", zap.String("recipient", rr.peer.self+rr.wire), zap.String("type", fmt.Sprintf("%T", msg)), zap.Error(err))
+	r.dropLog.log(r.log, "message not sent", zap.String("recipient", rr.peer.self+rr.wire), zap.String("type", fmt.Sprintf("%T", msg)), zap.Error(err))
 	r.deadLetter(rr, msg, sender, err)
 }

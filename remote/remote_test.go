@@ -90,9 +90,17 @@ func TestUnregisteredTypes(t *testing.T) {
 	if dl := testkit.ExpectMsgType[actor.DeadLetter](dead); dl.Recipient != ref {
 		t.Errorf("dead letter for %v", dl.Recipient)
 	}
-	// A type the receiver does not know is dropped there; the connection stays up.
+	// A type the receiver does not know goes to dead letters there, naming the
+	// recipient; the connection stays up.
+	deadThere := testkit.NewProbe(t, b.sys)
+	actor.Subscribe[actor.DeadLetter](b.sys.EventStream(), deadThere.Ref())
 	if err := ref.Tell(&unshared{X: 1}); err != nil {
 		t.Fatal(err)
+	}
+	dl := testkit.ExpectMsgType[actor.DeadLetter](deadThere)
+	if u, ok := dl.Message.(remote.Undecodable); !ok || u.Manifest != "test.Unshared" || dl.Recipient != probe.Ref() ||
+		!errors.Is(dl.Reason, serialization.ErrUnknownManifest) {
+		t.Errorf("dead letter %+v", dl)
 	}
 	_ = ref.Tell(&pong{N: 7})
 	if got := testkit.ExpectMsgType[*pong](probe); got.N != 7 {

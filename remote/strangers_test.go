@@ -136,6 +136,16 @@ func TestMutualTLS(t *testing.T) {
 	b := startNode(t, "b", reg, tlsFrom(goodCA))
 	roundTrip(t, a, b, 1)
 
+	// Both lanes run over TLS: a watch (system lane) works too.
+	echo, _ := b.sys.Resolve("/user/echo")
+	watcher := testkit.NewProbe(t, a.sys)
+	watcher.Watch(a.remoteRef(t, echo))
+	roundTrip(t, a, b, 2) // the watch is in place
+	if err := b.sys.Stop(echo); err != nil {
+		t.Fatal(err)
+	}
+	watcher.ExpectTerminated(a.remoteRef(t, echo))
+
 	intruder := startNode(t, "intruder", reg, tlsFrom(badCA))
 	probe := testkit.NewProbe(t, b.sys)
 	_ = intruder.remoteRef(t, probe.Ref()).Tell(&pong{N: 1})

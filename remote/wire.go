@@ -13,8 +13,9 @@ import (
 // are a varint length and the bytes.
 
 // protocolVersion is exchanged in the handshake; peers with another version are
-// rejected.
-const protocolVersion = 1
+// rejected. Version 2 added the probe lane and the rule that a frame never replaces a
+// dictionary entry it names.
+const protocolVersion = 2
 
 // frameHeaderLen is the size of a frame's length prefix.
 const frameHeaderLen = 4
@@ -32,10 +33,13 @@ const (
 	kindHeartbeatRsp byte = 14 // acceptor -> dialer: yes, with my uid
 )
 
-// Lanes: each peer gets one outbound connection per lane.
+// Lanes: each peer gets one outbound connection per lane. A probe connection only
+// asks which incarnation lives at an address: the acceptor answers its hello with a
+// welcome and closes it.
 const (
 	laneUser   byte = 0
 	laneSystem byte = 1
+	laneProbe  byte = 2
 )
 
 // errMalformed marks a frame that does not follow the format: the connection that

@@ -34,7 +34,9 @@ func remotePair() (a, b *actor.System, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, err := remote.Start(sys, remote.Config{Registry: reg}); err != nil {
+		// remote-tell keeps up to 60,000 messages in flight, about what the default
+		// outbound queue holds: with backpressure a full queue makes the sender wait.
+		if _, err := remote.Start(sys, remote.Config{Registry: reg, BackpressureTimeout: 10 * time.Second}); err != nil {
 			shutdown(sys)
 			return nil, err
 		}
@@ -52,8 +54,8 @@ func remotePair() (a, b *actor.System, err error) {
 
 // runRemoteTell sends n 100-byte messages from one sender to one actor in another
 // system and times until the receiver has them all. The receiver acknowledges every
-// ackEvery messages, and the sender keeps at most window unacknowledged, so the
-// bounded outbound queue never overflows.
+// ackEvery messages, and the sender keeps at most window unacknowledged; should the
+// outbound queue fill, the sender waits for room (backpressure).
 func runRemoteTell(n int) (result, error) {
 	const ackEvery, window = 10_000, 60_000
 	a, b, err := remotePair()

@@ -89,7 +89,11 @@ func startSystem(name, listen string) (*actor.System, *remote.Remote, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := remote.Start(sys, remote.Config{ListenHost: host, ListenPort: port, Registry: registry()})
+	// The stream keeps up to 60,000 messages in flight, about as much as the default
+	// outbound queue holds: with backpressure a full queue makes the sender wait
+	// instead of failing the send.
+	r, err := remote.Start(sys, remote.Config{ListenHost: host, ListenPort: port, Registry: registry(),
+		BackpressureTimeout: 10 * time.Second})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -216,7 +220,9 @@ func runPing(peer string, rounds, stream int) error {
 			}
 		}
 		msg.Seq = i
-		_ = pong.Send(msg, acker)
+		if err := pong.Send(msg, acker); err != nil {
+			return fmt.Errorf("stream message %d: %w", i, err)
+		}
 	}
 	for have < total {
 		select {

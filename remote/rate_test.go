@@ -1,0 +1,42 @@
+package remote
+
+import (
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// A burst of one kind of event logs rateLogPerSecond lines; the rest are reported as
+// a count once the second is over, even if no further event comes.
+func TestRateLogReportsWhatItHoldsBack(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	log := zap.New(core)
+	var l rateLog
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 25 {
+		l.logAt(log, zapcore.WarnLevel, t0.Add(time.Duration(i)*time.Millisecond), "boom")
+	}
+	if logs.Len() != rateLogPerSecond {
+		t.Fatalf("%d lines in the first second", logs.Len())
+	}
+	l.flush(log, t0.Add(500*time.Millisecond))
+	if logs.Len() != rateLogPerSecond {
+		t.Fatalf("flushed within the second: %d lines", logs.Len())
+	}
+	l.flush(log, t0.Add(1100*time.Millisecond))
+	all := logs.All()
+	if len(all) != rateLogPerSecond+1 {
+		t.Fatalf("%d lines after the second", len(all))
+	}
+	last := all[len(all)-1]
+	if last.Message != "log lines suppressed" || last.ContextMap()["count"] != int64(15) || last.ContextMap()["kind"] != "boom" {
+		t.Fatalf("summary %q %v", last.Message, last.ContextMap())
+	}
+	l.flush(log, t0.Add(2500*time.Millisecond))
+	if logs.Len() != rateLogPerSecond+1 {
+		t.Fatal("a summary with nothing held back")
+	}
+}
