@@ -170,6 +170,7 @@ func TestClusterStopShards(t *testing.T) {
 		list = append(list, s)
 	}
 	slices.Sort(list)
+	sc.mustAsk(1, "0", GetCount{}) // node 1's region has registered with the coordinator
 	probe.Send(sc.nodes[1].region, StopShards{Shards: list})
 	stopped := map[ShardID]bool{}
 	terminated := map[actor.Ref]bool{}
