@@ -81,6 +81,8 @@ func testRegistry(t testing.TB) *serialization.Registry {
 		serialization.Register[Increment](reg, "test.Increment"),
 		serialization.Register[GetCount](reg, "test.GetCount"),
 		serialization.Register[int](reg, "test.int"),
+		serialization.Register[PassivateCounter](reg, "test.PassivateCounter"),
+		serialization.Register[StopCounter](reg, "test.StopCounter"),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -116,17 +118,25 @@ func startShardCluster(t *testing.T, n int, cfg func(i int) EntityConfig) *shard
 // tests' one).
 func startShardClusterWith(t *testing.T, opts multinode.Options, cfg func(i int) EntityConfig) *shardCluster {
 	t.Helper()
-	return newShardCluster(t, opts, cfg, false)
+	return newShardCluster(t, opts, cfg, false, nil)
 }
 
-func newShardCluster(t *testing.T, opts multinode.Options, cfg func(i int) EntityConfig, lazy bool) *shardCluster {
+// newShardCluster starts a cluster; journal nil means a new one (closed at the end of
+// the test), otherwise the given one (a restart of a whole cluster on its journal).
+func newShardCluster(t *testing.T, opts multinode.Options, cfg func(i int) EntityConfig, lazy bool, journal *memjournal.Store) *shardCluster {
 	t.Helper()
 	n := opts.Nodes
 	reg := testRegistry(t)
-	sc := &shardCluster{t: t, reg: reg, journal: memjournal.New(), typeName: "Counter", cfg: cfg, nodes: map[int]*shardNode{}}
+	own := journal == nil
+	if own {
+		journal = memjournal.New()
+	}
+	sc := &shardCluster{t: t, reg: reg, journal: journal, typeName: "Counter", cfg: cfg, nodes: map[int]*shardNode{}}
 	// Cleanups run last-in first-out: these run after multinode has shut the nodes down.
 	t.Cleanup(func() {
-		_ = sc.journal.Close()
+		if own {
+			_ = sc.journal.Close()
+		}
 		for _, n := range sc.nodes {
 			useCluster(n.System, nil)
 		}
@@ -146,19 +156,7 @@ func newShardCluster(t *testing.T, opts multinode.Options, cfg func(i int) Entit
 	// Shut the nodes down youngest first, before the test kit does (cleanups run last
 	// in, first out): the coordinator, on the oldest node, then never moves while the
 	// cluster is taken down, and each node hands its shards off quickly.
-	t.Cleanup(func() {
-		for i := len(sc.mc.Nodes()) - 1; i >= 0; i-- {
-			n := sc.mc.Node(i)
-			if n.System == nil {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(15*time.Second))
-			if err := n.System.Shutdown(ctx); err != nil {
-				t.Logf("shutdown of node %d: %v", i, err)
-			}
-			cancel()
-		}
-	})
+	t.Cleanup(sc.shutdown)
 	if !lazy {
 		for i := range n {
 			sc.startSharding(i)
@@ -171,7 +169,7 @@ func newShardCluster(t *testing.T, opts multinode.Options, cfg func(i int) Entit
 // startSharding.
 func startShardClusterLazy(t *testing.T, n int, cfg func(i int) EntityConfig) *shardCluster {
 	t.Helper()
-	return newShardCluster(t, multinode.Options{Nodes: n}, cfg, true)
+	return newShardCluster(t, multinode.Options{Nodes: n}, cfg, true, nil)
 }
 
 // startSharding starts persistence and sharding on node i (after a start or restart).
@@ -299,4 +297,20 @@ func (sc *shardCluster) byAge() []int {
 		}
 	}
 	return out
+}
+
+// shutdown shuts the whole cluster down, youngest node first, and waits.
+func (sc *shardCluster) shutdown() {
+	sc.t.Helper()
+	for i := len(sc.mc.Nodes()) - 1; i >= 0; i-- {
+		n := sc.mc.Node(i)
+		if n.System == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(15*time.Second))
+		if err := n.System.Shutdown(ctx); err != nil {
+			sc.t.Logf("shutdown of node %d: %v", i, err)
+		}
+		cancel()
+	}
 }
