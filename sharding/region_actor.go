@@ -312,6 +312,12 @@ func (r *regionActor) apply(ctx actor.Context, d regionDecisions[*delivery]) {
 	}
 	if d.stop {
 		_ = ctx.Stop(r.self)
+		return
+	}
+	if r.solo && r.core.shuttingDown && !r.core.stopped && len(r.core.local) == 0 {
+		// Without a cluster no other region can take what this one still holds: once
+		// its own shards have stopped, it gives up the rest (reported as dropped).
+		r.apply(ctx, r.core.stopNow())
 	}
 }
 
