@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,7 +69,7 @@ type shardCluster struct {
 	t        *testing.T
 	mc       *multinode.Cluster
 	reg      *serialization.Registry
-	journal  *memjournal.Store
+	journal  *gatedJournal
 	typeName string
 	cfg      func(i int) EntityConfig
 	nodes    map[int]*shardNode
@@ -81,6 +83,7 @@ func testRegistry(t testing.TB) *serialization.Registry {
 		serialization.Register[Increment](reg, "test.Increment"),
 		serialization.Register[GetCount](reg, "test.GetCount"),
 		serialization.Register[int](reg, "test.int"),
+		serialization.Register[string](reg, "test.string"),
 		serialization.Register[PassivateCounter](reg, "test.PassivateCounter"),
 		serialization.Register[StopCounter](reg, "test.StopCounter"),
 	); err != nil {
@@ -123,13 +126,13 @@ func startShardClusterWith(t *testing.T, opts multinode.Options, cfg func(i int)
 
 // newShardCluster starts a cluster; journal nil means a new one (closed at the end of
 // the test), otherwise the given one (a restart of a whole cluster on its journal).
-func newShardCluster(t *testing.T, opts multinode.Options, cfg func(i int) EntityConfig, lazy bool, journal *memjournal.Store) *shardCluster {
+func newShardCluster(t *testing.T, opts multinode.Options, cfg func(i int) EntityConfig, lazy bool, journal *gatedJournal) *shardCluster {
 	t.Helper()
 	n := opts.Nodes
 	reg := testRegistry(t)
 	own := journal == nil
 	if own {
-		journal = memjournal.New()
+		journal = &gatedJournal{Store: memjournal.New()}
 	}
 	sc := &shardCluster{t: t, reg: reg, journal: journal, typeName: "Counter", cfg: cfg, nodes: map[int]*shardNode{}}
 	// Cleanups run last-in first-out: these run after multinode has shut the nodes down.
@@ -177,7 +180,10 @@ func (sc *shardCluster) startSharding(i int) *shardNode {
 	sc.t.Helper()
 	node := sc.mc.Node(i)
 	useCluster(node.System, node.Cluster)
-	if _, err := persistence.Start(node.System, persistence.Config{Journal: sc.journal, Snapshots: sc.journal, Registry: sc.reg}); err != nil {
+	if _, err := persistence.Start(node.System, persistence.Config{
+		Journal: sc.journal, Snapshots: sc.journal, Registry: sc.reg,
+		JournalBreaker: persistence.BreakerConfig{CallTimeout: time.Second, ResetTimeout: 300 * time.Millisecond},
+	}); err != nil {
 		sc.t.Fatal(err)
 	}
 	s, err := Start(node.System, Config{Registry: sc.reg})
@@ -313,4 +319,57 @@ func (sc *shardCluster) shutdown() {
 		}
 		cancel()
 	}
+}
+
+// gatedJournal is the shared test journal: an in-memory journal whose writes can be
+// delayed (to make entities stash commands) or blocked (a journal nobody can reach).
+type gatedJournal struct {
+	*memjournal.Store
+	delay   atomic.Int64 // nanoseconds added to every write
+	blocked atomic.Bool
+	open    chan struct{} // closed when unblocked; replaced when blocked
+	mu      sync.Mutex
+}
+
+// block makes writes wait (until their context ends) until unblock.
+func (j *gatedJournal) block() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !j.blocked.Load() {
+		j.open = make(chan struct{})
+		j.blocked.Store(true)
+	}
+}
+
+func (j *gatedJournal) unblock() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.blocked.Load() {
+		j.blocked.Store(false)
+		close(j.open)
+	}
+}
+
+// WriteMessages delays or blocks, then writes.
+func (j *gatedJournal) WriteMessages(ctx context.Context, writes []persistence.AtomicWrite) ([]error, error) {
+	if d := time.Duration(j.delay.Load()); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+	if j.blocked.Load() {
+		j.mu.Lock()
+		open := j.open
+		j.mu.Unlock()
+		select {
+		case <-open:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return j.Store.WriteMessages(ctx, writes)
 }

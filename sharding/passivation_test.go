@@ -32,10 +32,15 @@ type (
 	inStop struct{ Entity EntityID }
 )
 
+// stubbornStop is a stop message the recorder ignores (it only notes it) until obey is
+// set.
+type stubbornStop struct{}
+
 // recorder reports its lifecycle and every message to a probe.
 type recorder struct {
 	report      actor.Ref
 	gate        chan struct{}
+	obey        *atomic.Bool
 	incarnation int64
 	id          EntityID
 }
@@ -56,6 +61,11 @@ func (r *recorder) Receive(ctx actor.Context) {
 			<-r.gate
 		}
 		_ = ctx.Stop(ctx.Self())
+	case stubbornStop:
+		_ = r.report.Tell(note{Entity: r.id, Incarnation: r.incarnation, Msg: "ignored"})
+		if r.obey != nil && r.obey.Load() {
+			_ = ctx.Stop(ctx.Self())
+		}
 	case actor.PoisonPill:
 	default:
 		_ = r.report.Tell(note{Entity: r.id, Incarnation: r.incarnation, Msg: m})
@@ -63,9 +73,14 @@ func (r *recorder) Receive(ctx actor.Context) {
 }
 
 func recorderProps(report actor.Ref, gate chan struct{}) *actor.Props {
+	return stubbornRecorderProps(report, gate, nil)
+}
+
+// stubbornRecorderProps are recorders that ignore stubbornStop until obey is set.
+func stubbornRecorderProps(report actor.Ref, gate chan struct{}, obey *atomic.Bool) *actor.Props {
 	var n atomic.Int64
 	return actor.PropsOf(func() actor.Actor {
-		return &recorder{report: report, gate: gate, incarnation: n.Add(1)}
+		return &recorder{report: report, gate: gate, obey: obey, incarnation: n.Add(1)}
 	})
 }
 
