@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
@@ -187,3 +188,12 @@ func unsubscribe(sys *actor.System, ref actor.Ref) {
 		c.Unsubscribe(ref)
 	}
 }
+
+// removalMargin is how long the coordinator waits, after a region's node was removed
+// from the cluster, before it gives that region's shards new homes: the time the other
+// side of a partition needs to have stopped them. It is the cluster's down-removal
+// margin; until the cluster package publishes it, it is marginOverride (0 unless a test
+// sets it).
+func removalMargin(*actor.System) time.Duration { return marginOverride }
+
+var marginOverride time.Duration

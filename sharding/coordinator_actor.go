@@ -54,7 +54,7 @@ func (c *coordShell) init(ctx actor.Context) {
 	c.selfAddr = ctx.System().Address().String()
 	c.log = ctx.Logger().With(zap.String("type", c.entry.name))
 	strategy := c.cfg.AllocationStrategy
-	c.core = newCoordinator(c.cfg.coordSettings(0), strategy)
+	c.core = newCoordinator(c.cfg.coordSettings(removalMargin(ctx.System())), strategy)
 	c.refs = map[RegionID]actor.Ref{}
 	c.watched = map[actor.Ref]RegionID{}
 	c.requesters = map[RegionID]bool{}

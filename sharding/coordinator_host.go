@@ -34,7 +34,14 @@ type coordinatorHost struct {
 	view     *memberView
 	selfAddr string
 	child    actor.Ref // the backoff supervisor, while this node hosts the coordinator
+	// downedAt is when the last downed member was removed: a coordinator taking over
+	// waits the removal margin after it, so that a downed coordinator on the other side
+	// of a partition has stopped first (the singleton's rule).
+	downedAt time.Time
 }
+
+// marginPassed re-evaluates once the removal margin has passed.
+type marginPassed struct{}
 
 func coordinatorHostProps(ext *Sharding, e *typeEntry) *actor.Props {
 	return actor.PropsOf(func() actor.Actor { return &coordinatorHost{ext: ext, entry: e} })
@@ -62,7 +69,12 @@ func (h *coordinatorHost) Receive(ctx actor.Context) {
 			h.child = actor.Ref{}
 			h.log.Warn("sharding: the coordinator's supervisor stopped")
 		}
+	case marginPassed:
+		h.evaluate(ctx)
 	default:
+		if rm, ok := m.(cluster.MemberRemoved); ok && rm.PreviousStatus == cluster.Down {
+			h.downedAt = time.Now()
+		}
 		if h.view.apply(m) {
 			h.evaluate(ctx)
 			return
@@ -83,6 +95,12 @@ func (h *coordinatorHost) evaluate(ctx actor.Context) {
 	// two coordinators run.
 	self := h.view.members[h.selfAddr]
 	oldest := h.view.oldest(h.entry.cfg.Role) == h.selfAddr && self.Status == cluster.Up
+	if oldest && h.child.IsZero() {
+		if wait := removalMargin(ctx.System()) - time.Since(h.downedAt); !h.downedAt.IsZero() && wait > 0 {
+			ctx.StartSingleTimer(marginPassed{}, marginPassed{}, wait)
+			return
+		}
+	}
 	switch {
 	case oldest && h.child.IsZero():
 		t := h.entry.cfg.Timings

@@ -73,6 +73,8 @@ type shardCluster struct {
 	typeName string
 	cfg      func(i int) EntityConfig
 	nodes    map[int]*shardNode
+	// extra, when set, starts more on a node after its sharding started.
+	extra func(i int, s *Sharding)
 }
 
 func testRegistry(t testing.TB) *serialization.Registry {
@@ -196,6 +198,9 @@ func (sc *shardCluster) startSharding(i int) *shardNode {
 	}
 	sn := &shardNode{Node: node, sharding: s, region: region}
 	sc.nodes[i] = sn
+	if sc.extra != nil {
+		sc.extra(i, s)
+	}
 	return sn
 }
 

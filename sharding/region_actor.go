@@ -3,6 +3,7 @@ package sharding
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/supervision"
@@ -34,6 +35,15 @@ type regionActor struct {
 	regions     map[RegionID]actor.Ref // other regions, resolved
 	regionIDs   map[actor.Ref]RegionID // watched regions
 	oldest      string                 // the node the coordinator should run on
+
+	// unroutable collects, while one decision is carried out, the messages forwarded to
+	// a region that cannot be resolved (an earlier incarnation of a restarted node): its
+	// homes are forgotten and the messages routed again once the decision is done.
+	unroutable []*delivery
+	deadHomes  []RegionID
+	// dead holds regions that could not be resolved: homes naming them are ignored (the
+	// region asks again at its next retry) until the coordinator learns they are gone.
+	dead map[RegionID]bool
 }
 
 func regionProps(ext *Sharding, e *typeEntry) *actor.Props {
@@ -63,10 +73,13 @@ func (r *regionActor) Receive(ctx actor.Context) {
 	case msgRegisterAck:
 		r.registered(ctx)
 		r.apply(ctx, r.core.fromCoordinator(m))
-	case msgShardHome, msgShardHomes, msgHostShard, msgBeginHandOff, msgHandOff, msgHandOverTo:
-		if traceOn {
-			r.log.Info("TRACE region from coordinator", zap.Any("msg", m))
+	case msgShardHome:
+		if !r.dead[m.Region] {
+			r.apply(ctx, r.core.fromCoordinator(m))
 		}
+	case msgShardHomes:
+		r.apply(ctx, r.core.fromCoordinator(r.liveHomes(m)))
+	case msgHostShard, msgBeginHandOff, msgHandOff, msgHandOverTo:
 		r.apply(ctx, r.core.fromCoordinator(m))
 	case msgBeginHandOffAck:
 		r.apply(ctx, r.core.relayAck(m))
@@ -106,6 +119,7 @@ func (r *regionActor) started(ctx actor.Context) {
 	r.leftovers = map[ShardID][]*delivery{}
 	r.regions = map[RegionID]actor.Ref{}
 	r.regionIDs = map[actor.Ref]RegionID{}
+	r.dead = map[RegionID]bool{}
 	if c := clusterFor(ctx.System()); c != nil {
 		r.view = newMemberView()
 		r.view.apply(c.State())
@@ -310,6 +324,17 @@ func (r *regionActor) apply(ctx actor.Context, d regionDecisions[*delivery]) {
 	for _, x := range d.dropped {
 		r.drop(ctx, x.msg, x.err)
 	}
+	if len(r.deadHomes) > 0 {
+		gone, msgs := r.deadHomes, r.unroutable
+		r.deadHomes, r.unroutable = nil, nil
+		for _, id := range gone {
+			r.dead[id] = true
+			r.apply(ctx, r.core.regionTerminated(id))
+		}
+		for _, m := range msgs {
+			r.apply(ctx, r.core.deliver(m.shard, m))
+		}
+	}
 	if d.stop {
 		_ = ctx.Stop(r.self)
 		return
@@ -333,7 +358,17 @@ func (r *regionActor) act(ctx actor.Context, a regionAction[*delivery]) {
 			r.drop(ctx, a.msg, fmt.Errorf("%w: shard %q has no actor", errStoppedLoss, a.shard))
 		}
 	case actForward:
-		r.forward(ctx, r.regionRef(ctx, a.to), a.msg, false)
+		to := r.regionRef(ctx, a.to)
+		if to.IsZero() {
+			// Not resolvable: a region of an earlier incarnation of a node (this one, when
+			// it restarted). Forget its homes and route the message again.
+			if !slices.Contains(r.deadHomes, a.to) {
+				r.deadHomes = append(r.deadHomes, a.to)
+			}
+			r.unroutable = append(r.unroutable, a.msg)
+			return
+		}
+		r.forward(ctx, to, a.msg, false)
 	case actStartShard:
 		r.startShard(ctx, a.shard)
 	case actHandOffShard:
@@ -440,3 +475,17 @@ func applyTimers(ctx actor.TimerContext, ops []timerOp) {
 
 // coordinatorPath is the path of a type's coordinator host on the node that runs it.
 func coordinatorPath(typeName string) string { return "/system/sharding/" + typeName + "Coordinator" }
+
+// liveHomes leaves out of m the homes in regions known to be dead.
+func (r *regionActor) liveHomes(m msgShardHomes) msgShardHomes {
+	if len(r.dead) == 0 {
+		return m
+	}
+	out := msgShardHomes{Homes: make([]shardHomesEntry, 0, len(m.Homes))}
+	for _, e := range m.Homes {
+		if !r.dead[e.Region] {
+			out.Homes = append(out.Homes, e)
+		}
+	}
+	return out
+}
