@@ -119,9 +119,6 @@ func (c *coordShell) regionMsg(ctx actor.Context, msg any) {
 		c.requesters[from] = true
 	}
 	addr := nodeAddress(from)
-	if traceOn {
-		c.log.Info("TRACE coord recv", zap.String("from", string(from)), zap.String("type", typeNameOf(msg)), zap.Any("msg", msg))
-	}
 	c.step(ctx, inRegionMsg{
 		From:   from,
 		Msg:    msg,
@@ -182,9 +179,6 @@ func (c *coordShell) apply(ctx actor.Context, d coordDecisions) {
 type regionUnresolved struct{ region RegionID }
 
 func (c *coordShell) send(ctx actor.Context, s coordSend) {
-	if traceOn {
-		c.log.Info("TRACE coord send", zap.String("to", string(s.to)), zap.String("type", typeNameOf(s.msg)), zap.Any("msg", s.msg))
-	}
 	msg := s.msg
 	if c.requesters[s.to] {
 		if m, ok := msg.(msgShardStopped); ok {

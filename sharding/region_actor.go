@@ -347,9 +347,6 @@ func (r *regionActor) apply(ctx actor.Context, d regionDecisions[*delivery]) {
 }
 
 func (r *regionActor) act(ctx actor.Context, a regionAction[*delivery]) {
-	if traceOn {
-		r.log.Info("TRACE region act", zap.Int("kind", int(a.kind)), zap.String("shard", string(a.shard)), zap.String("to", string(a.to)), zap.Any("proto", a.proto))
-	}
 	switch a.kind {
 	case actDeliver:
 		if ref, ok := r.shards[a.shard]; ok {

@@ -51,9 +51,6 @@ func shardProps(ext *Sharding, e *typeEntry, id ShardID, region actor.Ref) *acto
 func (s *shardActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *delivery:
-		if traceOn {
-			s.log.Info("TRACE shard delivery", zap.String("entity", string(m.entity)), zap.String("msg", typeNameOf(m.msg)))
-		}
 		if m.start {
 			s.apply(ctx, s.core.startEntity(time.Now(), m.entity))
 			if !m.sender.IsZero() {
@@ -70,9 +67,6 @@ func (s *shardActor) Receive(ctx actor.Context) {
 		}
 		s.apply(ctx, s.core.passivate(id, &delivery{entity: id, msg: m.stop}))
 	case actor.Terminated:
-		if traceOn {
-			s.log.Info("TRACE shard terminated", zap.Stringer("ref", m.Ref))
-		}
 		s.terminated(ctx, m.Ref)
 	case entitySpawnFailed:
 		s.apply(ctx, s.core.entityTerminated(time.Now(), m.id))
@@ -196,9 +190,6 @@ func (s *shardActor) apply(ctx actor.Context, d shardDecisions[*delivery]) {
 }
 
 func (s *shardActor) act(ctx actor.Context, a shardAction[*delivery]) {
-	if traceOn {
-		s.log.Info("TRACE shard act", zap.Int("kind", int(a.kind)), zap.String("entity", string(a.entity)))
-	}
 	switch a.kind {
 	case shardSpawn:
 		ref, err := ctx.Spawn(s.cfg.props(a.entity), encodeName(string(a.entity)))

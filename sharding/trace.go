@@ -1,5 +1,0 @@
-package sharding
-
-import "os"
-
-var traceOn = os.Getenv("SHARDING_TRACE") != ""
