@@ -221,6 +221,9 @@ type EntityConfig struct {
 	// before the coordinator gives any shard a home, so that shards do not all start
 	// on the first node. Default 1.
 	MinMembers int
+	// Lease, when set, gives every shard a lease it must hold to run its entities (see
+	// Lease). Nil: no lease.
+	Lease LeaseFactory
 	// BufferSize bounds the messages a region holds while shard homes are unknown (and
 	// those a shard holds for entities that are starting or stopping). Default 100,000;
 	// beyond it messages go to dead letters and are counted.

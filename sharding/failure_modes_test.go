@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -286,4 +287,117 @@ func TestStateStoreUnreachable(t *testing.T) {
 	}
 	sc.journal.unblock()
 	probe.ExpectMsg(0, 20*time.Second)
+}
+
+// testLeases is an in-memory lease store shared by the nodes of one process.
+type testLeases struct {
+	mu       sync.Mutex
+	owners   map[string]string
+	lost     map[string]func(error)
+	acquires atomic.Int64
+}
+
+func newTestLeases() *testLeases {
+	return &testLeases{owners: map[string]string{}, lost: map[string]func(error){}}
+}
+
+func (s *testLeases) factory(name, owner string) (Lease, error) {
+	return &testLease{s: s, name: name, owner: owner}, nil
+}
+
+func (s *testLeases) owner(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.owners[name]
+}
+
+// revoke takes the lease away from its holder.
+func (s *testLeases) revoke(name string) {
+	s.mu.Lock()
+	f := s.lost[name]
+	delete(s.owners, name)
+	delete(s.lost, name)
+	s.mu.Unlock()
+	if f != nil {
+		f(errors.New("revoked"))
+	}
+}
+
+type testLease struct {
+	s           *testLeases
+	name, owner string
+}
+
+func (l *testLease) Acquire(_ context.Context, onLost func(error)) (bool, error) {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	if o, ok := l.s.owners[l.name]; ok && o != l.owner {
+		return false, nil
+	}
+	l.s.owners[l.name] = l.owner
+	l.s.lost[l.name] = onLost
+	l.s.acquires.Add(1)
+	return true, nil
+}
+
+func (l *testLease) Release(context.Context) (bool, error) {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	if l.s.owners[l.name] != l.owner {
+		return false, nil
+	}
+	delete(l.s.owners, l.name)
+	delete(l.s.lost, l.name)
+	return true, nil
+}
+
+func (l *testLease) CheckLease() bool { return l.s.owner(l.name) == l.owner }
+
+// akka-core #31715: a shard's lease was acquired and never released when the shard was
+// rebalanced, so its next home could never start it. Here the shard moves with its
+// lease; and a shard that loses its lease stops, then starts again with it.
+func TestFailureModeShardLeaseReleasedOnHandOff(t *testing.T) {
+	leases := newTestLeases()
+	sc := startShardCluster(t, 2, func(int) EntityConfig {
+		c := persistentCounterConfig()
+		c.Lease = leases.factory
+		c.Timings.RebalanceInterval = time.Hour
+		return c
+	})
+	// An entity whose shard is on node 1 (the youngest, which leaves).
+	var id EntityID
+	for _, cand := range entityIDs(30) {
+		sc.mustAsk(0, cand, Increment{By: 1})
+		if homes := sc.homes(1); len(homes[HashShardID(cand, 10)]) == 1 {
+			id = cand
+			break
+		}
+	}
+	if id == "" {
+		t.Fatal("no shard on node 1")
+	}
+	name := leaseName("Counter", HashShardID(id, 10))
+	if got := leases.owner(name); got != sc.addressOf(1).HostPort() {
+		t.Fatalf("lease %s held by %q, want node 1", name, got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(20*time.Second))
+	defer cancel()
+	if err := sc.nodes[1].System.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := sc.mustAsk(0, id, Increment{By: 1}); n != 2 {
+		t.Fatalf("count %d after the move, want 2", n)
+	}
+	if got := leases.owner(name); got != sc.addressOf(0).HostPort() {
+		t.Fatalf("lease %s held by %q after the move, want node 0", name, got)
+	}
+	// Revoked: the shard stops, and starts again with the lease at the next message.
+	before := leases.acquires.Load()
+	leases.revoke(name)
+	if n := sc.askEventually(0, id, Increment{By: 1}, 10*time.Second); n != 3 {
+		t.Fatalf("count %d after losing the lease, want 3", n)
+	}
+	if leases.acquires.Load() <= before {
+		t.Fatal("the lease was not acquired again")
+	}
 }

@@ -1,9 +1,11 @@
 package sharding
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -25,6 +27,9 @@ type shardActor struct {
 	core     *shardCore[*delivery]
 	self     actor.Ref
 	entities map[EntityID]actor.Ref
+
+	leaseWanted bool       // the shard waits for its lease before it starts
+	lease       *leaseSlot // the lease acquired for this shard, shared with the acquiring goroutine
 
 	store       actor.Ref      // remember-entities store
 	storeOp     *entityStoreOp // write waiting for the store's answer
@@ -105,8 +110,21 @@ func (s *shardActor) Receive(ctx actor.Context) {
 		s.log = ctx.Logger().With(zap.String("type", s.entry.name), zap.String("shard", string(s.id)))
 		s.entities = map[EntityID]actor.Ref{}
 		s.core = newShardCore[*delivery](s.id, s.cfg.shardSettings())
+		if s.cfg.Lease != nil {
+			s.leaseWanted = true
+			s.acquireLease(ctx)
+			return
+		}
 		s.apply(ctx, s.core.start(time.Now()))
+	case leaseAcquired:
+		s.leaseAcquired(ctx, m)
+	case leaseRetry:
+		s.acquireLease(ctx)
+	case leaseLost:
+		s.log.Error("sharding: the shard lost its lease; stopping it with its entities", zap.Error(m.err))
+		_ = ctx.Stop(s.self)
 	case actor.Stopped:
+		s.releaseLease()
 		if s.core != nil && s.core.phase != shardStopped {
 			// Stopped without a hand-off (the region or system stops): what it held is lost.
 			for _, q := range s.core.early {
@@ -248,4 +266,94 @@ func (s *shardActor) drop(ctx actor.Context, d *delivery, err error) {
 	}
 	s.drops.warn(s.log, "sharding: message dropped; sent to dead letters", zap.String("entity", string(d.entity)),
 		zap.String("message", fmt.Sprintf("%T", d.msg)), zap.Error(err))
+}
+
+// acquireLease asks for the shard's lease on a goroutine of its own; the answer comes
+// back as leaseAcquired.
+func (s *shardActor) acquireLease(ctx actor.Context) {
+	owner := ctx.System().Address().HostPort()
+	if owner == "" {
+		owner = ctx.System().Address().String()
+	}
+	l, err := s.cfg.Lease(leaseName(s.entry.name, s.id), owner)
+	if err != nil {
+		s.log.Error("sharding: cannot create the shard's lease; retrying", zap.Error(err))
+		ctx.StartSingleTimer(leaseRetry{}, leaseRetry{}, leaseRetryInterval)
+		return
+	}
+	self := s.self
+	if s.lease == nil {
+		s.lease = &leaseSlot{}
+	}
+	slot := s.lease
+	go func() {
+		cctx, cancel := context.WithTimeout(context.Background(), leaseCallTimeout)
+		defer cancel()
+		ok, err := l.Acquire(cctx, func(err error) { _ = self.Tell(leaseLost{err: err}) })
+		if ok && err == nil && !slot.hold(l) {
+			_, _ = l.Release(cctx) // the shard stopped meanwhile
+			return
+		}
+		_ = self.Tell(leaseAcquired{lease: l, ok: ok, err: err})
+	}()
+}
+
+func (s *shardActor) leaseAcquired(ctx actor.Context, m leaseAcquired) {
+	if !s.leaseWanted {
+		return
+	}
+	if !m.ok || m.err != nil {
+		s.drops.warn(s.log, "sharding: the shard's lease is held elsewhere or unreachable; retrying",
+			zap.Bool("held_elsewhere", m.err == nil), zap.Error(m.err))
+		ctx.StartSingleTimer(leaseRetry{}, leaseRetry{}, leaseRetryInterval)
+		return
+	}
+	s.leaseWanted = false
+	s.apply(ctx, s.core.start(time.Now()))
+}
+
+// releaseLease gives the lease up as the shard stops, on a goroutine of its own (also
+// when the acquisition succeeded but its answer had not been handled yet).
+func (s *shardActor) releaseLease() {
+	if s.lease == nil {
+		return
+	}
+	l := s.lease.close()
+	if l == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), leaseCallTimeout)
+		defer cancel()
+		_, _ = l.Release(ctx)
+	}()
+}
+
+// leaseSlot hands an acquired lease from the acquiring goroutine to the shard, so that
+// a lease acquired while (or after) the shard stops is released, never kept.
+type leaseSlot struct {
+	mu     sync.Mutex
+	closed bool
+	held   Lease
+}
+
+// hold records an acquired lease; false when the shard has stopped.
+func (l *leaseSlot) hold(lease Lease) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.held = lease
+	return true
+}
+
+// close marks the shard stopped and returns the lease it holds, if any.
+func (l *leaseSlot) close() Lease {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	h := l.held
+	l.held = nil
+	return h
 }
