@@ -91,6 +91,18 @@ func Start(sys *actor.System, cfg Config) (*Sharding, error) {
 		return nil, fmt.Errorf("sharding: starting the guardian: %w", err)
 	}
 	s.guardian = g
+	if c := clusterFor(sys); c != nil {
+		// A node that is downed (or crashes its membership) stops every region,
+		// shard, entity and coordinator at once: the other side takes them over after
+		// the removal margin, and must not find them still running.
+		go func() {
+			select {
+			case <-c.Stopped():
+				_ = g.Tell(clusterGone{})
+			case <-sys.Terminated():
+			}
+		}()
+	}
 	err = sys.CoordinatedShutdown().AddTask(actor.PhaseClusterShardingShutdownRegion, "sharding-hand-off",
 		func(ctx context.Context) error { return s.shutdownRegions(ctx) })
 	if err != nil {
@@ -257,6 +269,7 @@ type guardian struct {
 	waiting  []actor.Ref // shutdown requesters
 	regions  map[actor.Ref]bool
 	shutdown bool
+	gone     bool // the cluster membership ended: nothing starts any more
 }
 
 // startTypeRequest asks the guardian to start a type's actors; it answers the region's
@@ -271,6 +284,9 @@ type startTypeRequest struct {
 type shutdownRegions struct{}
 
 type shutdownDone struct{}
+
+// clusterGone tells the guardian that this node's cluster membership has ended.
+type clusterGone struct{}
 
 func (g *guardian) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
@@ -290,6 +306,11 @@ func (g *guardian) Receive(ctx actor.Context) {
 			_ = r.Tell(GracefulShutdown{})
 		}
 		g.maybeDone(ctx)
+	case clusterGone:
+		g.gone = true
+		for _, c := range ctx.Children() {
+			_ = ctx.Stop(c)
+		}
 	case actor.Terminated:
 		if g.regions[m.Ref] {
 			delete(g.regions, m.Ref)
@@ -309,6 +330,9 @@ func (g *guardian) maybeDone(ctx actor.Context) {
 }
 
 func (g *guardian) startType(ctx actor.Context, m startTypeRequest) (actor.Ref, error) {
+	if g.gone {
+		return actor.Ref{}, fmt.Errorf("%w: this node has left the cluster", actor.ErrStopping)
+	}
 	e := m.entry
 	name := e.name
 	if e.proxy {

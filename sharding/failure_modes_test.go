@@ -169,6 +169,7 @@ func TestFailureModeOwnerDiesDuringHandOff(t *testing.T) {
 	regions := recorderCluster(t, sc, probe.Ref(), nil, func(c *EntityConfig) {
 		c.HandOffStopMessage = stubbornStop{}
 		c.Timings.HandOffTimeout = time.Minute
+		c.MinMembers = 3 // shards spread over the three nodes
 	})
 	// Find an entity whose shard lives on node 2.
 	cands := entityIDs(30)
