@@ -155,7 +155,7 @@ func (a *replicator) Receive(ctx actor.Context) {
 	case tickPruning:
 		a.prune()
 	case storeDone:
-		a.storeDone(m.err)
+		a.storeDone(m)
 	case cluster.CurrentClusterState:
 		a.setState(m)
 	case cluster.MemberUp:
@@ -210,10 +210,9 @@ func (a *replicator) start(ctx actor.Context) {
 	}
 }
 
+// stop closes the durable store. (The cluster drops the subscription of a stopped
+// subscriber itself.)
 func (a *replicator) stop() {
-	if c := a.cfg.Cluster; c != nil {
-		c.Unsubscribe(a.ctx.Self())
-	}
 	if a.store != nil {
 		a.store.close()
 	}
@@ -532,7 +531,7 @@ func (a *replicator) refOf(n cluster.UniqueAddress) (actor.Ref, bool) {
 		return actor.Ref{}, false
 	}
 	if info.ref.Address() == (actor.Address{}) {
-		ref, err := a.h.sys.Resolve(info.addr.String() + "/system/" + ActorName)
+		ref, err := a.h.sys.Resolve(info.addr.String() + "/system/" + actorName)
 		if err != nil {
 			a.sendsL.warn(a.log, "ddata: cannot resolve another node's replicator", zap.Stringer("node", n), zap.Error(err))
 			return actor.Ref{}, false

@@ -33,8 +33,12 @@ type storeItem struct {
 	data []byte
 }
 
-// storeDone reports a batch's outcome to the replicator.
-type storeDone struct{ err error }
+// storeDone reports a batch's outcome to the replicator: the keys that could not
+// be stored, with the first error.
+type storeDone struct {
+	failed map[string]bool
+	err    error
+}
 
 // storeWaiter is what waits for a key's change to be stored: a WriteLocal update
 // (local), a write in progress (op), or another node's write to acknowledge
@@ -106,8 +110,22 @@ func (s *durableStore) start(ref actor.Ref) {
 func (s *durableStore) run() {
 	defer close(s.done)
 	for batch := range s.in {
-		err := s.write(batch)
-		_ = s.ref.Tell(storeDone{err: err})
+		done := storeDone{err: s.write(batch)}
+		if done.err != nil && len(batch) > 1 {
+			// Find the keys that fail, so that one bad key does not fail the others.
+			done.err = nil
+			for _, it := range batch {
+				if err := s.write([]storeItem{it}); err != nil {
+					if done.failed == nil {
+						done.failed, done.err = make(map[string]bool), err
+					}
+					done.failed[it.key] = true
+				}
+			}
+		} else if done.err != nil {
+			done.failed = map[string]bool{batch[0].key: true}
+		}
+		_ = s.ref.Tell(done)
 	}
 }
 
@@ -216,16 +234,17 @@ func (a *replicator) kickStore() {
 }
 
 // storeDone completes the batch the writer has written.
-func (a *replicator) storeDone(err error) {
+func (a *replicator) storeDone(m storeDone) {
 	a.storeBusy = false
-	if err != nil {
-		a.h.stats.storeFailures.Add(1)
-		a.log.Error("ddata: the durable store failed a write", zap.Error(err))
+	if len(m.failed) > 0 {
+		a.h.stats.storeFailures.Add(uint64(len(m.failed)))
+		a.log.Error("ddata: the durable store failed to write keys; their values stay in memory",
+			zap.Int("keys", len(m.failed)), zap.Error(m.err))
 	}
 	waiters := a.inflight
 	a.inflight = nil
 	for _, w := range waiters {
-		a.stored(w, err == nil)
+		a.stored(w, !m.failed[w.key])
 	}
 	a.storeKick = true
 }

@@ -439,7 +439,7 @@ func TestBadInputFromPeer(t *testing.T) {
 	update(t, r0, counterKey, WriteLocal(), inc(r0, 1))
 	n1 := tc.c.Node(1)
 	from := toNodeWire(n1.Cluster.SelfUniqueAddress())
-	target, err := n1.System.Resolve(tc.c.Node(0).Remote.Address().String() + "/system/" + ActorName)
+	target, err := n1.System.Resolve(tc.c.Node(0).Remote.Address().String() + "/system/" + actorName)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// ActorName is the replicator's name under /system: every node's replicator is at
+// actorName is the replicator's name under /system: every node's replicator is at
 // /system/ddataReplicator, where the others find it.
-const ActorName = "ddataReplicator"
+const actorName = "ddataReplicator"
 
 // Replicator is a node's replicator: the actor that holds the node's replicas of
 // the replicated values and exchanges them with the replicators of the other
@@ -82,7 +82,7 @@ func Start(sys *actor.System, cfg Config) (*Replicator, error) {
 		a.store = store
 		a.loadDurable(loaded)
 	}
-	ref, err := sys.SpawnSystem(actor.PropsOf(func() actor.Actor { return a }), ActorName)
+	ref, err := sys.SpawnSystem(actor.PropsOf(func() actor.Actor { return a }), actorName)
 	if err != nil {
 		if a.store != nil {
 			a.store.close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -374,4 +375,93 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("match(%q) = %v", key, !want)
 		}
 	}
+}
+
+// A durable update succeeds once it is stored; a failed store is a StoreFailure,
+// and the value stays in memory. Stored values come back at the next start.
+func TestDurableStoreAndStoreFailure(t *testing.T) {
+	dir := t.TempDir()
+	durable := NewKey[*GCounter]("durable-a")
+	{
+		sys := testkit.NewSystem(t)
+		r := startAlone(t, sys, Config{DurableKeys: []string{"durable-*"}, DurableDir: dir})
+		ctx := context.Background()
+		if err := Update(ctx, r, durable, WriteLocal(), nil, inc(r, 3)); err != nil {
+			t.Fatal(err)
+		}
+		if err := Update(ctx, r, counterKey, WriteLocal(), nil, inc(r, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := Delete(ctx, r, NewKey[*GCounter]("durable-gone"), WriteLocal()); err != nil {
+			t.Fatal(err)
+		}
+		shutdownSystem(t, sys)
+	}
+	sys := testkit.NewSystem(t)
+	r := startAlone(t, sys, Config{DurableKeys: []string{"durable-*"}, DurableDir: dir})
+	ctx := context.Background()
+	if c, err := Read(ctx, r, durable, ReadLocal()); err != nil || c.Value() != 3 {
+		t.Fatalf("durable key after a restart: %v, %v", c, err)
+	}
+	if _, err := Read(ctx, r, counterKey, ReadLocal()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a key that is not durable after a restart: %v", err)
+	}
+	if _, err := Read(ctx, r, NewKey[*GCounter]("durable-gone"), ReadLocal()); !errors.Is(err, ErrDeleted) {
+		t.Fatalf("a deleted durable key after a restart: %v", err)
+	}
+	// A key id longer than the store takes (badger's 64 KiB keys) fails its store.
+	huge := NewKey[*GCounter]("durable-" + strings.Repeat("x", 70_000))
+	if err := Update(ctx, r, huge, WriteLocal(), nil, inc(r, 1)); !errors.Is(err, ErrStoreFailed) {
+		t.Fatalf("update that cannot be stored: %v, want ErrStoreFailed", err)
+	}
+	if c, err := Read(ctx, r, huge, ReadLocal()); err != nil || c.Value() != 1 {
+		t.Fatalf("the value in memory: %v, %v", c, err)
+	}
+	// One bad key does not fail the others, in one batch or not.
+	hugeErr := make(chan error, 1)
+	go func() { hugeErr <- Update(ctx, r, huge, WriteLocal(), nil, inc(r, 1)) }()
+	if err := Update(ctx, r, durable, WriteLocal(), nil, inc(r, 1)); err != nil {
+		t.Fatalf("update next to a failing one: %v", err)
+	}
+	if err := <-hugeErr; !errors.Is(err, ErrStoreFailed) {
+		t.Fatalf("the bad key again: %v", err)
+	}
+	if r.Stats().StoreFailures == 0 {
+		t.Fatal("the store failure was not counted")
+	}
+}
+
+// shutdownSystem shuts sys down now (testkit.NewSystem would at the end of the
+// test).
+func shutdownSystem(t *testing.T, sys *actor.System) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(10*time.Second))
+	defer cancel()
+	if err := sys.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A subscriber that stops is forgotten.
+func TestSubscriberStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sys := testkit.NewSystem(t)
+		r := startAlone(t, sys, Config{})
+		ctx := context.Background()
+		sub := testkit.NewProbe(t, sys)
+		if err := Subscribe(r, counterKey, sub.Ref()); err != nil {
+			t.Fatal(err)
+		}
+		if err := Update(ctx, r, counterKey, WriteLocal(), nil, inc(r, 1)); err != nil {
+			t.Fatal(err)
+		}
+		testkit.ExpectMsgType[Changed[*GCounter]](sub)
+		if err := sys.Stop(sub.Ref()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n := inspect(r, func(a *replicator) int { return len(a.notifiers) + len(a.watching) + len(a.subs.subs) }); n != 0 {
+			t.Fatalf("%d subscription records left after the subscriber stopped", n)
+		}
+	})
 }
