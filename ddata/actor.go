@@ -402,7 +402,11 @@ func (a *replicator) checkSender(from nodeWire, msg any, sender actor.Ref, membe
 		return n, true
 	}
 	if member {
-		a.ignored("not from a member", msg, sender)
+		// Normal while a node joins (it sees us Up before we see it): counted, and
+		// logged at debug level only.
+		a.h.stats.ignored.Add(1)
+		a.log.Debug("ddata: ignored a message from a node that is not a member (yet)",
+			zap.String("message", fmt.Sprintf("%T", msg)), zap.Stringer("from", n))
 		return n, false
 	}
 	addr, err := actor.ParseAddress(n.Addr)

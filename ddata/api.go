@@ -262,7 +262,9 @@ func (q *readRequest[T]) checkType(d ReplicatedData) error {
 func (q *readRequest[T]) finish(a *replicator, d ReplicatedData, err error) {
 	resp := ReadResponse[T]{Key: q.key, Err: err, Context: q.reqCtx}
 	if err == nil {
-		resp.Value = d.CloneData().(T)
+		if resp.Value, err = readerCopy[T](q.key, d); err != nil {
+			resp.Err = err
+		}
 	}
 	if q.ch != nil {
 		q.ch <- resp
@@ -293,14 +295,15 @@ func (q *updateRequest[T]) handle(a *replicator, sender actor.Ref) {
 	}
 	e := a.entries[q.key.id]
 	var cur T
+	full := false // the change has no delta: a copy of initial holds state no delta describes
 	switch {
 	case e == nil:
-		v, err := newValue(a, q.key, q.initial)
+		v, fromInitial, err := newValue(a, q.key, q.initial)
 		if err != nil {
 			q.finish(a, err)
 			return
 		}
-		cur = v
+		cur, full = v, fromInitial
 	case e.deleted:
 		q.finish(a, fmt.Errorf("%w: key %q", ErrDeleted, q.key.id))
 		return
@@ -335,7 +338,7 @@ func (q *updateRequest[T]) handle(a *replicator, sender actor.Ref) {
 			return
 		}
 	}
-	a.localChanged(q.key.id, e, !same)
+	a.localChanged(q.key.id, e, full || !same)
 	a.write(q.key.id, e, q.level, q)
 }
 
@@ -412,11 +415,11 @@ func (q *subscribeRequest[T]) handle(a *replicator, _ actor.Ref) {
 // changed returns the notification of d (the replicator's own value), or an error
 // when d is not a T.
 func (q *subscribeRequest[T]) changed(d ReplicatedData) (any, error) {
-	v, ok := d.(T)
-	if !ok {
-		return nil, q.key.mismatch(d)
+	v, err := readerCopy[T](q.key, d)
+	if err != nil {
+		return nil, err
 	}
-	return Changed[T]{Key: q.key, Value: v.CloneData().(T)}, nil
+	return Changed[T]{Key: q.key, Value: v}, nil
 }
 
 func (q *subscribeRequest[T]) deleted() any { return Deleted[T]{Key: q.key} }
@@ -434,31 +437,40 @@ type flushRequest struct{}
 
 func (flushRequest) handle(a *replicator, _ actor.Ref) { a.notifySubscribers(true) }
 
+// readerCopy returns a copy of d as a T: the copy a reader owns.
+func readerCopy[T ReplicatedData](key Key[T], d ReplicatedData) (T, error) {
+	v, ok := d.CloneData().(T)
+	if !ok {
+		var zero T
+		return zero, key.mismatch(d)
+	}
+	return v, nil
+}
+
 // mismatch is the error of a key used with a value of another type.
 func (k Key[T]) mismatch(d ReplicatedData) error {
 	return fmt.Errorf("%w: key %q holds %T, not %s", ErrTypeMismatch, k.id, d, k.TypeName())
 }
 
-// newValue returns the value of a key created by an update: a copy of initial, or
-// T's zero value when initial is nil. T must be registered.
-func newValue[T ReplicatedData](a *replicator, key Key[T], initial T) (T, error) {
-	var v T
+// newValue returns the value of a key created by an update: a copy of initial
+// (fromInitial), or T's zero value when initial is nil. T must be registered.
+func newValue[T ReplicatedData](a *replicator, key Key[T], initial T) (v T, fromInitial bool, err error) {
 	iv := reflect.ValueOf(any(initial))
 	switch {
 	case iv.IsValid() && !(iv.Kind() == reflect.Pointer && iv.IsNil()):
 		c, ok := initial.CloneData().(T)
 		if !ok {
-			return v, fmt.Errorf("%w: key %q: initial's CloneData returned %T", ErrTypeMismatch, key.id, initial.CloneData())
+			return v, false, fmt.Errorf("%w: key %q: CloneData of %T returned another type", ErrTypeMismatch, key.id, initial)
 		}
-		v = c
+		v, fromInitial = c, true
 	case reflect.TypeFor[T]().Kind() == reflect.Pointer:
 		v = reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
 	}
 	if _, ok := a.reg.Manifest(v); !ok {
-		return v, fmt.Errorf("%w: key %q: %s is not registered in the replicator's registry (serialization.Register, or ddata's Register functions)",
+		return v, false, fmt.Errorf("%w: key %q: %s is not registered in the replicator's registry (serialization.Register, or ddata's Register functions)",
 			serialization.ErrUnregistered, key.id, key.TypeName())
 	}
-	return v, nil
+	return v, fromInitial, nil
 }
 
 // runModify calls modify, turning an error, a nil result or a panic into an error

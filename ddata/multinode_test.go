@@ -126,6 +126,7 @@ func awaitValue[T ReplicatedData](tc *testCluster, i int, key Key[T], timeout ti
 		if cond(last) {
 			return last
 		}
+		tc.t.Logf("node %d: waiting for %s: %s", i, what, describe(last))
 		if time.Now().After(deadline) {
 			tc.t.Fatalf("node %d: no %s within %v; last value %s", i, what, timeout, describe(last))
 		}
@@ -224,6 +225,43 @@ func TestTwoNodes(t *testing.T) {
 	awaitValue(tc, 2, counterKey, 5*time.Second, "57 on the new node", counterIs(57))
 	awaitValue(tc, 2, setKey, 5*time.Second, "the set on the new node", func(s *ORSet[string]) bool { return s.Contains("b1") })
 	t.Logf("the new node had the data %v after its replicator started", time.Since(start))
+}
+
+// Deltas carry local changes, and a change without a delta (a key created from an
+// initial value with state of its own, a modify that returns another value) makes
+// the receiver ask for the full value. Gossip runs every second, so the deltas
+// (every 200ms) come first; without the full value the replicas would diverge for
+// good (a set's element whose dot the receiver counts as seen is never added back).
+func TestDeltasAndFullValues(t *testing.T) {
+	tc := startCluster(t, 2, 30*time.Second, func(int) Config {
+		c := fastConfig()
+		c.GossipInterval = time.Second
+		return c
+	})
+	r0 := tc.r(0)
+	for range 3 {
+		update(t, r0, counterKey, WriteLocal(), inc(r0, 1))
+	}
+	awaitValue(tc, 1, counterKey, 5*time.Second, "3", counterIs(3))
+
+	seeded := NewKey[*ORSet[string]]("seeded")
+	initial := NewORSet[string]()
+	initial.Add(r0.SelfUniqueAddress(), "from-initial")
+	if err := Update(context.Background(), r0, seeded, WriteLocal(), initial, add(r0, "first")); err != nil {
+		t.Fatal(err)
+	}
+	awaitValue(tc, 1, seeded, 5*time.Second, "first", func(s *ORSet[string]) bool { return s.Contains("first") })
+	update(t, r0, seeded, WriteLocal(), add(r0, "second"))
+	awaitValue(tc, 1, seeded, 5*time.Second, "second", func(s *ORSet[string]) bool { return s.Contains("second") })
+	update(t, r0, seeded, WriteLocal(), func(s *ORSet[string]) (*ORSet[string], error) {
+		other := s.Clone() // another value: merged in, and sent whole
+		other.Add(r0.SelfUniqueAddress(), "third")
+		return other, nil
+	})
+	want := []string{"first", "from-initial", "second", "third"}
+	awaitValue(tc, 1, seeded, 5*time.Second, fmt.Sprint(want), func(s *ORSet[string]) bool {
+		return slices.Equal(sortedStrings(s.Elements()), want)
+	})
 }
 
 // Read repair: with gossip and deltas out of the way, a ReadAll merges the

@@ -39,6 +39,9 @@ func (a *replicator) subscribe(key string, ref actor.Ref, n notifier) {
 	}
 	if a.subs.subscribe(key, ref, d, e != nil) {
 		a.tell(key, e, ref, n)
+		if e.deleted {
+			a.unsubscribe(key, ref) // nothing more will happen to the key
+		}
 	}
 }
 
