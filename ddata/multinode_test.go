@@ -86,11 +86,12 @@ type inspectRequest struct{ f func(a *replicator) }
 func (q *inspectRequest) handle(a *replicator, _ actor.Ref) { q.f(a) }
 
 // awaitPeers checks that replicator i has seen the cluster state with n other
-// members, all reachable (as every node does after multinode.Start). It
-// synchronises by messages: once the replicator has handled Started it has
-// subscribed to the cluster; a probe that subscribes after it gets its state
-// after the replicator's state was sent, so an inspection sent then is handled
-// after that state.
+// members (as every node does after multinode.Start; on a loaded machine the
+// failure detector may call one of them unreachable for a moment, which the
+// replicator copes with). It synchronises by messages: once the replicator has
+// handled Started it has subscribed to the cluster; a probe that subscribes after
+// it gets its state after the replicator's state was sent, so an inspection sent
+// then is handled after that state.
 func (tc *testCluster) awaitPeers(i, n int) {
 	tc.t.Helper()
 	r := tc.r(i)
@@ -100,8 +101,8 @@ func (tc *testCluster) awaitPeers(i, n int) {
 	node.Cluster.Subscribe(p.Ref())
 	testkit.ExpectMsgType[cluster.CurrentClusterState](p)
 	node.Cluster.Unsubscribe(p.Ref())
-	if got := inspect(r, func(a *replicator) [2]int { return [2]int{len(a.members), len(a.unreachable)} }); got != [2]int{n, 0} {
-		tc.t.Fatalf("node %d: the replicator sees %d members (%d unreachable), want %d reachable", i, got[0], got[1], n)
+	if got := inspect(r, func(a *replicator) int { return len(a.members) }); got != n {
+		tc.t.Fatalf("node %d: the replicator sees %d members, want %d", i, got, n)
 	}
 }
 
