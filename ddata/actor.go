@@ -210,11 +210,20 @@ func (a *replicator) start(ctx actor.Context) {
 	}
 }
 
-// stop closes the durable store. (The cluster drops the subscription of a stopped
-// subscriber itself.)
+// stop writes the durable changes not stored yet and closes the store. (The
+// cluster drops the subscription of a stopped subscriber itself.)
 func (a *replicator) stop() {
-	if a.store != nil {
-		a.store.close()
+	if s := a.store; s != nil {
+		s.stopWriter()
+		if len(a.storeKeys) > 0 {
+			batch, _ := a.encodeStoreBatch()
+			if err := s.write(batch); err != nil {
+				a.h.stats.storeFailures.Add(uint64(len(batch)))
+				a.log.Error("ddata: the durable store failed to write the last changes at stop", zap.Int("keys", len(batch)), zap.Error(err))
+			}
+		}
+		s.closeDB()
+		a.store = nil
 	}
 	close(a.h.stopped)
 }

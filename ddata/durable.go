@@ -147,15 +147,26 @@ func (s *durableStore) write(batch []storeItem) (err error) {
 	return wb.Flush()
 }
 
-// close stops the writer after the batch it is writing and closes the database.
-func (s *durableStore) close() {
+// stopWriter stops the writer after the batch it is writing.
+func (s *durableStore) stopWriter() {
 	if s.ref.Address() != (actor.Address{}) {
 		close(s.in)
 		<-s.done
+		s.ref = actor.Ref{}
 	}
+}
+
+// closeDB closes the database; the writer must be stopped.
+func (s *durableStore) closeDB() {
 	if err := s.db.Close(); err != nil {
 		s.log.Error("ddata: closing the durable store", zap.Error(err))
 	}
+}
+
+// close stops the writer and closes the database.
+func (s *durableStore) close() {
+	s.stopWriter()
+	s.closeDB()
 }
 
 // loadDurable puts the stored envelopes into the replicator before it starts.
@@ -194,24 +205,7 @@ func (a *replicator) kickStore() {
 	if a.storeBusy || len(a.storeKeys) == 0 || a.store == nil {
 		return
 	}
-	batch := make([]storeItem, 0, len(a.storeKeys))
-	failed := make(map[string]bool)
-	for _, key := range a.storeKeys {
-		e := a.entries[key]
-		if e == nil {
-			continue
-		}
-		e.storeQueued = false
-		b, err := marshalEnvelope(a.reg, &e.envelope)
-		if err != nil {
-			a.h.stats.storeFailures.Add(1)
-			a.log.Error("ddata: cannot encode a durable value", zap.String("key", key), zap.Error(err))
-			failed[key] = true
-			continue
-		}
-		batch = append(batch, storeItem{key: key, data: b})
-	}
-	a.storeKeys = a.storeKeys[:0]
+	batch, failed := a.encodeStoreBatch()
 	waiters := a.waiters
 	a.waiters = nil
 	var ok []storeWaiter
@@ -231,6 +225,33 @@ func (a *replicator) kickStore() {
 	a.inflight = ok
 	a.storeBusy = true
 	a.store.in <- batch
+}
+
+// encodeStoreBatch encodes the queued keys, and returns those that could not be
+// encoded.
+func (a *replicator) encodeStoreBatch() ([]storeItem, map[string]bool) {
+	batch := make([]storeItem, 0, len(a.storeKeys))
+	var failed map[string]bool
+	for _, key := range a.storeKeys {
+		e := a.entries[key]
+		if e == nil {
+			continue
+		}
+		e.storeQueued = false
+		b, err := marshalEnvelope(a.reg, &e.envelope)
+		if err != nil {
+			a.h.stats.storeFailures.Add(1)
+			a.log.Error("ddata: cannot encode a durable value", zap.String("key", key), zap.Error(err))
+			if failed == nil {
+				failed = make(map[string]bool)
+			}
+			failed[key] = true
+			continue
+		}
+		batch = append(batch, storeItem{key: key, data: b})
+	}
+	a.storeKeys = a.storeKeys[:0]
+	return batch, failed
 }
 
 // storeDone completes the batch the writer has written.

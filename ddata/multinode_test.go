@@ -387,7 +387,7 @@ func TestThreeNodes(t *testing.T) {
 
 // A removed node's counts are folded into the leader's, and the value stays.
 func TestPruningRemovedNode(t *testing.T) {
-	tc := startCluster(t, 3, 1*time.Second, func(int) Config {
+	tc := startCluster(t, 3, 2*time.Second, func(int) Config {
 		c := fastConfig()
 		c.PruningInterval = 100 * time.Millisecond
 		c.MaxPruningDissemination = 300 * time.Millisecond
