@@ -96,6 +96,23 @@ func startDdataCluster(n int, cfg ddata.Config) ([]*ddataNode, error) {
 	return nodes, nil
 }
 
+// awaitReplicators waits until every replicator sees all the others: a WriteAll
+// from each succeeds.
+func awaitReplicators(nodes []*ddataNode) error {
+	warm := ddata.NewKey[*ddata.GCounter]("warm-up")
+	for _, nd := range nodes {
+		self := nd.rep.SelfUniqueAddress()
+		inc := func(c *ddata.GCounter) (*ddata.GCounter, error) { c.Increment(self, 1); return c, nil }
+		err := waitUntil(30*time.Second, "the replicators to see each other", func() (bool, error) {
+			return ddata.Update(context.Background(), nd.rep, warm, ddata.WriteAll(200*time.Millisecond), nil, inc) == nil, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func stopDdata(nodes []*ddataNode) {
 	for _, nd := range nodes {
 		shutdown(nd.sys)
@@ -286,7 +303,9 @@ func runDdataConverge(n int) (result, error) {
 	for i := range keys {
 		keys[i] = ddata.NewKey[*ddata.ORSet[string]]("set-" + strconv.Itoa(i))
 	}
-	time.Sleep(time.Second) // let the replicators see each other
+	if err := awaitReplicators(nodes); err != nil {
+		return nil, err
+	}
 	b0 := bytesOut(nodes)
 	start := time.Now()
 	errs := make(chan error, len(nodes))
