@@ -263,6 +263,23 @@ func TestDeltasAndFullValues(t *testing.T) {
 	awaitValue(tc, 1, seeded, 5*time.Second, fmt.Sprint(want), func(s *ORSet[string]) bool {
 		return slices.Equal(sortedStrings(s.Elements()), want)
 	})
+
+	// A write whose delta the other node cannot apply (it lost the deltas before
+	// it) is answered with a DeltaNack and sent whole: when WriteAll returns, the
+	// other node has everything.
+	lossy := NewKey[*ORSet[string]]("lossy")
+	inspect(r0, func(a *replicator) bool {
+		q := &updateRequest[*ORSet[string]]{key: lossy, level: WriteLocal(), modify: add(r0, "lost"), ch: make(chan UpdateResponse[*ORSet[string]], 1)}
+		q.handle(a, actor.Ref{})
+		a.flushDelta(lossy.ID(), a.entries[lossy.ID()])
+		a.deltas.collect() // "sent", and lost
+		return true
+	})
+	update(t, r0, lossy, WriteAll(3*time.Second), add(r0, "written"))
+	s, err := Read(context.Background(), tc.r(1), lossy, ReadLocal())
+	if err != nil || !slices.Equal(sortedStrings(s.Elements()), []string{"lost", "written"}) {
+		t.Fatalf("after WriteAll the other node holds %v, %v", s, err)
+	}
 }
 
 // Read repair: with gossip and deltas out of the way, a ReadAll merges the
