@@ -65,6 +65,10 @@ type process struct {
 	err    error         // of Wait, set before exited closes
 }
 
+// installDirs is where FindBinDir looks after PATH: Debian's and Ubuntu's
+// packages install each major version there.
+var installDirs = "/usr/lib/postgresql/*/bin"
+
 // FindBinDir returns the folder holding initdb and postgres: the one in
 // PATH, or else the newest /usr/lib/postgresql/<version>/bin.
 func FindBinDir() (string, error) {
@@ -74,7 +78,7 @@ func FindBinDir() (string, error) {
 			return dir, nil
 		}
 	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	dirs, _ := filepath.Glob(installDirs)
 	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
 	for _, dir := range dirs {
 		if isExecutable(filepath.Join(dir, "initdb")) && isExecutable(filepath.Join(dir, "postgres")) {

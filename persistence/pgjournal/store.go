@@ -127,6 +127,13 @@ func connect(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	if pc.ConnConfig.RuntimeParams["application_name"] == "" {
 		pc.ConnConfig.RuntimeParams["application_name"] = "troupe-pgjournal"
 	}
+	if pc.ConnConfig.RuntimeParams["plan_cache_mode"] == "" {
+		// The statements are prepared once per connection and shaped for
+		// index access whatever their arguments: planning them again for
+		// each group commit (PostgreSQL's custom plans) costs more than
+		// running them.
+		pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)

@@ -28,12 +28,13 @@ import (
 // a batch are answered only after the commit, when PostgreSQL has flushed
 // it as its synchronous_commit setting says (by default to disk).
 //
-// Each statement takes a chunk of atomic writes as arrays (unnest) and, in
-// one go: inserts the row of every persistence id not seen before, advances
-// the highest sequence number of the others only where the write's first
+// Each statement takes a chunk of atomic writes as arrays (unnest, encoded
+// by wire.go) and, in one go: inserts the row of every persistence id that
+// may be new (the store remembers the ones it has seen), advances the
+// highest sequence number of the others only where the write's first
 // sequence number is above it, inserts the events of the writes so claimed,
-// and their tag index rows, and returns which writes it claimed. A write not
-// claimed is rejected with persistence.ErrSequenceConflict and stores
+// and their tag index rows, and returns the writes it did not claim. A write
+// not claimed is rejected with persistence.ErrSequenceConflict and stores
 // nothing, while the statement, and the transaction, go on for the others:
 // no savepoints are needed, as no statement fails for a conflict.
 //
@@ -42,9 +43,15 @@ import (
 // the row waits for the first transaction, then re-checks its condition
 // against the committed row and claims nothing. Writes of one persistence id
 // within a batch go to successive statements ("rounds"), in call order, as
-// one statement may touch a row only once. Within a round, writes are sorted
-// by persistence id, so that concurrent transactions lock rows in the same
-// order and do not deadlock.
+// one statement may touch a row only once.
+//
+// Lock order: concurrent transactions (of this store or of other nodes)
+// that lock the same rows in different orders deadlock, and PostgreSQL
+// aborts one of them. So a batch first locks the rows of all its existing
+// persistence ids in one statement, in id order, and inserts the rows of
+// new ones in id order too (each round is sorted by persistence id); only
+// then do the statements update them, in whatever order their plans visit
+// the rows.
 //
 // Tag offsets: a batch with tagged events first reserves as many offsets as
 // it has tagged events on the one row of troupe_tag_counter, and holds that
@@ -78,6 +85,7 @@ type pendingWrite struct {
 	first, last int64
 	size        int
 	events      []pendingEvent
+	maybeNew    bool // the persistence id may have no row yet (set by buildPlan)
 }
 
 type pendingEvent struct {
@@ -205,15 +213,23 @@ func (s *Store) WriteMessages(ctx context.Context, writes []persistence.AtomicWr
 type writer struct {
 	s *Store
 
-	mu      sync.Mutex
-	queue   []*writeRequest
-	stopped bool
-	wake    chan struct{} // capacity 1: "the queue may be non-empty, or stop"
-	done    chan struct{} // closed when the goroutine has returned
+	mu             sync.Mutex
+	queue          []*writeRequest
+	queuedWrites   int // atomic writes in the queue
+	inflight       int // commits in flight
+	inflightWrites int // atomic writes in them
+	stopped        bool
+	wake           chan struct{} // capacity 1: "the queue may be non-empty, or stop"
+	done           chan struct{} // closed when the goroutine has returned
 
 	slots   chan struct{} // a token per commit in flight
 	commits sync.WaitGroup
+	known   *knownIDs
 }
+
+// knownIDsLimit bounds the persistence ids a writer remembers as having
+// their row.
+const knownIDsLimit = 1 << 16
 
 func startWriter(s *Store) *writer {
 	w := &writer{
@@ -221,6 +237,7 @@ func startWriter(s *Store) *writer {
 		wake:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
 		slots: make(chan struct{}, s.cfg.WriteConcurrency),
+		known: newKnownIDs(knownIDsLimit),
 	}
 	go w.run()
 	return w
@@ -234,15 +251,13 @@ func (w *writer) enqueue(r *writeRequest) error {
 		return persistence.ErrClosed
 	}
 	w.queue = append(w.queue, r)
+	w.queuedWrites += len(r.writes)
 	queued := len(w.queue)
 	w.mu.Unlock()
 	if w.s.cfg.enqueued != nil {
 		w.s.cfg.enqueued(queued)
 	}
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	w.signal()
 	return nil
 }
 
@@ -252,10 +267,7 @@ func (w *writer) stop() {
 	w.mu.Lock()
 	w.stopped = true
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	w.signal()
 	<-w.done
 }
 
@@ -264,10 +276,16 @@ func (w *writer) run() {
 	defer w.commits.Wait()
 	for {
 		w.mu.Lock()
-		empty, stopped := len(w.queue) == 0, w.stopped
+		queued, stopped := w.queuedWrites, w.stopped
+		// Balance the commits in flight: while one runs, wait until the
+		// queue holds a fair share of the writes it carries. A slot that
+		// freed up would otherwise take the first few writes queued after
+		// a large commit returned, and commit them at the cost of a full
+		// one, while their fellows queue behind it.
+		hold := w.inflight > 0 && queued*w.s.cfg.WriteConcurrency < w.inflightWrites
 		w.mu.Unlock()
-		if empty {
-			if stopped {
+		if queued == 0 || (hold && !stopped) {
+			if queued == 0 && stopped {
 				return
 			}
 			<-w.wake
@@ -276,31 +294,49 @@ func (w *writer) run() {
 		// Wait for a free slot; meanwhile the queue grows into a larger
 		// batch.
 		w.slots <- struct{}{}
-		batch := w.take()
+		batch, n := w.take()
 		w.commits.Add(1)
 		go func() {
 			defer w.commits.Done()
-			defer func() { <-w.slots }()
 			w.commit(batch)
+			w.mu.Lock()
+			w.inflight--
+			w.inflightWrites -= n
+			w.mu.Unlock()
+			<-w.slots
+			w.signal()
 		}()
 	}
 }
 
-// take removes from the queue the requests of the next batch: at least one,
-// and more while they fit in Config.MaxBatchBytes.
-func (w *writer) take() []*writeRequest {
+// signal wakes the writer goroutine.
+func (w *writer) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take removes from the queue the requests of the next batch, at least
+// one and more while they fit in Config.MaxBatchBytes, and returns them and
+// their number of writes, which it counts as in flight.
+func (w *writer) take() ([]*writeRequest, int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	n, size := 0, 0
+	n, size, writes := 0, 0, 0
 	for n < len(w.queue) && (n == 0 || size+w.queue[n].size <= w.s.cfg.MaxBatchBytes) {
 		size += w.queue[n].size
+		writes += len(w.queue[n].writes)
 		n++
 	}
 	batch := slices.Clone(w.queue[:n])
 	rest := copy(w.queue, w.queue[n:])
 	clear(w.queue[rest:])
 	w.queue = w.queue[:rest]
-	return batch
+	w.queuedWrites -= writes
+	w.inflight++
+	w.inflightWrites += writes
+	return batch, writes
 }
 
 // commit writes one batch in one transaction and answers its requests.
@@ -318,7 +354,7 @@ func (w *writer) commit(batch []*writeRequest) {
 	if len(live) == 0 {
 		return
 	}
-	p := buildPlan(live, s.cfg.chunkBytes, s.cfg.chunkEvents)
+	p := buildPlan(live, s.cfg.chunkBytes, s.cfg.chunkEvents, w.known)
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
 	claimed, err := p.exec(ctx, s.pool)
 	cancel()
@@ -348,6 +384,7 @@ func (w *writer) commit(batch []*writeRequest) {
 		*wr.result = fmt.Errorf("%w: %q: sequence number %d is not above the highest one written",
 			persistence.ErrSequenceConflict, wr.pidKey, wr.first)
 	}
+	w.known.add(p.writes)
 	s.stats.commits.Add(1)
 	s.stats.writes.Add(stored)
 	s.stats.events.Add(events)

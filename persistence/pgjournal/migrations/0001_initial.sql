@@ -11,12 +11,14 @@
 -- sequence number is never reused. Every write updates it in the same
 -- transaction, and only when its first sequence number is above it: this
 -- row is where two writers of one persistence id meet, and the second one
--- is rejected. deleted_to is how far events were deleted.
+-- is rejected. deleted_to is how far events were deleted. The rows are
+-- updated all the time: free room in each page (fillfactor) lets
+-- PostgreSQL update them in place (HOT), without new index entries.
 CREATE TABLE troupe_persistence_id (
     persistence_id      bytea  NOT NULL PRIMARY KEY,
     highest_sequence_nr bigint NOT NULL,
     deleted_to          bigint NOT NULL DEFAULT 0
-);
+) WITH (fillfactor = 50);
 
 -- One row per stored event. The primary key is the unique
 -- (persistence id, sequence number) constraint, and the index a replay
