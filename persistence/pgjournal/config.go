@@ -69,9 +69,15 @@ const maxMaxWriteBytes = 256 << 20
 type Config struct {
 	// ConnString locates the database, as a URL
 	// ("postgres://user:pass@host:5432/db?sslmode=verify-full") or in
-	// keyword form ("host=... dbname=..."); see pgx's pgconn.ParseConfig.
-	// Settings it holds (pool_max_conns, default_query_exec_mode, ...)
-	// apply unless a field below overrides them.
+	// keyword form ("host=... dbname=..."); see pgx's pgconn.ParseConfig
+	// and pgxpool.ParseConfig. Its settings apply, except the pool size
+	// and connect timeout, which MaxConns and ConnectTimeout set. Unless
+	// it sets them itself, the store's connections run with
+	// application_name "troupe-pgjournal" and plan_cache_mode
+	// "force_generic_plan" (the statements are planned once per
+	// connection). The store prepares its write statements on each
+	// connection: behind PgBouncer, use session pooling, or a PgBouncer
+	// that supports prepared statements in transaction pooling.
 	ConnString string
 
 	// Schema is the PostgreSQL schema that holds the tables. It is

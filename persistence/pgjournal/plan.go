@@ -96,10 +96,12 @@ type chunk struct {
 // chunks.
 func buildPlan(reqs []*writeRequest, chunkBytes, chunkEvents int, known *knownIDs) *plan {
 	var rounds [][]*pendingWrite
-	seen := make(map[string]int)
 	total := 0
 	for _, r := range reqs {
 		total += len(r.writes)
+	}
+	seen := make(map[string]int, total)
+	for _, r := range reqs {
 		for i := range r.writes {
 			w := &r.writes[i]
 			n := seen[w.pidKey]
