@@ -1,6 +1,8 @@
 // Command benchmark measures Troupe's headline figures. Each scenario prints exactly
 // one JSON line with the keys scenario, n, seconds, ops_per_sec, ns_per_op and
-// allocs_per_op (plus scenario-specific keys such as bytes_per_actor).
+// allocs_per_op (plus scenario-specific keys such as bytes_per_actor). A scenario
+// measured against a floor measures the floor in the same process: tell-vs-chan
+// alternates tell and a buffered channel and adds floor_ops_per_sec and the ratio.
 //
 //	go run ./examples/benchmark -scenario all
 //	go run ./examples/benchmark -scenario tell -n 2000000
@@ -32,8 +34,10 @@ var scenarios = map[string]scenario{
 	"chan-roundtrip":   {200_000, runChanRoundTrip},
 	"tell":             {2_000_000, runTell},
 	"tell-parallel":    {2_000_000, runTellParallel},
+	"tell-vs-chan":     {2_000_000, runTellVsChan},
 	"ask":              {200_000, runAsk},
 	"spawn":            {100_000, runSpawn},
+	"spawn-1m":         {1_000_000, runSpawn},
 	"persist":          {200_000, runPersist},
 	"persist-latency":  {1_000, runPersistLatency},
 	"recover":          {1_000_000, runRecover},
