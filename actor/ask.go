@@ -36,14 +36,16 @@ func Ask[T any](ctx context.Context, ref Ref, msg any) (T, error) {
 		return zero, ErrNoRecipient
 	}
 	f := ref.ask(ctx, msg)
-	if done := ctx.Done(); done != nil {
-		select {
-		case <-f.done:
-		case <-done:
-			f.complete(nil, contextError(ctx, ref, msg))
+	if !f.completed() {
+		if done := ctx.Done(); done != nil {
+			select {
+			case <-f.Done():
+			case <-done:
+				f.complete(nil, contextError(ctx, ref, msg))
+			}
 		}
+		<-f.Done()
 	}
-	<-f.done
 	if f.err != nil {
 		return zero, f.err
 	}
@@ -97,11 +99,10 @@ func (f *Future) watchContext(ctx context.Context, target Ref, msg any) {
 		f.sys.asks.add(f, target, msg, f.sys.cfg.AskTimeout)
 		return
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.state.Load() == 0 { // complete takes f.stop under f.mu once it has settled
+	// complete takes f.stop under f.mu once it has settled.
+	f.register(func() {
 		f.stop = context.AfterFunc(ctx, func() { f.complete(nil, contextError(ctx, target, msg)) })
-	}
+	})
 }
 
 // contextError is the error of an ask whose context ended.

@@ -138,7 +138,7 @@ func (r Ref) UID() uint64 {
 	case *cell:
 		return p.uid
 	case *Future:
-		return p.id
+		return p.uid()
 	case foreign:
 		return p.p.UID()
 	}
