@@ -62,7 +62,12 @@ func Ask[T any](ctx context.Context, ref Ref, msg any) (T, error) {
 // so the future needs a deadline only when ctx has none.
 func (r Ref) ask(ctx context.Context, msg any) *Future {
 	c, local := r.p.(*cell)
-	if !local || msg == nil || c.box != nil || c.state.Load() == stateDead {
+	if !local || msg == nil {
+		return r.Ask(ctx, msg)
+	}
+	// Only an actor with the default mailbox that is starting or running: the state
+	// has no flag then (stateBox), and the message goes straight to userq.
+	if st := c.state.Load(); st != stateRunning && st != stateNew {
 		return r.Ask(ctx, msg)
 	}
 	f := newFuture(c.sys)

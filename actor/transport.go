@@ -136,7 +136,7 @@ func (r Ref) Address() Address {
 func (r Ref) UID() uint64 {
 	switch p := r.p.(type) {
 	case *cell:
-		return p.uid
+		return p.uid()
 	case *Future:
 		return p.uid()
 	case foreign:

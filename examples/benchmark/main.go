@@ -52,7 +52,12 @@ func main() {
 	name := flag.String("scenario", "all", "scenario to run, or all: "+strings.Join(names(), ", "))
 	n := flag.Int("n", 0, "operations (0: the scenario's default)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	memprofile := flag.String("memprofile", "", "record every allocation and write the allocation profile to this file")
 	flag.Parse()
+	if *memprofile != "" {
+		runtime.MemProfileRate = 1
+		defer writeAllocs(*memprofile)
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -91,6 +96,20 @@ func main() {
 		r["scenario"] = s
 		line, _ := json.Marshal(r)
 		fmt.Println(string(line))
+	}
+}
+
+// writeAllocs writes the allocation profile to path.
+func writeAllocs(path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchmark:", err)
 	}
 }
 
