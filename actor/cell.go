@@ -268,6 +268,12 @@ func (c *cell) release() bool {
 // drain processes system messages first, then up to budget user messages. It reports
 // whether it stopped because the budget was spent.
 func (c *cell) drain(budget int) bool {
+	spent, _ := c.drainCounted(budget)
+	return spent
+}
+
+// drainCounted is drain, also reporting how many user messages it handled.
+func (c *cell) drainCounted(budget int) (spent bool, handled int) {
 	if c.lifecycle() == stateNew {
 		c.start()
 	}
@@ -280,17 +286,18 @@ func (c *cell) drain(budget int) bool {
 		case stateRunning:
 		case stateDead:
 			c.drainDead()
-			return false
+			return false, handled
 		default:
 			c.cur = envelope{}
-			return false // suspended or waiting for children: user messages wait
+			return false, handled // suspended or waiting for children: user messages wait
 		}
 		if budget == 0 {
 			c.cur = envelope{}
-			return true
+			return true, handled
 		}
 		n, empty, reason := c.runUser(budget)
 		budget -= n
+		handled += n
 		switch {
 		case reason != nil:
 			c.cur = envelope{}
@@ -300,7 +307,7 @@ func (c *cell) drain(budget int) bool {
 			if c.userq.Rewind() {
 				c.sys.jan.add(c.sys.disp, c)
 			}
-			return false
+			return false, handled
 		}
 	}
 }
