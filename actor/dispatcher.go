@@ -26,7 +26,8 @@ type dispatcher struct {
 	// runq as workers make room. overN counts them and drops only as they move, so a
 	// worker that takes a cell while any wait sees overN > 0 and moves them.
 	overMu   sync.Mutex
-	overflow []*cell
+	overflow []*cell // waiting cells from index overHead on
+	overHead int
 	overN    atomic.Int64
 
 	mu     sync.Mutex // guards closed against submit
@@ -94,9 +95,10 @@ func (d *dispatcher) refill() bool {
 	defer d.overMu.Unlock()
 	moved := 0
 loop:
-	for _, c := range d.overflow {
+	for _, c := range d.overflow[d.overHead:] {
 		select {
 		case d.runq <- c:
+			d.overflow[d.overHead+moved] = nil
 			moved++
 		default:
 			break loop
@@ -105,11 +107,20 @@ loop:
 	if moved == 0 {
 		return false
 	}
-	n := copy(d.overflow, d.overflow[moved:])
-	clear(d.overflow[n:])
-	d.overflow = d.overflow[:n]
-	if n == 0 && cap(d.overflow) > runQueueSize {
-		d.overflow = nil // a burst is over: let its list go
+	d.overHead += moved
+	switch left := len(d.overflow) - d.overHead; {
+	case left == 0:
+		d.overflow, d.overHead = d.overflow[:0], 0
+		if cap(d.overflow) > runQueueSize {
+			d.overflow = nil // a burst is over: let its list go
+		}
+	case d.overHead >= left:
+		// Compact once the taken part is as long as the rest: each cell is copied
+		// O(1) times on average, where copying the rest on every move would make a
+		// burst of a million cells take quadratic time.
+		n := copy(d.overflow, d.overflow[d.overHead:])
+		clear(d.overflow[n:])
+		d.overflow, d.overHead = d.overflow[:n], 0
 	}
 	d.overN.Add(-int64(moved))
 	return true
