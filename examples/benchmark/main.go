@@ -38,6 +38,7 @@ var scenarios = map[string]scenario{
 	"ask":              {200_000, runAsk},
 	"spawn":            {100_000, runSpawn},
 	"spawn-1m":         {1_000_000, runSpawn},
+	"spawn-warm":       {1_000_000, runSpawnWarm},
 	"persist":          {200_000, runPersist},
 	"persist-latency":  {1_000, runPersistLatency},
 	"recover":          {1_000_000, runRecover},
