@@ -153,7 +153,11 @@ func (c *cell) sendUser(msg any, sender Ref) error {
 			c.sys.deadLetter(Ref{c}, dropped.msg, dropped.sender, ErrMailboxFull)
 		}
 	}
-	c.schedule()
+	// While a worker runs the actor and already knows more is coming (notified), a
+	// sender has nothing to do: checked here, that costs no call.
+	if c.sched.Load() != schedNotified {
+		c.schedule()
+	}
 	return nil
 }
 
