@@ -15,6 +15,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strings"
 	"time"
@@ -54,7 +55,19 @@ func main() {
 	n := flag.Int("n", 0, "operations (0: the scenario's default)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	memprofile := flag.String("memprofile", "", "record every allocation and write the allocation profile to this file")
+	traceFile := flag.String("trace", "", "write an execution trace (runtime/trace) of the run to this file")
 	flag.Parse()
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err == nil {
+			err = trace.Start(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchmark:", err)
+			os.Exit(1)
+		}
+		defer trace.Stop()
+	}
 	if *memprofile != "" {
 		runtime.MemProfileRate = 1
 		defer writeAllocs(*memprofile)
