@@ -271,13 +271,7 @@ func (c *cell) release() bool {
 
 // drain processes system messages first, then up to budget user messages. It reports
 // whether it stopped because the budget was spent.
-func (c *cell) drain(budget int) bool {
-	spent, _ := c.drainCounted(budget)
-	return spent
-}
-
-// drainCounted is drain, also reporting how many user messages it handled.
-func (c *cell) drainCounted(budget int) (spent bool, handled int) {
+func (c *cell) drain(budget int) (spent bool) {
 	if c.lifecycle() == stateNew {
 		c.start()
 	}
@@ -290,18 +284,17 @@ func (c *cell) drainCounted(budget int) (spent bool, handled int) {
 		case stateRunning:
 		case stateDead:
 			c.drainDead()
-			return false, handled
+			return false
 		default:
 			c.cur = envelope{}
-			return false, handled // suspended or waiting for children: user messages wait
+			return false // suspended or waiting for children: user messages wait
 		}
 		if budget == 0 {
 			c.cur = envelope{}
-			return true, handled
+			return true
 		}
 		n, empty, reason := c.runUser(budget)
 		budget -= n
-		handled += n
 		switch {
 		case reason != nil:
 			c.cur = envelope{}
@@ -311,7 +304,7 @@ func (c *cell) drainCounted(budget int) (spent bool, handled int) {
 			if c.userq.Rewind() {
 				c.sys.jan.add(c.sys.disp, c)
 			}
-			return false, handled
+			return false
 		}
 	}
 }

@@ -176,46 +176,17 @@ func (d *dispatcher) drainQueue() {
 // of this worker (a trace of the tell scenario showed one of each per 300 messages).
 func (d *dispatcher) runSlice(c *cell) {
 	for {
-		spent, handled := c.drainCounted(c.throughput())
-		if spent {
+		if c.drain(c.throughput()) {
 			if d.queued() == 0 {
 				continue
 			}
 			d.submit(c)
 			return
 		}
-		if handled >= streaming && d.queued() == 0 && c.awaitPush() {
-			c.sched.Store(schedRunning)
-			continue
-		}
 		if c.release() {
 			return
 		}
 	}
-}
-
-// streaming is how many messages a drain must have handled before its worker, finding
-// the mailbox empty and nothing else queued, watches for the next message for a moment
-// (awaitPush) instead of giving the actor up at once. An actor fed by a steady stream
-// runs dry for a few nanoseconds at a time; giving it up then would make the next
-// sender schedule it again, and wake a parked worker (microseconds) to run it. Actors
-// that handle a message now and then never wait, so a million idle actors cost no
-// spinning.
-const streaming = 32
-
-// awaitPolls bounds awaitPush: about a microsecond of polling one cached word.
-const awaitPolls = 1000
-
-// awaitPush is called by the owner of a cell whose drain found the mailbox empty. It
-// polls the scheduling flag, which every push to a running cell sets to notified, for
-// a moment, and reports whether something was pushed.
-func (c *cell) awaitPush() bool {
-	for range awaitPolls {
-		if c.sched.Load() == schedNotified {
-			return true
-		}
-	}
-	return false
 }
 
 // runAlone runs a cell on the current goroutine until it is idle.
