@@ -86,6 +86,8 @@ func (c *coordShell) receive(ctx actor.Context, msg any) bool {
 			c.step(ctx, inRegionTerminated{Region: id, NodeRemoved: m.AddressTerminated})
 		}
 	case actor.Stopping, actor.Restarting, actor.Started:
+	case coordinatorStop:
+		_ = ctx.Stop(ctx.Self())
 	case regionUnresolved:
 		c.step(ctx, inRegionTerminated{Region: m.region})
 	case GetCurrentRegions:

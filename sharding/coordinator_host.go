@@ -43,6 +43,10 @@ type coordinatorHost struct {
 // marginPassed re-evaluates once the removal margin has passed.
 type marginPassed struct{}
 
+// coordinatorStop stops the coordinator for good (and its backoff supervisor) once it
+// has handled the messages queued before it.
+type coordinatorStop struct{}
+
 func coordinatorHostProps(ext *Sharding, e *typeEntry) *actor.Props {
 	return actor.PropsOf(func() actor.Actor { return &coordinatorHost{ext: ext, entry: e} })
 }
@@ -114,6 +118,7 @@ func (h *coordinatorHost) evaluate(ctx actor.Context) {
 				RandomFactor: 0.2,
 				ResetAfter:   time.Minute,
 			},
+			FinalStopMessage: func(msg any) bool { _, ok := msg.(coordinatorStop); return ok },
 		})
 		if err != nil {
 			h.log.Error("sharding: cannot start the coordinator", zap.Error(err))
@@ -128,8 +133,12 @@ func (h *coordinatorHost) evaluate(ctx actor.Context) {
 		h.child = ref
 		h.log.Info("sharding: coordinator started on this node")
 	case !oldest && !h.child.IsZero():
+		// The stop message queues behind what the coordinator has still to handle (the
+		// last ShardStopped and RegionStopped of this node's regions, which handed their
+		// shards off in an earlier shutdown phase), so that its stored state is complete
+		// when the next coordinator reads it.
 		ctx.Unwatch(h.child)
-		_ = ctx.Stop(h.child)
+		_ = h.child.Tell(coordinatorStop{})
 		h.child = actor.Ref{}
 		h.log.Info("sharding: coordinator stopped on this node (another node is the oldest)")
 	}
