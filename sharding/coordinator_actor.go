@@ -93,7 +93,7 @@ func (c *coordShell) receive(ctx actor.Context, msg any) bool {
 	case GetCurrentRegions:
 		_ = ctx.Respond(c.currentRegions())
 	case StopShards:
-		c.regionMsg(ctx, msgStopShards{Shards: m.Shards})
+		c.regionMsg(ctx, msgStopShards(m))
 	case *StopShards:
 		c.regionMsg(ctx, msgStopShards{Shards: m.Shards})
 	case msgRegister, msgRegisterProxy, msgGetShardHome, msgShardStarted, msgBeginHandOffAck,
@@ -145,12 +145,10 @@ func (c *coordShell) step(ctx actor.Context, in coordInput) {
 	c.trackHandOffs()
 }
 
-// storeDone and storeFailed are the results of a write that was not done at once.
+// storeDone is the result of a write that was not done at once. (A write that fails
+// stops the event-sourced coordinator, which recovers and tries again.)
 func (c *coordShell) storeDone(ctx actor.Context) { c.step(ctx, inStoreDone{}) }
 
-func (c *coordShell) storeFailed(ctx actor.Context, err error) {
-	c.step(ctx, inStoreFailed{Err: err})
-}
 
 func (c *coordShell) apply(ctx actor.Context, d coordDecisions) {
 	for _, p := range d.problems {

@@ -57,9 +57,18 @@ func (r EntityRef[M]) Send(msg M, sender actor.Ref) error {
 	return r.region.Send(Envelope{EntityID: r.id, Message: msg}, sender)
 }
 
+// Ask sends msg to the entity and returns the Future of its reply, without blocking
+// (inside an actor, PipeTo turns the reply into a message).
+func (r EntityRef[M]) Ask(ctx context.Context, msg M) *actor.Future {
+	return r.region.Ask(ctx, Envelope{EntityID: r.id, Message: msg})
+}
+
 // Ask sends msg to the entity and waits, until ctx ends, for a reply of type R (see
 // actor.Ask: a Failure reply is returned as its error, a reply of another type as
-// actor.ErrUnexpectedReply).
+// actor.ErrUnexpectedReply). Go infers M from ref and msg together, so when M is an
+// interface (the usual command type of an entity) name both types:
+//
+//	n, err := sharding.Ask[int, CounterCommand](ctx, counter, Get{})
 func Ask[R, M any](ctx context.Context, ref EntityRef[M], msg M) (R, error) {
 	if ref.region.IsZero() {
 		var zero R

@@ -225,13 +225,6 @@ func (s *Sharding) Stats(typeName string) (Stats, error) {
 	return e.stats.snapshot(), nil
 }
 
-// entry returns the type's entry, or nil.
-func (s *Sharding) entry(typeName string) *typeEntry {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.types[typeName]
-}
-
 // shutdownRegions hands off every local shard: each region and proxy gets
 // GracefulShutdown, and the task ends when all have stopped (or ctx ends).
 func (s *Sharding) shutdownRegions(ctx context.Context) error {

@@ -71,7 +71,7 @@ func (r *pregister) Recover(ctx persistence.Context) {
 func (r *pregister) Receive(ctx persistence.Context) {
 	switch m := ctx.Message().(type) {
 	case RegWrite:
-		_ = persistence.Persist(ctx, RegWritten{V: m.V}, func(ev RegWritten) {
+		_ = persistence.Persist(ctx, RegWritten(m), func(ev RegWritten) {
 			r.v = ev.V
 			_ = ctx.Respond("ok")
 		})

@@ -43,7 +43,7 @@ func (c *pcounter) Recover(ctx persistence.Context) {
 func (c *pcounter) Receive(ctx persistence.Context) {
 	switch m := ctx.Message().(type) {
 	case Increment:
-		_ = persistence.Persist(ctx, Incremented{By: m.By}, func(ev Incremented) {
+		_ = persistence.Persist(ctx, Incremented(m), func(ev Incremented) {
 			c.n += ev.By
 			_ = ctx.Respond(c.n)
 		})
