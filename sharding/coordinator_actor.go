@@ -149,7 +149,6 @@ func (c *coordShell) step(ctx actor.Context, in coordInput) {
 // stops the event-sourced coordinator, which recovers and tries again.)
 func (c *coordShell) storeDone(ctx actor.Context) { c.step(ctx, inStoreDone{}) }
 
-
 func (c *coordShell) apply(ctx actor.Context, d coordDecisions) {
 	for _, p := range d.problems {
 		if errors.Is(p, errInvalidEvent) || errors.Is(p, errCorruptState) {
