@@ -17,23 +17,45 @@ import (
 type incarnations struct {
 	mu         sync.Mutex
 	live       map[EntityID]string // the node of the live incarnation
+	refs       map[EntityID]liveRef
 	starts     map[EntityID]int
 	stops      map[EntityID]int
 	violations []string
 	changed    chan struct{}
 }
 
-func newIncarnations() *incarnations {
-	return &incarnations{live: map[EntityID]string{}, starts: map[EntityID]int{}, stops: map[EntityID]int{},
-		changed: make(chan struct{}, 1)}
+// liveRef is the actor of a live incarnation and its system.
+type liveRef struct {
+	sys *actor.System
+	ref actor.Ref
 }
 
-func (in *incarnations) start(id EntityID, node string) {
+// alive reports whether the actor still exists (an incarnation whose entity could not
+// report its stop, such as one persistence stopped after a failed write, is gone).
+func (l liveRef) alive() bool {
+	if l.sys == nil {
+		return true
+	}
+	_, err := l.sys.Resolve(l.ref.URI())
+	return err == nil
+}
+
+func newIncarnations() *incarnations {
+	return &incarnations{live: map[EntityID]string{}, refs: map[EntityID]liveRef{}, starts: map[EntityID]int{},
+		stops: map[EntityID]int{}, changed: make(chan struct{}, 1)}
+}
+
+func (in *incarnations) start(id EntityID, node string) { in.startRef(id, node, nil, actor.Ref{}) }
+
+// startRef records a start; sys and ref, when given, let a later start check whether
+// this incarnation's actor still exists.
+func (in *incarnations) startRef(id EntityID, node string, sys *actor.System, ref actor.Ref) {
 	in.mu.Lock()
-	if where, ok := in.live[id]; ok {
+	if where, ok := in.live[id]; ok && in.refs[id].alive() {
 		in.violations = append(in.violations, fmt.Sprintf("%s: started on %s while live on %s", id, node, where))
 	}
 	in.live[id] = node
+	in.refs[id] = liveRef{sys: sys, ref: ref}
 	in.starts[id]++
 	in.mu.Unlock()
 	in.notify()
@@ -43,6 +65,7 @@ func (in *incarnations) stop(id EntityID, node string) {
 	in.mu.Lock()
 	if in.live[id] == node {
 		delete(in.live, id)
+		delete(in.refs, id)
 	}
 	in.stops[id]++
 	in.mu.Unlock()
@@ -119,7 +142,7 @@ type tcounter struct {
 func (c *tcounter) Recover(ctx persistence.Context) {
 	if _, ok := ctx.Message().(persistence.RecoveryCompleted); ok {
 		c.live = true
-		c.table.start(EntityID(c.id), c.node)
+		c.table.startRef(EntityID(c.id), c.node, ctx.System(), ctx.Self())
 		return
 	}
 	c.pcounter.Recover(ctx)
