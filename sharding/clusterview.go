@@ -3,11 +3,11 @@ package sharding
 import (
 	"cmp"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/clusterlookup"
 )
 
 // The sharding actors follow the cluster through its events: which members run (and
@@ -15,30 +15,12 @@ import (
 // (where the coordinator runs). A system without a cluster is a cluster of one.
 
 // clusterFor finds the cluster node of sys, or nil when the system runs without one.
-// It is a variable so that the seam is in one place: the cluster package is being
-// reshaped to offer cluster.Get(sys); until then the node is registered here by
-// whoever starts it (tests, the example).
-var clusterFor = func(sys *actor.System) *cluster.Cluster {
-	clusterNodes.mu.Lock()
-	defer clusterNodes.mu.Unlock()
-	return clusterNodes.m[sys]
-}
+// This is the one seam to the cluster's lookup: until the cluster package offers
+// cluster.Get(sys), whoever starts a node registers it with internal/clusterlookup.
+func clusterFor(sys *actor.System) *cluster.Cluster { return clusterlookup.Get(sys) }
 
-var clusterNodes = struct {
-	mu sync.Mutex
-	m  map[*actor.System]*cluster.Cluster
-}{m: map[*actor.System]*cluster.Cluster{}}
-
-// useCluster registers the cluster node of sys for clusterFor (until cluster.Get exists).
-func useCluster(sys *actor.System, c *cluster.Cluster) {
-	clusterNodes.mu.Lock()
-	defer clusterNodes.mu.Unlock()
-	if c == nil {
-		delete(clusterNodes.m, sys)
-		return
-	}
-	clusterNodes.m[sys] = c
-}
+// useCluster registers the cluster node of sys for clusterFor.
+func useCluster(sys *actor.System, c *cluster.Cluster) { clusterlookup.Set(sys, c) }
 
 // memberView is one actor's picture of the cluster, built from cluster events.
 type memberView struct {
