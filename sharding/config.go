@@ -29,10 +29,11 @@ type StateStoreMode int
 
 const (
 	// StateStoreDistributedData, the default, keeps the coordinator's state in
-	// distributed data (one LWW register per entity type, written to a majority of
-	// nodes). It survives the coordinator moving, not a stop of the whole cluster,
-	// which does not need it. On a system without a cluster it lives in the
-	// coordinator alone, which is the same thing for a cluster of one.
+	// distributed data (one LWW register per entity type, "<type>CoordinatorState",
+	// written to a majority of nodes plus 3, at least 5): the node's replicator must be
+	// started (ddata.Start). It survives the coordinator moving, not a stop of the
+	// whole cluster, which does not need it. On a system without a cluster it lives in
+	// the coordinator alone, which is the same thing for a cluster of one.
 	StateStoreDistributedData StateStoreMode = iota
 	// StateStorePersistence makes the coordinator an event-sourced actor with
 	// persistence id "/sharding/<type>Coordinator": persistence must be started with a
@@ -56,7 +57,10 @@ type RememberStoreMode int
 
 const (
 	// RememberStoreDistributedData, the default, keeps each shard's entity IDs in
-	// distributed data with durable keys (on each node's disk).
+	// distributed data ("shard-<type>-<shard>", and the list of such shards in
+	// "shard-<type>-all"); the replicator's DurableKeys must include "shard-*" for them
+	// to survive a restart of the whole cluster. On a system without a cluster they
+	// live in memory.
 	RememberStoreDistributedData RememberStoreMode = iota
 	// RememberStoreJournal keeps them in the event journal of persistence, as events of
 	// the persistence id "/sharding/<type>Shard/<shard>".

@@ -7,16 +7,18 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/ddata"
 	"github.com/troupe-go/troupe/persistence"
 	"go.uber.org/zap"
 )
 
 // The coordinator actor is the shell around the coordinator core. It runs under a
 // backoff supervisor (restarted after coordinator-failure-backoff, growing to five times
-// as much) inside the type's coordinator host, on the node the host picks. Two actors
-// share the shell: coordinatorActor keeps its state through a stateStore (in memory on a
-// system without a cluster; distributed data later), persistentCoordinator is an
-// event-sourced actor (StateStorePersistence).
+// as much) inside the type's coordinator host, on the node the host picks. Three actors
+// share the shell: ddataCoordinator keeps its state in distributed data (the default, on
+// a cluster), persistentCoordinator is an event-sourced actor (StateStorePersistence),
+// and coordinatorActor keeps it in memory (a system without a cluster, where the
+// coordinator never moves).
 
 // coordShell is what both coordinator actors share: the core and the I/O around it.
 type coordShell struct {
@@ -308,6 +310,11 @@ func coordinatorProps(ext *Sharding, e *typeEntry) *actor.Props {
 		pid := coordinatorPersistenceID(e.name)
 		return persistence.Props(func() persistence.Entity {
 			return &persistentCoordinator{coordShell: coordShell{ext: ext, entry: e, cfg: &e.cfg}, pid: pid}
+		})
+	}
+	if repl := ddata.Get(ext.sys); repl != nil && clusterFor(ext.sys) != nil {
+		return actor.PropsOf(func() actor.Actor {
+			return &ddataCoordinator{coordShell: coordShell{ext: ext, entry: e, cfg: &e.cfg}, repl: repl}
 		})
 	}
 	return actor.PropsOf(func() actor.Actor {

@@ -59,9 +59,10 @@
 // history per shard, "/sharding/<type>Shard/<shard>"). RemoveInternalData removes both
 // histories for a cluster that is down.
 //
-// This version runs the distributed-data stores only on a system without a cluster
-// (where the coordinator's memory is the store): a cluster uses StateStorePersistence
-// and RememberStoreJournal until the distributed-data replicator is wired in.
+// The distributed-data stores use the node's replicator (ddata.Start, before the entity
+// types start); for remembered entities to survive a restart of the whole cluster its
+// DurableKeys must include "shard-*". On a system without a cluster the coordinator's
+// state lives in the coordinator (it never moves) and remembered entities in memory.
 //
 // # Passivation and remembered entities
 //

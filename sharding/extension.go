@@ -13,6 +13,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/ddata"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
@@ -130,8 +131,10 @@ func (s *Sharding) Start(typeName string, cfg EntityConfig) (actor.Ref, error) {
 		}
 	}
 	if c := clusterFor(s.sys); c != nil {
-		if cfg.StateStoreMode == StateStoreDistributedData || cfg.RememberEntities && cfg.RememberEntitiesStore == RememberStoreDistributedData {
-			return actor.Ref{}, fmt.Errorf("%w: the distributed-data stores need the ddata replicator, which this version cannot use yet; use StateStorePersistence and RememberStoreJournal", ErrInvalidConfig)
+		if (cfg.StateStoreMode == StateStoreDistributedData || cfg.RememberEntities && cfg.RememberEntitiesStore == RememberStoreDistributedData) &&
+			ddata.Get(s.sys) == nil {
+			return actor.Ref{}, fmt.Errorf("%w: the distributed-data stores (the defaults) need the replicator: call ddata.Start first, "+
+				"or use StateStorePersistence and RememberStoreJournal", ErrInvalidConfig)
 		}
 		if cfg.Role != "" && !hasRole(c.State().Members, c.SelfUniqueAddress().Addr, cfg.Role) {
 			return s.startProxy(typeName, cfg)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/ddata"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/persistence/memjournal"
 	"github.com/troupe-go/troupe/serialization"
@@ -75,6 +77,9 @@ type shardCluster struct {
 	nodes    map[int]*shardNode
 	// extra, when set, starts more on a node after its sharding started.
 	extra func(i int, s *Sharding)
+	// ddataDir, when set, starts a replicator on every node, with the shard-* keys
+	// durable in ddataDir/node<i> (kept across restarts of a node).
+	ddataDir string
 }
 
 func testRegistry(t testing.TB) *serialization.Registry {
@@ -112,6 +117,28 @@ func persistentCounterConfig() EntityConfig {
 			ShardFailureBackoff:       200 * time.Millisecond,
 		},
 	}
+}
+
+// startDDataShardCluster starts a cluster whose nodes run a replicator, and sharding
+// with cfg (whose stores default to distributed data).
+func startDDataShardCluster(t *testing.T, n int, dir string, cfg func(i int) EntityConfig) *shardCluster {
+	t.Helper()
+	sc := newShardCluster(t, multinode.Options{Nodes: n}, cfg, true, nil)
+	sc.ddataDir = dir
+	for i := range n {
+		sc.startSharding(i)
+	}
+	return sc
+}
+
+// ddataCounterConfig is persistentCounterConfig with the default (distributed-data)
+// stores for the coordinator and remembered entities; the counters themselves stay
+// persistent.
+func ddataCounterConfig() EntityConfig {
+	c := persistentCounterConfig()
+	c.StateStoreMode = StateStoreDistributedData
+	c.RememberEntitiesStore = RememberStoreDistributedData
+	return c
 }
 
 func startShardCluster(t *testing.T, n int, cfg func(i int) EntityConfig) *shardCluster {
@@ -187,6 +214,15 @@ func (sc *shardCluster) startSharding(i int) *shardNode {
 		JournalBreaker: persistence.BreakerConfig{CallTimeout: time.Second, ResetTimeout: 300 * time.Millisecond},
 	}); err != nil {
 		sc.t.Fatal(err)
+	}
+	if sc.ddataDir != "" {
+		_, err := ddata.Start(node.System, ddata.Config{
+			Cluster: node.Cluster, Registry: sc.reg, GossipInterval: 500 * time.Millisecond,
+			DurableKeys: []string{"shard-*"}, DurableDir: filepath.Join(sc.ddataDir, fmt.Sprintf("node%d", i)),
+		})
+		if err != nil {
+			sc.t.Fatal(err)
+		}
 	}
 	s, err := Start(node.System, Config{Registry: sc.reg})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/ddata"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/serialization"
 	"go.uber.org/zap"
@@ -15,9 +16,9 @@ import (
 // The remember-entities store of a shard is a child actor of the shard. It answers
 // rememberLoad with the remembered IDs, and rememberWrite with rememberWritten once the
 // change is durable (or rememberFailed; a store that stops counts as failed, and the
-// shard starts it again). Two stores exist: the journal store (an event-sourced actor
-// per shard) and, until distributed data can be used, a store in memory for systems
-// without a cluster.
+// shard starts it again). Three stores exist: the journal store (an event-sourced actor
+// per shard), the distributed-data store (store_ddata.go), and a store in memory for
+// systems without a cluster.
 
 type (
 	rememberLoad    struct{}
@@ -61,6 +62,9 @@ func rememberStoreProps(ext *Sharding, e *typeEntry, shard ShardID) *actor.Props
 		return persistence.Props(func() persistence.Entity {
 			return &journalRememberStore{pid: pid, ids: map[EntityID]struct{}{}}
 		})
+	}
+	if repl := ddata.Get(ext.sys); repl != nil && clusterFor(ext.sys) != nil {
+		return ddataRememberStoreProps(e, shard, repl)
 	}
 	key := memoryStoreKey{system: ext.sys.Address().String(), typeName: e.name, shard: shard}
 	return actor.PropsOf(func() actor.Actor { return &memoryRememberStore{key: key} })

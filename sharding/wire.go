@@ -76,6 +76,7 @@ func registerShellTypes(reg *serialization.Registry) error {
 		registerCoordinatorTypes(reg),
 		registerPublicTypes(reg),
 		registerRememberTypes(reg),
+		registerDDataTypes(reg),
 		register[*msgDelivery](reg, "troupe.sharding.Delivery.v1"),
 		register[msgHandOverDone](reg, "troupe.sharding.HandOverDone.v1"),
 	)
