@@ -34,7 +34,6 @@ func startClusterNode(i int, seed string) (*clusterNode, error) {
 		return nil, err
 	}
 	cfg := cluster.Config{
-		Remote:            r,
 		JoinRetryInterval: 50 * time.Millisecond,
 		Timing:            cluster.TestTiming(),
 		Downing:           cluster.DowningConfig{StableAfter: stableAfter},

@@ -93,7 +93,7 @@ func runDemo(o options) error {
 	// with the lowest address survives, so there is always a survivor to watch.
 	victim := rest[0]
 	for _, c := range rest[1:] {
-		if cluster.CompareAddress(c.unique, victim.unique) > 0 {
+		if c.unique.Compare(victim.unique) > 0 {
 			victim = c
 		}
 	}

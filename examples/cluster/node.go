@@ -68,7 +68,6 @@ func runNode(o options) error {
 		stop()
 		return err
 	}
-	cfg.Remote = r
 	cl, err := cluster.Start(sys, cfg)
 	if err != nil {
 		stop()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/testkit"
 	"github.com/troupe-go/troupe/testkit/multinode"
 )
@@ -150,7 +151,7 @@ func TestEqualPartitionKeepsExactlyOneSide(t *testing.T) {
 	// The side holding the lowest address survives.
 	lowest := 0
 	for _, n := range c.Nodes() {
-		if cluster.CompareAddress(n.Cluster.SelfUniqueAddress(), c.Node(lowest).Cluster.SelfUniqueAddress()) < 0 {
+		if membership.CompareAddress(n.Cluster.SelfUniqueAddress(), c.Node(lowest).Cluster.SelfUniqueAddress()) < 0 {
 			lowest = n.Index
 		}
 	}

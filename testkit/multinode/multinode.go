@@ -118,20 +118,19 @@ func (c *Cluster) boot(n *Node, seeds []string) {
 	}
 	node := n
 	cfg := cluster.Config{
-		Remote:            r,
 		GossipPort:        gossipPort,
 		SeedNodes:         seeds,
 		JoinRetryInterval: 50 * time.Millisecond,
 		Timing:            cluster.TestTiming(),
 		Downing:           cluster.DowningConfig{StableAfter: c.opts.StableAfter},
-		WrapTransport: func(inner memberlist.NodeAwareTransport) memberlist.NodeAwareTransport {
-			self := ""
-			if nt, ok := inner.(*memberlist.NetTransport); ok {
-				self = "127.0.0.1:" + strconv.Itoa(nt.GetAutoBindPort())
-			}
-			return &faultTransport{NodeAwareTransport: inner, net: c.net, self: func() string { return self }}
-		},
 	}
+	hooks.SetGossipWrapper(sys, func(inner memberlist.NodeAwareTransport) memberlist.NodeAwareTransport {
+		self := ""
+		if nt, ok := inner.(*memberlist.NetTransport); ok {
+			self = "127.0.0.1:" + strconv.Itoa(nt.GetAutoBindPort())
+		}
+		return &faultTransport{NodeAwareTransport: inner, net: c.net, self: func() string { return self }}
+	})
 	if c.opts.Configure != nil {
 		c.opts.Configure(n.Index, &cfg)
 	}
