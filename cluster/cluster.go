@@ -58,8 +58,9 @@ type Cluster struct {
 	stopOnce   sync.Once
 	wg         sync.WaitGroup
 
-	leaseCtx    context.Context // ends when the node stops: lease calls in flight end too
-	leaseCancel context.CancelFunc
+	leaseCtx       context.Context // ends when the node stops: lease calls in flight end too
+	leaseCancel    context.CancelFunc
+	leaseReleaseAt atomic.Int64 // Unix nanoseconds before which a held lease is kept
 }
 
 // JoinProgress says how joining through the seed nodes goes (see Cluster.JoinProgress).
@@ -298,6 +299,9 @@ func (c *Cluster) DownAddress(addr actor.Address) error {
 // already stopped, serf's error when the leave could not be spread, and ctx's error
 // when ctx ends first (the leave goes on).
 func (c *Cluster) Leave(ctx context.Context) error {
+	if c.isStopped() {
+		return nil
+	}
 	reply := make(chan error, 1)
 	if err := c.core.Tell(leaveRequest{reply: reply}); err != nil {
 		select {

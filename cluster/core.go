@@ -39,6 +39,7 @@ const (
 	timerCheck     = "check"
 	timerResolver  = "resolver"
 	timerMargin    = "margin"
+	timerLease     = "lease"
 )
 
 // core is the actor around the pure cores: Membership (the member view), the
@@ -56,7 +57,11 @@ type core struct {
 	margins *membership.Margins
 	subs    map[actor.Ref]struct{}
 
-	serfFailed map[UniqueAddress]bool // members serf declared failed
+	// serfFailed holds the members serf declared failed, with when (see
+	// refreshReachability for when it counts). serf keeps a failed member dead until
+	// it reconnects to it, which takes a while after a link heals: an answer to a
+	// heartbeat sent after the failure ends the observation sooner.
+	serfFailed map[UniqueAddress]time.Time
 	peers      map[UniqueAddress]peer // Refs to other members' cluster actors
 	heartbeat  actor.Ref              // this node's heartbeat responder
 	reachKey   string                 // the unreachable and indirectly connected members last seen
@@ -89,7 +94,7 @@ func newCore(cfg Config, self Member) (*core, error) {
 		res:        res,
 		margins:    membership.NewMargins(cfg.Downing.DownRemovalMargin),
 		subs:       make(map[actor.Ref]struct{}),
-		serfFailed: make(map[UniqueAddress]bool),
+		serfFailed: make(map[UniqueAddress]time.Time),
 		peers:      make(map[UniqueAddress]peer),
 	}, nil
 }
@@ -114,14 +119,14 @@ func (k *core) Receive(ctx actor.Context) {
 	case actor.Started:
 		k.started(ctx)
 	case serfEvent:
-		k.onSerf(m.ev)
+		k.onSerf(ctx, m.ev)
 	case joinedNotice:
 	case heartbeatTick:
 		k.sendHeartbeats(ctx, now)
 		changed = k.checkMonitor(now)
 	case heartbeatRsp:
-		k.onHeartbeatRsp(m, now)
-		changed = k.checkMonitor(now)
+		changed = k.onHeartbeatRsp(m, now)
+		changed = k.checkMonitor(now) || changed
 	case checkTimer:
 		changed = k.checkMonitor(now)
 	case gossipTick:
@@ -134,7 +139,10 @@ func (k *core) Receive(ctx actor.Context) {
 		k.decide(ctx, now)
 	case marginTimer:
 		k.publish(k.margins.Due(now), now)
-		k.maybeReleaseLease()
+		k.maybeReleaseLease(now)
+	case leaseTimer:
+		k.maybeReleaseLease(now)
+		changed = false
 	case leaseResult:
 		k.onLeaseResult(ctx, m, now)
 	case leaseLost:
@@ -163,7 +171,13 @@ func (k *core) Receive(ctx actor.Context) {
 				}
 			}
 		}
-		k.down(u, true)
+		k.down(ctx, []UniqueAddress{u}, true)
+	case downNotice:
+		if len(m.Down) > maxGossipRows {
+			k.drops.note(k.c.log, "down notice refused: too many members", nil)
+			return
+		}
+		k.down(ctx, m.Down, false)
 	case leaveRequest:
 		k.leave(ctx, m.reply)
 	default:
@@ -247,9 +261,11 @@ func (k *core) armTimers(ctx actor.Context, now time.Time) {
 	arm(timerCheck, checkTimer{}, at, ok)
 	at, ok = k.margins.Next()
 	arm(timerMargin, marginTimer{}, at, ok)
+	at, ok = k.lease.releaseAt, k.lease.held
+	arm(timerLease, leaseTimer{}, at, ok)
 }
 
-func (k *core) onSerf(ev serf.Event) {
+func (k *core) onSerf(ctx actor.Context, ev serf.Event) {
 	switch e := ev.(type) {
 	case serf.MemberEvent:
 		for _, sm := range e.Members {
@@ -264,14 +280,14 @@ func (k *core) onSerf(ev serf.Event) {
 			k.drops.note(k.c.log, "malformed down event ignored", err)
 			return
 		}
-		k.down(u, false)
+		k.down(ctx, []UniqueAddress{u}, false)
 	}
 }
 
 func (k *core) onMember(t serf.EventType, sm serf.Member) {
 	m, err := membership.DecodeTags(sm.Tags)
-	if err == nil && m.Unique.Addr != sm.Name {
-		err = errors.New("the address tag differs from the node name")
+	if err == nil && nodeName(m.Unique.Addr) != sm.Name {
+		err = errors.New("the address tag does not match the node name")
 	}
 	if err != nil {
 		if !k.badTags[sm.Name] {
@@ -301,7 +317,7 @@ func (k *core) onMember(t serf.EventType, sm serf.Member) {
 		if _, known := k.ms.Member(u); !known {
 			k.apply(k.ms.Observe(m))
 		}
-		k.serfFailed[u] = true
+		k.serfFailed[u] = time.Now()
 	case serf.EventMemberLeave:
 		cur, known := k.ms.Member(u)
 		if !known {
@@ -438,27 +454,47 @@ func (k *core) publishSelf() {
 	}
 }
 
-// down declares u Down; spread tells the other members too.
-func (k *core) down(u UniqueAddress, spread bool) {
-	if k.downed {
+// down declares the members Down and then, if it is listed, this node. With spread it
+// first tells every member: a serf user event per member, which gossip carries around
+// broken links, and a notice over the remote transport to each member, which arrives
+// at once and is sent even by a node that downs itself (its transport flushes what is
+// queued before it closes). Members this node does not know are skipped.
+func (k *core) down(ctx actor.Context, us []UniqueAddress, spread bool) {
+	if k.downed || len(us) == 0 {
 		return
 	}
-	if u == k.c.self.Unique {
-		k.downSelf()
-		return
-	}
-	if _, known := k.ms.Member(u); !known {
-		return
-	}
-	k.apply(k.ms.Down(u))
 	if spread {
-		if err := k.c.serf.UserEvent(userEventDown, []byte(u.String()), false); err != nil {
-			k.c.log.Warn("spreading a down decision", zap.Error(err))
+		for _, u := range us {
+			if err := k.c.serf.UserEvent(userEventDown, []byte(u.String()), false); err != nil {
+				k.c.log.Warn("spreading a down decision", zap.Error(err))
+			}
+		}
+		notice := downNotice{Down: us}
+		for _, m := range k.ms.Members() {
+			if m.Unique == k.c.self.Unique || m.Status == Down {
+				continue
+			}
+			if p, ok := k.peerOf(m.Unique); ok {
+				_ = ctx.Send(p.core, notice)
+			}
 		}
 	}
-	// apply removed it. serf keeps the member as failed (it never answers again: a
-	// downed node stops its serf) until ReconnectTimeout reaps it; serf's own removal
-	// would block on a broadcast and leave a sleeping goroutine behind.
+	self := false
+	for _, u := range us {
+		if u == k.c.self.Unique {
+			self = true
+			continue
+		}
+		if _, known := k.ms.Member(u); known {
+			k.apply(k.ms.Down(u))
+		}
+	}
+	// apply removed them. serf keeps each as failed (it never answers again: a downed
+	// node stops its serf) until ReconnectTimeout reaps it; serf's own removal would
+	// block on a broadcast and leave a sleeping goroutine behind.
+	if self {
+		k.downSelf()
+	}
 }
 
 // downSelf stops this node's cluster services: it was downed, by the resolver on its

@@ -8,6 +8,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/internal/reachability"
+	"github.com/troupe-go/troupe/internal/sbr"
 	"github.com/troupe-go/troupe/internal/wiretypes"
 	"go.uber.org/zap"
 )
@@ -31,12 +32,17 @@ type (
 		From membership.UniqueAddress
 		Rows []reachability.Row
 	}
+	// downNotice spreads a down decision (as serf's user events do, by another path).
+	downNotice struct {
+		Down []membership.UniqueAddress
+	}
 )
 
 func init() {
 	wiretypes.MustRegister[heartbeat]("troupe.cluster.Heartbeat")
 	wiretypes.MustRegister[heartbeatRsp]("troupe.cluster.HeartbeatRsp")
 	wiretypes.MustRegister[reachGossip]("troupe.cluster.Reachability")
+	wiretypes.MustRegister[downNotice]("troupe.cluster.Down")
 }
 
 // Timer messages of the core.
@@ -91,8 +97,18 @@ func (k *core) sendHeartbeats(ctx actor.Context, now time.Time) {
 	}
 }
 
-func (k *core) onHeartbeatRsp(m heartbeatRsp, now time.Time) {
-	k.mon.Response(m.From, time.Unix(0, m.SentAt), now)
+// onHeartbeatRsp records an answer; it reports whether it ended serf's observation
+// that the member failed (the member answered a heartbeat sent after serf said so).
+func (k *core) onHeartbeatRsp(m heartbeatRsp, now time.Time) bool {
+	sent := time.Unix(0, m.SentAt)
+	if !k.mon.Response(m.From, sent, now) {
+		return false
+	}
+	if failed, ok := k.serfFailed[m.From]; ok && sent.After(failed) {
+		delete(k.serfFailed, m.From)
+		return true
+	}
+	return false
 }
 
 // checkMonitor judges the monitored members at now and reports whether one changed
@@ -119,13 +135,24 @@ func (k *core) refreshReachability(ctx actor.Context, now time.Time) {
 			own = append(own, u)
 		}
 	}
+	// serf's report counts for the members this node does not heartbeat itself: for
+	// those it does, the heartbeats decide. serf probes members one at a time, round
+	// robin, so its detections of the members of a partition spread over several probe
+	// intervals, and its UDP probes with short timeouts are easily missed on a loaded
+	// host; the heartbeats go to every monitored member at once.
 	for u := range k.serfFailed {
-		if k.live(u) {
+		if k.live(u) && !k.mon.Monitors(u) {
 			own = append(own, u)
 		}
 	}
 	if k.table.SetOwn(own) {
 		k.pushOwnRow(ctx)
+		serfSays := make([]string, 0, len(k.serfFailed))
+		for u := range k.serfFailed {
+			serfSays = append(serfSays, u.String())
+		}
+		k.c.log.Info("this node's reachability observations changed",
+			zap.Stringers("heartbeats", k.mon.Unreachable()), zap.Strings("serf", serfSays))
 	}
 	ownSet := make(map[UniqueAddress]bool, len(own))
 	for _, u := range own {
@@ -164,15 +191,21 @@ func (k *core) refreshReachability(ctx actor.Context, now time.Time) {
 	}
 }
 
-// reachabilityKey describes the observations between live members; the resolver is
-// told of a change whenever it changes.
+// reachabilityKey describes the members the resolver considers unreachable and, among
+// them, the indirectly connected ones; the resolver is told of a change whenever it
+// changes. Another observer confirming what is already known is no change, so that
+// the observers' detection times do not drag the wait out.
 func (k *core) reachabilityKey() string {
+	unreachable, indirect := sbr.Summary(k.input())
 	var b strings.Builder
-	for _, r := range k.table.Records(k.live) {
-		b.WriteString(r.Observer.String())
-		b.WriteByte('>')
-		b.WriteString(r.Subject.String())
+	for _, u := range unreachable {
+		b.WriteString(u.String())
 		b.WriteByte(' ')
+	}
+	b.WriteString("| indirectly connected:")
+	for _, u := range indirect {
+		b.WriteByte(' ')
+		b.WriteString(u.String())
 	}
 	return b.String()
 }

@@ -14,6 +14,7 @@ import (
 type (
 	resolverTimer struct{}
 	marginTimer   struct{}
+	leaseTimer    struct{}
 	leaseResult   struct {
 		acquired bool
 		err      error
@@ -25,6 +26,7 @@ type (
 type leaseState struct {
 	acquiring bool            // an Acquire is in flight
 	held      bool            // acquired and neither released nor lost
+	releaseAt time.Time       // not released before (see holdLease)
 	waitFor   []UniqueAddress // members downed under the lease: released once their margins passed
 }
 
@@ -48,7 +50,7 @@ func (k *core) decide(ctx actor.Context, now time.Time) {
 		k.acquireLease(ctx)
 	}
 	if step.Decision.Action != sbr.NoAction {
-		k.act(step.Decision, step.Unstable)
+		k.act(ctx, step.Decision, step.Unstable)
 	}
 	if k.downed || k.c.isStopped() {
 		return
@@ -60,30 +62,30 @@ func (k *core) decide(ctx actor.Context, now time.Time) {
 	}
 }
 
-// act downs the members a decision lists: the others first (spreading the decision),
+// act downs the members a decision lists, spreading the decision: the others first,
 // then this node if it is listed.
-func (k *core) act(d sbr.Decision, unstable bool) {
+func (k *core) act(ctx actor.Context, d sbr.Decision, unstable bool) {
+	var obs []string
+	for _, r := range k.table.Records(k.live) {
+		obs = append(obs, r.Observer.String()+">"+r.Subject.String())
+	}
 	fields := []zap.Field{zap.Stringer("action", d.Action), zap.Int("downing", len(d.Down)), zap.Stringers("members", d.Down),
-		zap.String("observations", k.reachKey)}
+		zap.Strings("observations", obs)}
 	if unstable {
 		k.c.log.Warn("split-brain resolver: reachability did not settle; downing every member", fields...)
 	} else {
 		k.c.log.Warn("split-brain resolver decided", fields...)
 	}
-	for _, u := range d.Down {
-		if u != k.c.self.Unique {
-			k.down(u, true)
-		}
-	}
-	if d.Downs(k.c.self.Unique) {
-		k.down(k.c.self.Unique, false)
-	}
+	k.down(ctx, d.Down, true)
 }
 
 // acquireLease starts acquiring the lease in the background; the outcome arrives as a
 // leaseResult.
 func (k *core) acquireLease(ctx actor.Context) {
-	if k.lease.acquiring {
+	if k.lease.acquiring || k.lease.held {
+		if k.lease.held { // still held from an earlier decision: decide at once
+			_ = ctx.Self().Tell(leaseResult{acquired: true})
+		}
 		return
 	}
 	k.lease.acquiring = true
@@ -103,13 +105,13 @@ func (k *core) acquireLease(ctx actor.Context) {
 // onLeaseResult acts on the resolver's decision for the lease's outcome.
 func (k *core) onLeaseResult(ctx actor.Context, m leaseResult, now time.Time) {
 	k.lease.acquiring = false
-	if m.acquired {
-		k.lease.held = true
+	if m.acquired && !k.lease.held {
+		k.lease.held, k.lease.releaseAt = true, now.Add(k.holdLease())
+		k.c.leaseReleaseAt.Store(k.lease.releaseAt.UnixNano())
 	}
 	log := k.c.log.With(zap.Bool("acquired", m.acquired), zap.Error(m.err))
 	if k.downed || k.c.isStopped() {
 		log.Info("lease-majority: lease outcome after this node stopped")
-		k.maybeReleaseLease()
 		return
 	}
 	log.Warn("lease-majority: lease outcome")
@@ -122,9 +124,19 @@ func (k *core) onLeaseResult(ctx actor.Context, m leaseResult, now time.Time) {
 		}
 	}
 	if d.Action != sbr.NoAction {
-		k.act(d, false)
+		k.act(ctx, d, false)
 	}
-	k.maybeReleaseLease()
+	k.maybeReleaseLease(now)
+}
+
+// holdLease is the least time this node holds the lease after acquiring it: the other
+// side of the partition, which waited AcquireLeaseDelayForMinority before trying,
+// must have failed to acquire it, and decided to down itself, before it becomes free;
+// its decision comes within StableAfter plus DownAllWhenUnstable of its first change,
+// plus that delay.
+func (k *core) holdLease() time.Duration {
+	d := k.c.cfg.Downing
+	return d.StableAfter + max(d.DownAllWhenUnstable, 0) + d.AcquireLeaseDelayForMinority
 }
 
 func (k *core) onLeaseLost(m leaseLost) {
@@ -135,10 +147,11 @@ func (k *core) onLeaseLost(m leaseLost) {
 }
 
 // maybeReleaseLease releases a held lease once every member downed under it has
-// passed its removal margin: by then the other side has stopped, and holding the lease
-// longer would only make the next partition's decision wait for it to expire.
-func (k *core) maybeReleaseLease() {
-	if !k.lease.held {
+// passed its removal margin (by then the other side has stopped) and holdLease has
+// passed (by then the other side has decided); holding it longer would only make the
+// next partition's decision wait for it to expire.
+func (k *core) maybeReleaseLease(now time.Time) {
+	if !k.lease.held || now.Before(k.lease.releaseAt) {
 		return
 	}
 	for _, u := range k.lease.waitFor {
@@ -160,11 +173,18 @@ func (k *core) maybeReleaseLease() {
 	}()
 }
 
-// releaseLease releases the lease when this node holds it as it shuts down.
+// releaseLease releases the lease when this node holds it as it shuts down, unless
+// holdLease has not passed yet: the other side of a recent partition may still be
+// deciding, and the lease then expires in the store instead.
 func (c *Cluster) releaseLease(ctx context.Context) {
 	c.leaseCancel()
 	l := c.cfg.Downing.Lease
 	if l == nil || !l.CheckLease() {
+		return
+	}
+	if at := time.Unix(0, c.leaseReleaseAt.Load()); time.Now().Before(at) {
+		c.log.Warn("lease-majority: shutting down with the lease held until the other side has decided; it expires in the store",
+			zap.Time("release after", at))
 		return
 	}
 	if _, err := l.Release(ctx); err != nil {

@@ -20,16 +20,19 @@ const userEventDown = "troupe.down"
 
 func (c *Cluster) serfConfig(tags map[string]string, wrap hooks.GossipWrapper) (*serf.Config, error) {
 	sc := serf.DefaultConfig()
-	sc.NodeName = c.self.Unique.Addr
+	sc.NodeName = nodeName(c.self.Unique.Addr)
 	sc.Tags = tags
 	sc.EventCh = c.events
+	t := c.cfg.Timing
 	sc.ReconnectTimeout = 72 * time.Hour // unreachable members go when downed, not by timer
+	// serf keeps a failed member dead until it reconnects to it; try every ten probe
+	// intervals (serf's default is 30s), so that its view heals soon after the network.
+	sc.ReconnectInterval = 10 * t.ProbeInterval
 	sc.TombstoneTimeout = time.Hour
 	// A second node claiming a member's name (its address) is refused by memberlist,
 	// which keeps the node it knows; serf's extra conflict resolution races inside
 	// serf (seen with -race), and would only make the newcomer shut itself down.
 	sc.EnableNameConflictResolution = false
-	t := c.cfg.Timing
 	sc.LeavePropagateDelay = t.LeavePropagateDelay
 	logger := log.New(&zapWriter{log: c.log.Named("serf")}, "", 0)
 	sc.Logger = logger
@@ -73,6 +76,16 @@ func (c *Cluster) serfConfig(tags map[string]string, wrap hooks.GossipWrapper) (
 	}
 	sc.MemberlistConfig = ml
 	return sc, nil
+}
+
+// nodeName returns the serf node name of the member at addr: the address without its
+// scheme ("shop@10.0.0.7:2552"), since memberlist reads a "/" in a name it joins by
+// (serf's reconnection to failed members does) as the end of the name.
+func nodeName(addr string) string {
+	if i := strings.Index(addr, "://"); i >= 0 {
+		return addr[i+3:]
+	}
+	return addr
 }
 
 // zapWriter routes serf's and memberlist's log lines to zap: errors and warnings as

@@ -13,7 +13,9 @@ import (
 // UniqueAddress identifies one incarnation of a node: Addr, the remote address it is
 // reached at (troupe://system@host:port), and UID, the incarnation uid its transport
 // drew when it started (never 0). A node restarted on the same address is a new
-// incarnation and a new member. String returns "addr#uid".
+// incarnation and a new member. String returns "addr#uid"; u.Compare(o) orders two
+// identities by host, then port (numerically), then uid, the order of the equal-split
+// and equal-age rules.
 type UniqueAddress = membership.UniqueAddress
 
 // MemberStatus is where a member is in its lifecycle: Joining, Up, Leaving, Exiting,

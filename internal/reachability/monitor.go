@@ -187,7 +187,7 @@ func (m *Monitor) Check(now time.Time) (unreachable, reachable []membership.Uniq
 			if now.Before(t.added.Add(m.cfg.ExpectedFirst)) {
 				continue
 			}
-			t.det.start(t.added.Add(m.cfg.ExpectedFirst), m.cfg.Interval)
+			t.det.start(t.added.Add(m.cfg.ExpectedFirst), m.cfg.Interval, true)
 		}
 		down := t.det.phi(now) >= m.cfg.Threshold
 		switch {
@@ -199,6 +199,12 @@ func (m *Monitor) Check(now time.Time) (unreachable, reachable []membership.Uniq
 		t.unreachable = down
 	}
 	return unreachable, reachable
+}
+
+// Monitors reports whether u is one of the monitored members.
+func (m *Monitor) Monitors(u membership.UniqueAddress) bool {
+	_, ok := m.targets[u]
+	return ok
 }
 
 // Unreachable returns the monitored members the last Check found unreachable, ordered

@@ -143,6 +143,17 @@ func TestMonitorDetectsAStopAndARecovery(t *testing.T) {
 	if _, up := m.Check(back); !slices.Equal(up, []membership.UniqueAddress{c}) {
 		t.Fatalf("reachable %v", up)
 	}
+	// The long gap was not learned: steady answers again, then a stop, is detected as
+	// fast as the first time.
+	now = back
+	for i := 1; i <= 20; i++ {
+		now = back.Add(time.Duration(i) * cfg.Interval)
+		m.Response(c, now.Add(-5*time.Millisecond), now)
+	}
+	m.Check(now)
+	if next, _ := m.NextCheck(); next.Sub(now) > latest {
+		t.Fatalf("after the gap, detection takes %v, want at most %v", next.Sub(now), latest)
+	}
 }
 
 func TestMonitorFirstHeartbeatGrace(t *testing.T) {
@@ -185,5 +196,27 @@ func TestMonitorConfigValidate(t *testing.T) {
 	}
 	if y := yFor(8); y < 5 || y > 5.5 || phiOf(y) < 8 || phiOf(y-0.01) >= 8 {
 		t.Errorf("yFor(8) = %v", y)
+	}
+}
+
+// The wait for a late first answer is not learned as an interval: once answers come
+// steadily, a stop is detected as fast as for a member that answered at once.
+func TestMonitorLateFirstAnswerIsNotLearned(t *testing.T) {
+	cfg := testMonitorConfig()
+	m, _ := NewMonitor(cfg, ua("self"))
+	t0 := time.Unix(1000, 0)
+	d := ua("d")
+	m.SetTargets([]membership.UniqueAddress{d}, t0)
+	m.Check(t0.Add(cfg.ExpectedFirst)) // starts the detector as if d had answered
+	first := t0.Add(cfg.ExpectedFirst + cfg.AcceptablePause/2)
+	now := first
+	for i := range 10 {
+		now = first.Add(time.Duration(i) * cfg.Interval)
+		m.Response(d, now.Add(-time.Millisecond), now)
+	}
+	m.Check(now)
+	_, latest := cfg.DetectionWindow()
+	if next, _ := m.NextCheck(); next.Sub(now) > latest {
+		t.Fatalf("detection takes %v after steady answers, want at most %v", next.Sub(now), latest)
 	}
 }

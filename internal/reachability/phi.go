@@ -17,6 +17,7 @@ type phiDetector struct {
 	next      int
 	sum, sq   float64
 	last      time.Time
+	assumed   bool // last is an assumed heartbeat (see start), not an arrival
 }
 
 func newPhiDetector(pause, minStd time.Duration, maxSamples int) *phiDetector {
@@ -28,27 +29,32 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // started reports whether the detector has a last heartbeat to measure from.
 func (p *phiDetector) started() bool { return !p.last.IsZero() }
 
-// start begins monitoring at now with a first estimate of the interval, as if a
-// heartbeat had arrived, so that a peer that never answers is eventually suspected.
-func (p *phiDetector) start(now time.Time, interval time.Duration) {
+// start begins monitoring at now with a first estimate of the interval. With assumed,
+// now is not an arrival but a moment from which a peer that never answers is
+// eventually suspected; the time to the first real arrival is then not learned.
+func (p *phiDetector) start(now time.Time, interval time.Duration, assumed bool) {
 	if p.started() {
 		return
 	}
-	p.last = now
+	p.last, p.assumed = now, assumed
 	first := ms(interval)
 	p.add(first - first/4)
 	p.add(first + first/4)
 }
 
-// heartbeat records a heartbeat arriving at now.
+// heartbeat records a heartbeat arriving at now. The interval since the last one is
+// learned only when it is within the acceptable pause: a longer gap is a stretch of
+// unreachability (a partition that healed, say), not jitter, and learning it would
+// blunt the detector for the next failure.
 func (p *phiDetector) heartbeat(now time.Time, interval time.Duration) {
 	if !p.started() {
-		p.start(now, interval)
+		p.start(now, interval, false)
 		return
 	}
-	if d := ms(now.Sub(p.last)); d > 0 {
+	if d := ms(now.Sub(p.last)); d > 0 && d <= math.Max(p.pause, ms(interval)) && !p.assumed {
 		p.add(d)
 	}
+	p.assumed = false
 	if now.After(p.last) {
 		p.last = now
 	}

@@ -80,7 +80,10 @@ type view struct {
 }
 
 // analyze keeps the members that are neither Down nor Removed and the observations
-// between two distinct such members.
+// between two distinct such members, except those of observers across a broken link
+// from this node: observers it cannot reach, or that cannot reach it. Their
+// observations reached this node while the link was up, or through other members, and
+// what they see of this side says nothing the observations of this side do not.
 func analyze(in Input) view {
 	live := make(map[membership.UniqueAddress]membership.Member, len(in.Members))
 	for _, m := range in.Members {
@@ -88,15 +91,31 @@ func analyze(in Input) view {
 			live[m.Unique] = m
 		}
 	}
+	across := make(map[membership.UniqueAddress]bool)
+	for _, r := range in.Unreachable {
+		switch in.Self {
+		case r.Observer:
+			across[r.Subject] = true
+		case r.Subject:
+			across[r.Observer] = true
+		}
+	}
 	var recs []Record
 	for _, r := range in.Unreachable {
 		_, o := live[r.Observer]
 		_, s := live[r.Subject]
-		if o && s && r.Observer != r.Subject {
+		if o && s && r.Observer != r.Subject && (r.Observer == in.Self || !across[r.Observer]) {
 			recs = append(recs, r)
 		}
 	}
 	return withRecords(in.Self, live, recs)
+}
+
+// Summary returns the members the resolver considers unreachable, and the indirectly
+// connected ones among them, ordered by address: what the caller watches for changes.
+func Summary(in Input) (unreachable, indirect []membership.UniqueAddress) {
+	v := analyze(in)
+	return sorted(v.unreachable), sorted(v.indirect)
 }
 
 // withRecords computes the unreachable and indirectly connected members of recs. A
@@ -120,15 +139,20 @@ func withRecords(self membership.UniqueAddress, live map[membership.UniqueAddres
 	return v
 }
 
-// Decide returns the split-brain decision for the input, by the strategy in cfg. It is
-// a pure function of the members and the observations, not of which node asks: every
-// node that sees the same table decides the same, and this node downs itself when the
-// decision lists it. It does not look at time; Resolver adds the stable-after wait.
-// Under LeaseMajority it returns the decision for a side that holds the lease.
+// Decide returns the split-brain decision for the input, by the strategy in cfg, and
+// this node downs itself when the decision lists it. It is a pure function of the
+// members and the observations; which node asks matters only through what it cannot
+// reach itself (see the rules), so the nodes that can reach each other and share a
+// table decide the same. It does not look at time; Resolver adds the stable-after
+// wait. Under LeaseMajority it returns the decision for a side that holds the lease.
 //
 // Rules:
 //   - Members already Down (and Removed ones) are ignored. With no unreachable member
 //     the decision is NoAction: nothing is ever downed on a timer alone.
+//   - Observations by members across a broken link from this node (it cannot reach
+//     them, or they cannot reach it) are left out: in a partition, rows of the other
+//     side reach this side while a flapping link is up, and would make both sides look
+//     indirectly connected. (Akka keeps them.)
 //   - The reachable side is every live member no observer reports unreachable; the
 //     unreachable side is the rest. Sides are counted over members that are Up,
 //     Leaving or Exiting (with Role when set); Joining members are not counted but go

@@ -121,8 +121,8 @@ func TestDecide(t *testing.T) {
 		// unreachable, but that is in their gossip, finds itself on the unreachable side.
 		{"one-way observation: the subject is downed, seen by the observer", majority,
 			observed(five, "a:1", "a>b"), DownUnreachable, "b:1"},
-		{"one-way observation: the subject is downed, seen by the subject", majority,
-			observed(five, "b:1", "a>b"), DownUnreachable, "b:1"},
+		{"one-way observation: the subject sets the observer's row aside, and is downed by the others", majority,
+			observed(five, "b:1", "a>b"), NoAction, ""},
 		{"one-way observation: seen by a bystander", majority,
 			observed(five, "e:1", "a>b"), DownUnreachable, "b:1"},
 	}
@@ -140,7 +140,7 @@ func TestDecide(t *testing.T) {
 }
 
 func TestDecideIndirectlyConnected(t *testing.T) {
-	five := upMembers(5, nil)
+	six := upMembers(6, nil) // f observes nothing and is observed by nobody
 	tests := []struct {
 		name    string
 		records []string
@@ -162,14 +162,45 @@ func TestDecideIndirectlyConnected(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			// Every node that has the same table decides the same.
-			for _, self := range []string{"a:1", "c:1", "e:1"} {
-				d := Decide(Config{}, observed(five, self, tt.records...))
-				if d.Action != tt.want || addrs(d.Down) != tt.down {
-					t.Fatalf("from %s: Decide = %s [%s], want %s [%s]", self, d.Action, addrs(d.Down), tt.want, tt.down)
-				}
+			// Every node that has no broken link to an observer and has the same
+			// table decides the same; f is such a node in all these tables.
+			d := Decide(Config{}, observed(six, "f:1", tt.records...))
+			if d.Action != tt.want || addrs(d.Down) != tt.down {
+				t.Fatalf("Decide = %s [%s], want %s [%s]", d.Action, addrs(d.Down), tt.want, tt.down)
 			}
 		})
+	}
+}
+
+// The two ends of a link cut both ways each set the other's observations aside and
+// down the other; the bystanders down both: together, both go.
+func TestDecideOneLinkCutFromItsEnds(t *testing.T) {
+	five := upMembers(5, nil)
+	for _, tt := range []struct{ self, down string }{{"a:1", "b:1"}, {"b:1", "a:1"}, {"c:1", "a:1,b:1"}} {
+		d := Decide(Config{}, observed(five, tt.self, "a>b", "b>a"))
+		if addrs(d.Down) != tt.down {
+			t.Errorf("from %s: Decide = %s [%s], want [%s]", tt.self, d.Action, addrs(d.Down), tt.down)
+		}
+	}
+}
+
+// In a partition 3|2 whose link flapped, each side holds the other side's rows too
+// (they arrived while the link was up). Each node sets aside the rows of the members
+// across a broken link from it, so the split is still clean, and the sides decide as
+// mirror images; Akka's rule would find everyone indirectly connected.
+func TestDecidePartitionWithRowsFromTheOtherSide(t *testing.T) {
+	five := upMembers(5, nil)
+	leaked := []string{"a>d", "b>d", "c>d", "d>a", "d>b", "d>c", "e>a", "e>b", "e>c"} // a..c have not detected e yet
+	majority := Decide(Config{}, observed(five, "a:1", leaked...))
+	minority := Decide(Config{}, observed(five, "e:1", leaked...))
+	if majority.Action != DownUnreachable || addrs(majority.Down) != "d:1" {
+		t.Errorf("majority: %s [%s], want down-unreachable [d:1]", majority.Action, addrs(majority.Down))
+	}
+	if minority.Action != DownReachable || addrs(minority.Down) != "d:1,e:1" {
+		t.Errorf("minority: %s [%s], want down-reachable [d:1,e:1]", minority.Action, addrs(minority.Down))
+	}
+	if u, i := Summary(observed(five, "e:1", leaked...)); addrs(u) != "a:1,b:1,c:1" || len(i) != 0 {
+		t.Errorf("Summary from e: unreachable [%s], indirect [%s]", addrs(u), addrs(i))
 	}
 }
 

@@ -4,12 +4,14 @@
 // lease-majority protocol.
 //
 // The resolver runs on every node and there is no leader: a decision is a function of
-// the members and of the reachability observations, not of which node computes it. In
-// a clean partition each side's table holds only its own side's observations, and the
-// strategies are mirror images (one side downs the other exactly when the other downs
-// itself). When observations cross the sides (some links work) every node converges on
-// the same table and takes the same decision, and a node downs itself when the decision
-// lists it. Under lease-majority only the member responsible for its side acts.
+// the members and of the reachability observations, and of which node computes it only
+// through the observations of members across a broken link from that node (it cannot
+// reach them, or they cannot reach it), which it sets aside. In a clean partition each side decides on its own side's observations, and
+// the strategies are mirror images (one side downs the other exactly when the other
+// downs itself). When observations cross the sides (some links work) the nodes that
+// reach each other converge on the same table and take the same decision, and a node
+// downs itself when the decision lists it. Under lease-majority only the member
+// responsible for its side acts.
 //
 // Nothing here starts a goroutine, reads a clock or does I/O; package cluster feeds it
 // from its core actor and sets one timer to Step.Next.

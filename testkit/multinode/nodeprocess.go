@@ -142,6 +142,38 @@ func (n *NodeProcess) WaitLine(timeout time.Duration, what string, match func(Li
 	return found
 }
 
+// ExpectNoLine checks that the node writes no line that match accepts, from now for d;
+// lines written before are not looked at. It fails the test at the first such line.
+func (n *NodeProcess) ExpectNoLine(d time.Duration, match func(Line) bool) {
+	n.t.Helper()
+	skip := len(n.Lines())
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		n.mu.Lock()
+		lines, changed, done := n.lines[skip:], n.changed, n.isExited()
+		skip = len(n.lines)
+		n.mu.Unlock()
+		for _, s := range lines {
+			l, err := parseLine(s)
+			if err != nil {
+				n.t.Fatalf("multinode: %s: %v", n.name, err)
+			}
+			if match(l) {
+				n.t.Fatalf("multinode: %s: unexpected line %s", n.name, s)
+			}
+		}
+		if done {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return
+		}
+	}
+}
+
 // IsEvent reports whether l is the event about the member at hostPort.
 func IsEvent(l Line, event, hostPort string) bool {
 	return l.Kind == KindEvent && l.Event == event && l.Member != nil && l.Member.HostPort == hostPort

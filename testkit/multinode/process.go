@@ -57,6 +57,13 @@ type Process struct {
 // StartProcess starts bin with args and fails the test if it cannot.
 func StartProcess(t testing.TB, bin string, args ...string) *Process {
 	t.Helper()
+	return startProcess(t, filepath.Base(bin), bin, args...)
+}
+
+// startProcess is StartProcess with the label its log lines start with (the pid is
+// added).
+func startProcess(t testing.TB, label, bin string, args ...string) *Process {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -72,7 +79,7 @@ func StartProcess(t testing.TB, bin string, args ...string) *Process {
 	p := &Process{
 		t:       t,
 		cmd:     cmd,
-		name:    filepath.Base(bin) + "[" + strconv.Itoa(cmd.Process.Pid) + "]",
+		name:    label + "[" + strconv.Itoa(cmd.Process.Pid) + "]",
 		changed: make(chan struct{}),
 		exited:  make(chan struct{}),
 	}

@@ -47,7 +47,7 @@ func TestProcessKilledWithSIGKILLIsRemoved(t *testing.T) {
 			t.Errorf("%s: removed %+v, want removed after Down", n.HostPort, removed)
 		}
 		margin := n.WaitEvent(timeout, multinode.EventMarginPassed, c.HostPort)
-		if d := time.Duration(margin.Time - removed.Time); d < time.Second {
+		if d := time.Duration(margin.Time - removed.Time); d < 900*time.Millisecond { // lines are written a little after the events
 			t.Errorf("%s: margin passed %v after the removal, want at least 1s", n.HostPort, d)
 		}
 	}
