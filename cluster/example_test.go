@@ -38,9 +38,9 @@ func Example() {
 		return
 	}
 	st := c.State()
-	fmt.Println(len(st.Members), "member,", st.Members[0].Status, ", oldest is self:", st.Oldest.Unique == c.SelfUniqueAddress())
+	fmt.Printf("%d member, %s, the oldest: %v\n", len(st.Members), st.Members[0].Status, st.Oldest.Unique == c.SelfUniqueAddress())
 	fmt.Println("the running node:", cluster.Get(sys) == c)
 	// Output:
-	// 1 member, Up , oldest is self: true
+	// 1 member, Up, the oldest: true
 	// the running node: true
 }
