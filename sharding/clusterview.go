@@ -7,20 +7,15 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
-	"github.com/troupe-go/troupe/internal/clusterlookup"
 )
 
 // The sharding actors follow the cluster through its events: which members run (and
 // with which roles and app versions), which are unreachable, and which one is the oldest
 // (where the coordinator runs). A system without a cluster is a cluster of one.
 
-// clusterFor finds the cluster node of sys, or nil when the system runs without one.
-// This is the one seam to the cluster's lookup: until the cluster package offers
-// cluster.Get(sys), whoever starts a node registers it with internal/clusterlookup.
-func clusterFor(sys *actor.System) *cluster.Cluster { return clusterlookup.Get(sys) }
-
-// useCluster registers the cluster node of sys for clusterFor.
-func useCluster(sys *actor.System, c *cluster.Cluster) { clusterlookup.Set(sys, c) }
+// clusterFor finds the cluster node of sys (cluster.Get), or nil when the system runs
+// without one.
+func clusterFor(sys *actor.System) *cluster.Cluster { return cluster.Get(sys) }
 
 // memberView is one actor's picture of the cluster, built from cluster events.
 type memberView struct {
@@ -73,9 +68,11 @@ func (v *memberView) apply(ev any) bool {
 	case cluster.ReachableMember:
 		delete(v.unreachable, e.Member.Unique.Addr)
 		v.put(e.Member)
-	case cluster.OldestChanged:
+	case cluster.OldestChanged, cluster.RemovalMarginPassed:
 	default:
-		return false
+		// Any other cluster event is still the cluster's, never a user's message.
+		_, ok := ev.(cluster.Event)
+		return ok
 	}
 	return true
 }

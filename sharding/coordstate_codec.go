@@ -1,10 +1,9 @@
 package sharding
 
 import (
-	"errors"
 	"fmt"
 
-	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/internal/wiretypes"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -21,22 +20,18 @@ const (
 	manifestCoordInitialized      = "troupe.sharding.CoordinatorInitialized.v1"
 )
 
-// registerCoordinatorTypes registers the coordinator state (as *coordState) and its
-// events (as values) with reg, so that a distributed-data register or a journal can
-// store them. Types already registered under their names are left as they are (the
-// systems of one process may share a registry); a type registered under another name
-// is an error.
-func registerCoordinatorTypes(reg *serialization.Registry) error {
-	return errors.Join(
-		register[*coordState](reg, manifestCoordState),
-		register[evRegionRegistered](reg, manifestRegionRegistered),
-		register[evRegionProxyRegistered](reg, manifestRegionProxyRegistered),
-		register[evRegionTerminated](reg, manifestRegionTerminated),
-		register[evRegionProxyTerminated](reg, manifestRegionProxyTerminated),
-		register[evShardHomeAllocated](reg, manifestShardHomeAllocated),
-		register[evShardHomeDeallocated](reg, manifestShardHomeDeallocated),
-		register[evCoordinatorInitialized](reg, manifestCoordInitialized),
-	)
+// The coordinator's state (decoded as *coordState) and its events (as values) are
+// Troupe's own wire types: every registry knows them, so a distributed-data register
+// or a journal stores them without the application registering them.
+func init() {
+	wiretypes.MustRegister[*coordState](manifestCoordState)
+	wiretypes.MustRegister[evRegionRegistered](manifestRegionRegistered)
+	wiretypes.MustRegister[evRegionProxyRegistered](manifestRegionProxyRegistered)
+	wiretypes.MustRegister[evRegionTerminated](manifestRegionTerminated)
+	wiretypes.MustRegister[evRegionProxyTerminated](manifestRegionProxyTerminated)
+	wiretypes.MustRegister[evShardHomeAllocated](manifestShardHomeAllocated)
+	wiretypes.MustRegister[evShardHomeDeallocated](manifestShardHomeDeallocated)
+	wiretypes.MustRegister[evCoordinatorInitialized](manifestCoordInitialized)
 }
 
 // coordStateWire is the stored form of coordState: sorted slices instead of maps, so

@@ -168,20 +168,7 @@ func sampleState() *coordState {
 }
 
 func TestCoordStateRoundTripAndDeterminism(t *testing.T) {
-	reg := serialization.NewRegistry()
-	if err := registerCoordinatorTypes(reg); err != nil {
-		t.Fatal(err)
-	}
-	if err := registerCoordinatorTypes(reg); err != nil {
-		t.Fatalf("second registration on the same registry (another system of the process): %v", err)
-	}
-	other := serialization.NewRegistry()
-	if err := serialization.Register[evRegionRegistered](other, "someone.else.v1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := registerCoordinatorTypes(other); err == nil {
-		t.Fatal("registration over a type registered under another name succeeded")
-	}
+	reg := serialization.NewRegistry() // knows them without registration
 	s := sampleState()
 	man, b1, err := reg.Marshal(s)
 	if err != nil {
@@ -230,9 +217,6 @@ func TestCoordStateRoundTripAndDeterminism(t *testing.T) {
 
 func TestCoordEventsRoundTrip(t *testing.T) {
 	reg := serialization.NewRegistry()
-	if err := registerCoordinatorTypes(reg); err != nil {
-		t.Fatal(err)
-	}
 	events := []coordEvent{
 		evRegionRegistered{Region: "a"}, evRegionProxyRegistered{Proxy: "p"},
 		evRegionTerminated{Region: "a"}, evRegionProxyTerminated{Proxy: "p"},
@@ -256,9 +240,6 @@ func TestCoordEventsRoundTrip(t *testing.T) {
 
 func TestCoordStateDecodeRejectsCorruptState(t *testing.T) {
 	reg := serialization.NewRegistry()
-	if err := registerCoordinatorTypes(reg); err != nil {
-		t.Fatal(err)
-	}
 	cases := map[string]coordStateWire{
 		"shard in two regions": {Regions: []coordRegionWire{{Region: "a", Shards: []ShardID{"1"}}, {Region: "b", Shards: []ShardID{"1"}}}},
 		"shard twice in one":   {Regions: []coordRegionWire{{Region: "a", Shards: []ShardID{"1", "1"}}}},

@@ -74,9 +74,6 @@ func Start(sys *actor.System, cfg Config) (*Sharding, error) {
 		}
 		reg = serialization.NewRegistry()
 	}
-	if err := registerShellTypes(reg); err != nil {
-		return nil, fmt.Errorf("%w: registering sharding's types: %w", ErrInvalidConfig, err)
-	}
 	s := &Sharding{
 		sys:   sys,
 		reg:   reg,

@@ -2,12 +2,10 @@ package sharding
 
 import (
 	"errors"
-	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/internal/wiretypes"
 )
 
 // The messages a user sends to a region (or proxy), and their replies. Replies that may
@@ -138,50 +136,20 @@ var ErrNotStarted = errors.New("sharding: not started on this system (call shard
 // type, on the same system.
 var ErrAlreadyStarted = errors.New("sharding: already started")
 
-// registerPublicTypes registers the messages above that may cross the wire.
-func registerPublicTypes(reg *serialization.Registry) error {
-	return errors.Join(
-		register[StartEntity](reg, "troupe.sharding.StartEntity.v1"),
-		register[StartEntityAck](reg, "troupe.sharding.StartEntityAck.v1"),
-		register[StopShards](reg, "troupe.sharding.StopShardsRequest.v1"),
-		register[ShardStopped](reg, "troupe.sharding.ShardStoppedReply.v1"),
-		register[GracefulShutdown](reg, "troupe.sharding.GracefulShutdown.v1"),
-		register[GetCurrentRegions](reg, "troupe.sharding.GetCurrentRegions.v1"),
-		register[CurrentRegions](reg, "troupe.sharding.CurrentRegions.v1"),
-		register[GetShardRegionState](reg, "troupe.sharding.GetShardRegionState.v1"),
-		register[ShardRegionState](reg, "troupe.sharding.ShardRegionState.v1"),
-		register[GetShardRegionStats](reg, "troupe.sharding.GetShardRegionStats.v1"),
-		register[ShardRegionStats](reg, "troupe.sharding.ShardRegionStats.v1"),
-		register[GetClusterShardingStats](reg, "troupe.sharding.GetClusterShardingStats.v1"),
-		register[ClusterShardingStats](reg, "troupe.sharding.ClusterShardingStats.v1"),
-	)
-}
-
-// register registers T under name unless it is registered under that name already
-// (several systems of one process may share a registry).
-func register[T any](reg *serialization.Registry, name string) error {
-	sample := sampleOf[T]()
-	if m, ok := reg.Manifest(sample); ok {
-		if m == name {
-			return nil
-		}
-		return fmt.Errorf("sharding: %T is registered as %q, not %q", sample, m, name)
-	}
-	if err := serialization.Register[T](reg, name); err != nil {
-		if m, ok := reg.Manifest(sample); ok && m == name {
-			return nil // registered concurrently by another system
-		}
-		return err
-	}
-	return nil
-}
-
-// sampleOf returns a non-nil value of T (a new value for a pointer type).
-func sampleOf[T any]() any {
-	t := reflect.TypeFor[T]()
-	if t.Kind() == reflect.Pointer {
-		return reflect.New(t.Elem()).Interface()
-	}
-	var zero T
-	return zero
+// The public messages that may cross the wire are Troupe's own wire types: every
+// registry knows them.
+func init() {
+	wiretypes.MustRegister[StartEntity]("troupe.sharding.StartEntity.v1")
+	wiretypes.MustRegister[StartEntityAck]("troupe.sharding.StartEntityAck.v1")
+	wiretypes.MustRegister[StopShards]("troupe.sharding.StopShardsRequest.v1")
+	wiretypes.MustRegister[ShardStopped]("troupe.sharding.ShardStoppedReply.v1")
+	wiretypes.MustRegister[GracefulShutdown]("troupe.sharding.GracefulShutdown.v1")
+	wiretypes.MustRegister[GetCurrentRegions]("troupe.sharding.GetCurrentRegions.v1")
+	wiretypes.MustRegister[CurrentRegions]("troupe.sharding.CurrentRegions.v1")
+	wiretypes.MustRegister[GetShardRegionState]("troupe.sharding.GetShardRegionState.v1")
+	wiretypes.MustRegister[ShardRegionState]("troupe.sharding.ShardRegionState.v1")
+	wiretypes.MustRegister[GetShardRegionStats]("troupe.sharding.GetShardRegionStats.v1")
+	wiretypes.MustRegister[ShardRegionStats]("troupe.sharding.ShardRegionStats.v1")
+	wiretypes.MustRegister[GetClusterShardingStats]("troupe.sharding.GetClusterShardingStats.v1")
+	wiretypes.MustRegister[ClusterShardingStats]("troupe.sharding.ClusterShardingStats.v1")
 }

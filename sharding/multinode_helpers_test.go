@@ -169,9 +169,6 @@ func newShardCluster(t *testing.T, opts multinode.Options, cfg func(i int) Entit
 		if own {
 			_ = sc.journal.Close()
 		}
-		for _, n := range sc.nodes {
-			useCluster(n.System, nil)
-		}
 	})
 	opts.Registry = reg
 	if opts.StableAfter == 0 {
@@ -208,7 +205,6 @@ func startShardClusterLazy(t *testing.T, n int, cfg func(i int) EntityConfig) *s
 func (sc *shardCluster) startSharding(i int) *shardNode {
 	sc.t.Helper()
 	node := sc.mc.Node(i)
-	useCluster(node.System, node.Cluster)
 	if _, err := persistence.Start(node.System, persistence.Config{
 		Journal: sc.journal, Snapshots: sc.journal, Registry: sc.reg,
 		JournalBreaker: persistence.BreakerConfig{CallTimeout: time.Second, ResetTimeout: 300 * time.Millisecond},

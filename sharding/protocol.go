@@ -1,10 +1,6 @@
 package sharding
 
-import (
-	"errors"
-
-	"github.com/troupe-go/troupe/serialization"
-)
+import "github.com/troupe-go/troupe/internal/wiretypes"
 
 // The messages between regions and the coordinator (Akka's ShardCoordinator.Internal
 // protocol, with the two additions Troupe needs to lose no message in a hand-off:
@@ -112,25 +108,23 @@ type msgStopShards struct {
 	Shards []ShardID `msgpack:"shards"`
 }
 
-// registerProtocolTypes registers the coordinator protocol messages with reg, for the
-// remote transport.
-func registerProtocolTypes(reg *serialization.Registry) error {
-	return errors.Join(
-		register[msgRegister](reg, "troupe.sharding.Register.v1"),
-		register[msgRegisterProxy](reg, "troupe.sharding.RegisterProxy.v1"),
-		register[msgRegisterAck](reg, "troupe.sharding.RegisterAck.v1"),
-		register[msgGetShardHome](reg, "troupe.sharding.GetShardHome.v1"),
-		register[msgShardHome](reg, "troupe.sharding.ShardHome.v1"),
-		register[msgShardHomes](reg, "troupe.sharding.ShardHomes.v1"),
-		register[msgHostShard](reg, "troupe.sharding.HostShard.v1"),
-		register[msgShardStarted](reg, "troupe.sharding.ShardStarted.v1"),
-		register[msgBeginHandOff](reg, "troupe.sharding.BeginHandOff.v1"),
-		register[msgBeginHandOffAck](reg, "troupe.sharding.BeginHandOffAck.v1"),
-		register[msgHandOff](reg, "troupe.sharding.HandOff.v1"),
-		register[msgShardStopped](reg, "troupe.sharding.ShardStopped.v1"),
-		register[msgGracefulShutdownReq](reg, "troupe.sharding.GracefulShutdownReq.v1"),
-		register[msgRegionStopped](reg, "troupe.sharding.RegionStopped.v1"),
-		register[msgStopShards](reg, "troupe.sharding.StopShards.v1"),
-		register[msgHandOverTo](reg, "troupe.sharding.HandOverTo.v1"),
-	)
+// The coordinator protocol's messages are Troupe's own wire types: every registry
+// knows them, so they cross remote without the application registering them.
+func init() {
+	wiretypes.MustRegister[msgRegister]("troupe.sharding.Register.v1")
+	wiretypes.MustRegister[msgRegisterProxy]("troupe.sharding.RegisterProxy.v1")
+	wiretypes.MustRegister[msgRegisterAck]("troupe.sharding.RegisterAck.v1")
+	wiretypes.MustRegister[msgGetShardHome]("troupe.sharding.GetShardHome.v1")
+	wiretypes.MustRegister[msgShardHome]("troupe.sharding.ShardHome.v1")
+	wiretypes.MustRegister[msgShardHomes]("troupe.sharding.ShardHomes.v1")
+	wiretypes.MustRegister[msgHostShard]("troupe.sharding.HostShard.v1")
+	wiretypes.MustRegister[msgShardStarted]("troupe.sharding.ShardStarted.v1")
+	wiretypes.MustRegister[msgBeginHandOff]("troupe.sharding.BeginHandOff.v1")
+	wiretypes.MustRegister[msgBeginHandOffAck]("troupe.sharding.BeginHandOffAck.v1")
+	wiretypes.MustRegister[msgHandOff]("troupe.sharding.HandOff.v1")
+	wiretypes.MustRegister[msgShardStopped]("troupe.sharding.ShardStopped.v1")
+	wiretypes.MustRegister[msgGracefulShutdownReq]("troupe.sharding.GracefulShutdownReq.v1")
+	wiretypes.MustRegister[msgRegionStopped]("troupe.sharding.RegionStopped.v1")
+	wiretypes.MustRegister[msgStopShards]("troupe.sharding.StopShards.v1")
+	wiretypes.MustRegister[msgHandOverTo]("troupe.sharding.HandOverTo.v1")
 }

@@ -1,15 +1,14 @@
 package sharding
 
 import (
-	"errors"
 	"maps"
 	"slices"
 	"sync"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/ddata"
+	"github.com/troupe-go/troupe/internal/wiretypes"
 	"github.com/troupe-go/troupe/persistence"
-	"github.com/troupe-go/troupe/serialization"
 	"go.uber.org/zap"
 )
 
@@ -44,11 +43,10 @@ type rememberedEntities struct {
 // (when persistence has a snapshot store).
 const rememberSnapshotEvery = 200
 
-func registerRememberTypes(reg *serialization.Registry) error {
-	return errors.Join(
-		register[entitiesChanged](reg, "troupe.sharding.EntitiesChanged.v1"),
-		register[rememberedEntities](reg, "troupe.sharding.RememberedEntities.v1"),
-	)
+// The journal store's events and snapshot are Troupe's own wire types.
+func init() {
+	wiretypes.MustRegister[entitiesChanged]("troupe.sharding.EntitiesChanged.v1")
+	wiretypes.MustRegister[rememberedEntities]("troupe.sharding.RememberedEntities.v1")
 }
 
 // rememberPersistenceID is the persistence id of a shard's journal store.

@@ -56,9 +56,6 @@ func RemoveInternalData(ctx context.Context, cfg RemovalConfig) (RemovalReport, 
 	if reg == nil {
 		reg = serialization.NewRegistry()
 	}
-	if err := registerShellTypes(reg); err != nil {
-		return report, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
 	for _, typeName := range cfg.TypeNames {
 		if err := validateTypeName(typeName); err != nil {
 			return report, err

@@ -7,7 +7,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/ddata"
-	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/internal/wiretypes"
 	"go.uber.org/zap"
 )
 
@@ -52,9 +52,9 @@ func allShardsKey(typeName string) ddata.Key[*ddata.GSet[string]] {
 	return ddata.NewKey[*ddata.GSet[string]]("shard-" + typeName + "-all")
 }
 
-// registerDDataTypes registers the register of the coordinator's state.
-func registerDDataTypes(reg *serialization.Registry) error {
-	return register[coordStateRegister](reg, "troupe.sharding.CoordinatorStateRegister.v1")
+// The register of the coordinator's state is one of Troupe's own wire types.
+func init() {
+	wiretypes.MustRegister[coordStateRegister]("troupe.sharding.CoordinatorStateRegister.v1")
 }
 
 // ---- the coordinator ----

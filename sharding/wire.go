@@ -1,10 +1,10 @@
 package sharding
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/wiretypes"
 	"github.com/troupe-go/troupe/serialization"
 )
 
@@ -69,17 +69,10 @@ type shardEntities struct {
 // timerFired is a core timer's message.
 type timerFired struct{ key timerKey }
 
-// registerShellTypes registers every type sharding sends between systems or stores.
-func registerShellTypes(reg *serialization.Registry) error {
-	return errors.Join(
-		registerProtocolTypes(reg),
-		registerCoordinatorTypes(reg),
-		registerPublicTypes(reg),
-		registerRememberTypes(reg),
-		registerDDataTypes(reg),
-		register[*msgDelivery](reg, "troupe.sharding.Delivery.v1"),
-		register[msgHandOverDone](reg, "troupe.sharding.HandOverDone.v1"),
-	)
+// The messages between regions are Troupe's own wire types.
+func init() {
+	wiretypes.MustRegister[*msgDelivery]("troupe.sharding.Delivery.v1")
+	wiretypes.MustRegister[msgHandOverDone]("troupe.sharding.HandOverDone.v1")
 }
 
 // wireDelivery returns the form of d that goes to region to: as it is within this

@@ -10,7 +10,7 @@
 // every member with the role, which starts the singleton as its child; a proxy on any
 // member) are thin shells that feed them cluster events, messages and timers, and
 // carry out their decisions. Config and ProxyConfig are the shells' configuration; the
-// messages in messages.go cross the wire (RegisterMessages).
+// messages in messages.go cross the wire (as Troupe's own wire types: no registration).
 //
 // # What is promised
 //

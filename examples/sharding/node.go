@@ -9,7 +9,6 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
-	"github.com/troupe-go/troupe/internal/clusterlookup"
 	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/remote"
@@ -60,12 +59,10 @@ func startNode(name string, seeds []string, cfg nodeConfig) (*node, error) {
 		_ = sys.Shutdown(context.Background())
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	r, err := remote.Start(sys, remote.Config{Registry: cfg.reg, ListenPort: cfg.remotePort})
-	if err != nil {
+	if _, err := remote.Start(sys, remote.Config{Registry: cfg.reg, ListenPort: cfg.remotePort}); err != nil {
 		return fail(err)
 	}
 	c, err := cluster.Start(sys, cluster.Config{
-		Remote:     r,
 		GossipPort: cfg.gossipPort,
 		SeedNodes:  seeds,
 		Timing:     demoTiming(),
@@ -74,7 +71,6 @@ func startNode(name string, seeds []string, cfg nodeConfig) (*node, error) {
 	if err != nil {
 		return fail(err)
 	}
-	clusterlookup.Set(sys, c) // until cluster.Get(sys) exists
 	if _, err := persistence.Start(sys, persistence.Config{Journal: cfg.journal, Snapshots: cfg.snapshots, Registry: cfg.reg}); err != nil {
 		return fail(err)
 	}
@@ -100,9 +96,7 @@ func startNode(name string, seeds []string, cfg nodeConfig) (*node, error) {
 func (n *node) leave() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := n.sys.Shutdown(ctx)
-	clusterlookup.Set(n.sys, nil)
-	return err
+	return n.sys.Shutdown(ctx)
 }
 
 // crash kills the node as a crashed process would: no leave, no hand-off.
@@ -110,7 +104,6 @@ func (n *node) crash() {
 	hooks.ClusterOf(n.sys).Crash()
 	hooks.RemoteOf(n.sys).Abort()
 	_ = n.sys.Shutdown(context.Background())
-	clusterlookup.Set(n.sys, nil)
 }
 
 // send sends cmd to counter id through this node and waits for the Count.
