@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
+	"github.com/troupe-go/troupe/internal/stderrlog"
 	"github.com/troupe-go/troupe/lease"
 )
 
@@ -70,8 +71,8 @@ type Config struct {
 	// HeartbeatTimeout minus HeartbeatInterval when that is less.
 	SafetyMargin time.Duration
 
-	// Logger receives the lease's log lines (failed renewals, losses). Default: a
-	// no-op logger.
+	// Logger receives the lease's log lines (failed renewals, losses). Default:
+	// warnings and errors to standard error; zap.NewNop() silences it on purpose.
 	Logger *zap.Logger
 
 	// renewed is called by tests after each renewal with its outcome.
@@ -127,7 +128,7 @@ func check(settings lease.Settings, cfg Config) (lease.Settings, Config, error) 
 			ErrInvalidConfig, cfg.SafetyMargin, room)
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
+		cfg.Logger = stderrlog.New()
 	}
 	return settings, cfg, nil
 }
