@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/serialization"
 )
 
 // Remote is what a running remote transport offers the cluster and the test kits.
@@ -25,6 +26,10 @@ type Remote interface {
 	// SetBlocked cuts (true) or restores (false) the connections with addr, as a
 	// network partition would.
 	SetBlocked(addr actor.Address, blocked bool)
+	// Serialization returns the transport's registry and a resolver for the actor refs
+	// inside messages, for layers that carry serialized messages inside their own
+	// (the singleton's proxies and managers).
+	Serialization() (*serialization.Registry, serialization.RefResolver)
 }
 
 // Cluster is what a running cluster node offers the test kits.

@@ -1,0 +1,110 @@
+package singleton
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
+	core "github.com/troupe-go/troupe/internal/singletoncore"
+)
+
+// How the manager and the proxy see the cluster: the cluster node of their system,
+// and its events translated into the cores' events.
+
+// clusters maps systems to their cluster nodes until the cluster package can be asked
+// for the node of a system; registerCluster fills it.
+var clusters sync.Map // *actor.System -> *cluster.Cluster
+
+// registerCluster records c as sys's cluster node.
+func registerCluster(sys *actor.System, c *cluster.Cluster) { clusters.Store(sys, c) }
+
+// clusterOf returns sys's cluster node, or an error wrapping ErrInvalidConfig when
+// the cluster is not started.
+func clusterOf(sys *actor.System) (*cluster.Cluster, error) {
+	if c, ok := clusters.Load(sys); ok {
+		return c.(*cluster.Cluster), nil
+	}
+	return nil, fmt.Errorf("%w: the cluster is not started in system %q: call cluster.Start first",
+		ErrInvalidConfig, sys.Name())
+}
+
+// clusterEvent wraps a cluster event (or the initial CurrentClusterState) on its way
+// from the subscription adapter to the manager or proxy, so that a user message of a
+// cluster event's type is never taken for one.
+type clusterEvent struct{ ev any }
+
+// subscribe spawns a child of the running actor that subscribes to c's events and
+// passes each on to its parent as a clusterEvent.
+func subscribe(ctx actor.Context, c *cluster.Cluster) error {
+	parent := ctx.Self()
+	adapter, err := ctx.Spawn(actor.PropsFunc(func(ac actor.Context) {
+		switch m := ac.Message().(type) {
+		case actor.Started, actor.Stopping, actor.Stopped, actor.Restarting:
+		default:
+			_ = parent.Tell(clusterEvent{ev: m})
+		}
+	}), "")
+	if err != nil {
+		return err
+	}
+	c.Subscribe(adapter)
+	return nil
+}
+
+// coreEvents translates a cluster event into the cores' events.
+func coreEvents(ev any) []core.Event {
+	switch e := ev.(type) {
+	case cluster.CurrentClusterState:
+		out := make([]core.Event, 0, len(e.Members))
+		for _, m := range e.Members {
+			out = append(out, core.MemberChanged{Member: coreMember(m)})
+		}
+		return out
+	case cluster.MemberJoined:
+		return one(e.Member)
+	case cluster.MemberUp:
+		return one(e.Member)
+	case cluster.MemberLeft:
+		return one(e.Member)
+	case cluster.MemberExited:
+		return one(e.Member)
+	case cluster.MemberDowned:
+		return one(e.Member)
+	case cluster.MemberRemoved:
+		downed := e.PreviousStatus == cluster.Down
+		return append([]core.Event{core.MemberRemoved{Node: e.Member.Unique, Downed: downed}},
+			marginPassed(e.Member.Unique, downed)...)
+	}
+	return nil
+}
+
+// marginPassed returns what follows the removal of member n: RemovalMarginPassed,
+// at once. The cluster does not yet report when a downed member's down-removal
+// margin has passed; until it does, the margin is zero.
+func marginPassed(n cluster.UniqueAddress, downed bool) []core.Event {
+	if !downed {
+		return nil
+	}
+	return []core.Event{core.RemovalMarginPassed{Node: n}}
+}
+
+func one(m cluster.Member) []core.Event {
+	return []core.Event{core.MemberChanged{Member: coreMember(m)}}
+}
+
+func coreMember(m cluster.Member) core.Member {
+	return core.Member{Node: m.Unique, Status: m.Status, UpNumber: m.UpNumber, Roles: slices.Clone(m.Roles)}
+}
+
+// selfMember returns this node's member as c sees it now.
+func selfMember(c *cluster.Cluster) (cluster.Member, bool) {
+	self := c.SelfUniqueAddress()
+	for _, m := range c.State().Members {
+		if m.Unique == self {
+			return m, true
+		}
+	}
+	return cluster.Member{}, false
+}

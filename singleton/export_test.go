@@ -1,0 +1,4 @@
+package singleton
+
+// RegisterCluster records a test node's cluster for Start and Proxy.
+var RegisterCluster = registerCluster
