@@ -53,12 +53,31 @@ func subscribe(ctx actor.Context, c *cluster.Cluster) error {
 	return nil
 }
 
-// coreEvents translates a cluster event into the cores' events.
-func coreEvents(ev any) []core.Event {
+// coreEvents translates a cluster event into the cores' events, for the member self.
+//
+// The cores act on each event as it comes, so the members of the initial snapshot are
+// fed oldest first, and this member last: a manager that starts on a member already
+// Up must know every older member before it sees itself Up, or it would take itself
+// for the oldest; a proxy then turns to the oldest at once.
+func coreEvents(ev any, self cluster.UniqueAddress) []core.Event {
 	switch e := ev.(type) {
 	case cluster.CurrentClusterState:
-		out := make([]core.Event, 0, len(e.Members))
-		for _, m := range e.Members {
+		ms := slices.Clone(e.Members)
+		slices.SortStableFunc(ms, func(a, b cluster.Member) int {
+			switch {
+			case a.Unique == self:
+				return 1
+			case b.Unique == self:
+				return -1
+			case a.IsOlderThan(b):
+				return -1
+			case b.IsOlderThan(a):
+				return 1
+			}
+			return 0
+		})
+		out := make([]core.Event, 0, len(ms))
+		for _, m := range ms {
 			out = append(out, core.MemberChanged{Member: coreMember(m)})
 		}
 		return out

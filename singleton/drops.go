@@ -55,14 +55,14 @@ func newDropLog(sys *actor.System, name string, log *zap.Logger) *dropLog {
 // drop publishes msg (from sender) as an Undelivered dead letter, counts it, and logs
 // it unless the window's quota is used up.
 func (d *dropLog) drop(msg any, sender actor.Ref, reason string) {
-	_ = d.sys.DeadLetters().Send(Undelivered{Singleton: d.name, Message: msg, Reason: reason}, sender)
 	d.count()
+	_ = d.sys.DeadLetters().Send(Undelivered{Singleton: d.name, Message: msg, Reason: reason}, sender)
 	now := time.Now()
 	d.mu.Lock()
 	if now.After(d.windowEnd) {
 		if d.suppressed > 0 {
-			d.log.Warn("singleton: messages dropped and not logged", zap.String("singleton", d.name),
-				zap.Int("count", d.suppressed), zap.Duration("window", dropLogWindow))
+			d.log.Warn("singleton: messages dropped and not logged", zap.Int("count", d.suppressed),
+				zap.Duration("window", dropLogWindow))
 		}
 		d.windowEnd, d.logged, d.suppressed = now.Add(dropLogWindow), 0, 0
 	}
@@ -73,7 +73,7 @@ func (d *dropLog) drop(msg any, sender actor.Ref, reason string) {
 	}
 	d.logged++
 	d.mu.Unlock()
-	d.log.Warn("singleton: message dropped", zap.String("singleton", d.name), zap.String("reason", reason),
+	d.log.Warn("singleton: message dropped", zap.String("reason", reason),
 		zap.String("type", typeName(msg)), zap.Stringer("sender", sender))
 }
 
@@ -85,6 +85,6 @@ func (d *dropLog) flush() {
 	d.suppressed = 0
 	d.mu.Unlock()
 	if n > 0 {
-		d.log.Warn("singleton: messages dropped and not logged", zap.String("singleton", d.name), zap.Int("count", n))
+		d.log.Warn("singleton: messages dropped and not logged", zap.Int("count", n))
 	}
 }

@@ -142,6 +142,28 @@ func (tb *table) await(t *testing.T, timeout time.Duration, what string, cond fu
 	}
 }
 
+// hold checks for d that bad (checked under the table's lock at every change)
+// returns "", and fails the test with what it returns otherwise. It watches a
+// condition that must not happen for a bounded time.
+func (tb *table) hold(t *testing.T, d time.Duration, bad func(tb *table) string) {
+	t.Helper()
+	end := time.After(testkit.Dilated(d))
+	for {
+		tb.mu.Lock()
+		what, ch := bad(tb), tb.changed
+		events := append([]string(nil), tb.events...)
+		tb.mu.Unlock()
+		if what != "" {
+			t.Fatalf("%s; events %v", what, events)
+		}
+		select {
+		case <-ch:
+		case <-end:
+			return
+		}
+	}
+}
+
 // aliveOn returns the nodes with a live instance.
 func (tb *table) aliveOn() []int {
 	tb.mu.Lock()

@@ -63,6 +63,7 @@ type managerActor struct {
 	busy    bool
 
 	child      actor.Ref
+	started    *atomic.Bool // the current instance handled Started without failing
 	phase      childPhase
 	restarts   int       // restarts since the last reset
 	lastStart  time.Time // when the current instance started
@@ -96,7 +97,7 @@ func (a *managerActor) Receive(ctx actor.Context) {
 	case actor.Started:
 		a.start(ctx)
 	case clusterEvent:
-		for _, ev := range coreEvents(msg.ev) {
+		for _, ev := range coreEvents(msg.ev, a.c.SelfUniqueAddress()) {
 			a.feed(ctx, ev)
 		}
 	case clusterDone:
@@ -240,7 +241,12 @@ func (a *managerActor) run(ctx actor.Context, ds []core.Decision) {
 
 func (a *managerActor) spawnChild(ctx actor.Context) {
 	a.failed.Store(false)
-	ref, err := ctx.Spawn(a.cfg.Props, a.cfg.Name)
+	started := new(atomic.Bool)
+	a.started = started
+	props := *a.cfg.Props
+	user := a.cfg.Props.Producer
+	props.Producer = func() actor.Actor { return &guarded{inner: user(), started: started} }
+	ref, err := ctx.Spawn(&props, a.cfg.Name)
 	if err != nil {
 		a.log.Error("singleton: cannot start the singleton; retrying after a backoff", zap.Error(err))
 		a.child = actor.Ref{}
@@ -249,7 +255,7 @@ func (a *managerActor) spawnChild(ctx actor.Context) {
 	}
 	a.child, a.phase, a.lastStart = ref, childUp, time.Now()
 	ctx.Watch(ref)
-	a.log.Info("singleton started on this member")
+	a.log.Info("singleton starting on this member")
 	held := a.held
 	a.held = nil
 	for _, e := range held {
@@ -282,13 +288,27 @@ func (a *managerActor) onTerminated(ctx actor.Context, ref actor.Ref) {
 	}
 	a.child = actor.Ref{}
 	switch {
-	case a.phase == childUp && a.failed.Load():
+	case a.phase == childUp && (a.failed.Load() || !a.started.Load()):
 		a.log.Warn("singleton failed; restarting it after a backoff", zap.Int("restarts", a.restarts))
 		a.backoff(ctx)
 	case a.phase == childUp || a.phase == childTerminated:
 		a.phase = childAbsent
 		a.log.Info("singleton stopped on this member")
 		a.feed(ctx, core.ChildTerminated{})
+	}
+}
+
+// guarded wraps the singleton to tell a failure to start (the runtime stops such an
+// actor without asking its parent's supervision strategy) from a stop of its own.
+type guarded struct {
+	inner   actor.Actor
+	started *atomic.Bool
+}
+
+func (g *guarded) Receive(ctx actor.Context) {
+	g.inner.Receive(ctx)
+	if _, ok := ctx.Message().(actor.Started); ok {
+		g.started.Store(true)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
@@ -54,8 +55,9 @@ func Proxy(sys *actor.System, cfg ProxyConfig) (actor.Ref, error) {
 	if err != nil {
 		return actor.Ref{}, fmt.Errorf("singleton %q: starting a proxy: %w", cfg.Name, err)
 	}
+	drainFor := drainIntervals * cfg.IdentificationInterval
 	if err := sys.CoordinatedShutdown().AddTask(actor.PhaseClusterShardingShutdownRegion,
-		"singleton-proxy-drain-"+ref.Path(), func(ctx context.Context) error { return drainProxy(ctx, ref) }); err != nil {
+		"singleton-proxy-drain-"+ref.Path(), func(ctx context.Context) error { return drainProxy(ctx, ref, drainFor) }); err != nil {
 		_ = sys.Stop(ref)
 		return actor.Ref{}, fmt.Errorf("singleton %q: %w", cfg.Name, err)
 	}
@@ -68,14 +70,18 @@ type drainRequest struct{}
 // drained answers drainRequest.
 type drained struct{}
 
-// drainProxy waits until the proxy's buffer is empty, so that what it holds reaches
-// the singleton before the member leaves; the proxy keeps working.
-func drainProxy(ctx context.Context, ref actor.Ref) error {
-	_, err := actor.Ask[drained](ctx, ref, drainRequest{})
-	if err != nil && ctx.Err() == nil {
-		return nil // the proxy has stopped: nothing to wait for
-	}
-	return err
+// drainIntervals is how many identification intervals a proxy's drain waits at
+// most for its buffer to empty when its system shuts down.
+const drainIntervals = 5
+
+// drainProxy waits until the proxy's buffer is empty, at most d, so that what it
+// holds reaches the singleton before the member leaves; the proxy keeps working. What
+// is still buffered after d is dropped when the proxy stops.
+func drainProxy(ctx context.Context, ref actor.Ref, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	_, _ = actor.Ask[drained](ctx, ref, drainRequest{})
+	return nil
 }
 
 type proxyActor struct {
@@ -101,7 +107,7 @@ func (p *proxyActor) Receive(ctx actor.Context) {
 	case actor.Started:
 		p.start(ctx)
 	case clusterEvent:
-		for _, ev := range coreEvents(msg.ev) {
+		for _, ev := range coreEvents(msg.ev, p.c.SelfUniqueAddress()) {
 			if r, ok := ev.(core.MemberRemoved); ok {
 				delete(p.managers, r.Node)
 			}
