@@ -126,6 +126,9 @@ func serializationOf(sys *actor.System) (*serialization.Registry, serialization.
 			return nil, nil, fmt.Errorf("singleton: registering its messages: %w", err)
 		}
 	}
+	if err := registerPost(reg); err != nil {
+		return nil, nil, fmt.Errorf("singleton: registering its messages: %w", err)
+	}
 	return reg, res, nil
 }
 

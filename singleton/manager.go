@@ -133,8 +133,10 @@ func (a *managerActor) Receive(ctx actor.Context) {
 		}
 		a.m.update(func(s *Status) { s.Stopped, s.Finished, s.Running = true, true, false })
 	case actor.Restarting:
+	case post:
+		a.feed(ctx, msg.envelope(ctx.Sender()))
 	case core.HandOverToMe, core.HandOverInProgress, core.HandOverDone, core.TakeOverFromMe,
-		core.Relay, core.HandOverComplete, core.Identify, core.Envelope, core.Detach:
+		core.Relay, core.HandOverComplete, core.Identify, core.Detach:
 		a.feed(ctx, msg.(core.Event))
 	default:
 		a.log.Warn("singleton manager: unexpected message", zap.String("type", typeName(msg)),
@@ -189,12 +191,11 @@ func (a *managerActor) feed(ctx actor.Context, ev core.Event) {
 		return
 	}
 	a.busy = true
-	for len(a.pending) > 0 {
-		ev := a.pending[0]
-		a.pending = a.pending[1:]
-		a.run(ctx, a.core.Handle(ev))
+	for i := 0; i < len(a.pending); i++ {
+		a.run(ctx, a.core.Handle(a.pending[i]))
 	}
-	a.pending = nil
+	clear(a.pending)
+	a.pending = a.pending[:0]
 	a.busy = false
 }
 
@@ -391,7 +392,17 @@ func (a *managerActor) sendToManager(ctx actor.Context, to cluster.UniqueAddress
 		}
 		a.managers[to] = ref
 	}
-	if err := ctx.Send(ref, msg); err != nil {
+	var err error
+	if e, ok := msg.(core.Envelope); ok {
+		// Forwarded with its sender, which the successor gives back to it.
+		if err = ref.Send(toPost(e), e.Payload.Sender); err != nil {
+			a.drop(e.Payload, "forwarding it to the singleton's new member failed: "+err.Error())
+			return
+		}
+	} else {
+		err = ctx.Send(ref, msg)
+	}
+	if err != nil {
 		a.log.Warn("singleton manager: a message to another manager was not sent", zap.String("member", to.String()),
 			zap.String("type", typeName(msg)), zap.Error(err))
 	}

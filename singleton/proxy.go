@@ -213,12 +213,15 @@ func (p *proxyActor) sendToManager(ctx actor.Context, to cluster.UniqueAddress, 
 			return
 		}
 	}
-	if _, detach := msg.(core.Detach); detach {
+	switch m := msg.(type) {
+	case core.Envelope:
+		// The payload's sender travels as the message's sender (see post).
+		if err := ref.Send(toPost(m), m.Payload.Sender); err != nil {
+			p.drops.drop(decodeForDeadLetter(p.codec, m.Payload), m.Payload.Sender, "sending to the singleton's member failed: "+err.Error())
+		}
+		return
+	case core.Detach:
 		delete(p.managers, to)
 	}
-	if err := ctx.Send(ref, msg); err != nil {
-		if e, ok := msg.(core.Envelope); ok {
-			p.drops.drop(decodeForDeadLetter(p.codec, e.Payload), e.Payload.Sender, "sending to the singleton's member failed: "+err.Error())
-		}
-	}
+	_ = ctx.Send(ref, msg)
 }
