@@ -30,6 +30,19 @@ func clusterOf(sys *actor.System) (*cluster.Cluster, error) {
 		ErrInvalidConfig, sys.Name())
 }
 
+// watchCluster tells self clusterDone when c stops (this member left the cluster, was
+// downed, or its system shut down), unless stopped is closed first.
+func watchCluster(self actor.Ref, c *cluster.Cluster, stopped <-chan struct{}) {
+	done := c.Stopped()
+	go func() {
+		select {
+		case <-done:
+			_ = self.Tell(clusterDone{})
+		case <-stopped:
+		}
+	}()
+}
+
 // clusterEvent wraps a cluster event (or the initial CurrentClusterState) on its way
 // from the subscription adapter to the manager or proxy, so that a user message of a
 // cluster event's type is never taken for one.

@@ -2,4 +2,116 @@
 // member of the cluster (or of the members with a role), the oldest, and moves to the
 // next oldest when that member leaves or fails; and proxies that reach it from any
 // member, wherever it runs.
+//
+// A singleton is a single point of decision (a scheduler, a coordinator, the one
+// writer to an external system). It is also a single point of load and, for a few
+// seconds after a crash, of unavailability: use it where one instance is the point.
+//
+// # Starting
+//
+// Start a manager on every member with the singleton's role, with the same
+// configuration, after remoting and the cluster; ask through a proxy from any member:
+//
+//	m, err := singleton.Start(sys, singleton.Config{
+//		Name:  "scheduler",
+//		Props: actor.PropsOf(func() actor.Actor { return &scheduler{} }),
+//	})
+//	proxy, err := singleton.Proxy(sys, singleton.ProxyConfig{Name: "scheduler"})
+//	next, err := actor.Ask[Job](ctx, proxy, NextJob{})
+//
+// The manager runs at /system/singleton/<Name>. The manager on the oldest Up member
+// with the role starts the singleton as its child, /system/singleton/<Name>/<Name>;
+// the others wait. A manager does nothing until its own member is Up.
+//
+// # What is promised
+//
+// At most one instance runs while the cluster's split-brain resolver is in charge. A
+// manager starts the singleton only when every older member with the role has either
+// certified that its instance terminated and will never start again (a graceful
+// hand-over), or been removed from the cluster; the removal of a downed member counts
+// only once the cluster's down-removal margin has passed, by which time the downed
+// side has stopped its instance. This rests on the resolver: never run a cluster
+// without one (or with automatic downing), or a partition runs one singleton on each
+// side.
+//
+// A lease (Config.Lease) makes the promise strict even when the resolver's
+// assumptions fail (a partition without a resolver, two clusters formed by mistake, a
+// process paused for longer than the margin): the manager starts the singleton only
+// while it holds the lease, stops it when the lease is lost, and tries again.
+//
+// There are moments without an instance: during a hand-over (usually well under a
+// second), and after a crash until the crashed member is downed, removed and its
+// margin has passed (stable-after plus the margin, a few seconds).
+//
+// # Hand-over and take-over
+//
+// When the member running the singleton shuts down (System.Shutdown, coordinated
+// shutdown), its manager hands the singleton over in the before-cluster-shutdown
+// phase, before the member leaves the cluster: the next oldest claims it, the old
+// instance gets Config.TerminationMessage (default actor.PoisonPill), and once it has
+// terminated the new instance starts. The phase waits until this member can leave
+// without losing anything (Status.Finished), up to its timeout.
+//
+// When the member crashes or is partitioned away, the split-brain resolver downs it;
+// the downed member stops its instance, and the next oldest starts one once the
+// member is removed and its margin has passed.
+//
+// A singleton that fails (panics, also while starting) is stopped and started again
+// after a backoff (Config.Backoff); the messages for it that arrive meanwhile are
+// held. One that stops by itself stays stopped until the next hand-over.
+//
+// # The proxy
+//
+// Proxy returns an actor.Ref that forwards to the singleton, keeping the sender, so
+// that replies and asks work. It sends to the manager on the oldest member with the
+// role once that manager confirmed it runs the singleton, and buffers messages while
+// the singleton's location is unknown (ProxyConfig.BufferSize, default 1,000; when
+// full, the oldest is dropped).
+//
+// Messages from one proxy reach the singleton in the order they were sent to the
+// proxy. A graceful hand-over loses none of them: the old host holds what arrives
+// after it asked its instance to stop, and passes it on with its hand-over; the new
+// host puts each proxy's messages back in order before it delivers them. (Akka loses
+// the messages that reach the old instance after its termination message.)
+//
+// A message sent through a proxy is serialized, even when the singleton runs on the
+// same member: its type must be registered in the registry given to remote.Start. A
+// message that cannot be serialized becomes an Undelivered dead letter with the
+// reason, and an Ask waiting for its reply fails at once. The package registers the
+// messages managers and proxies exchange itself.
+//
+// # Watching it
+//
+// Manager.Status says which member the manager believes is the oldest, its state
+// (Akka's: Start, Younger, BecomingOldest, Oldest, WasOldest, HandingOver, Stopping,
+// End) and whether the singleton runs here; Manager.AwaitStatus waits for a status.
+// Dropped counts the messages the system's managers and proxies dropped.
+//
+// # What can be lost, and when
+//
+// Every message that does not reach the singleton is published as an Undelivered
+// dead letter (with its sender, so that an Ask fails at once), counted (Dropped,
+// Status.Dropped) and logged at a bounded rate with its reason:
+//   - its type is not registered (the proxy cannot serialize it);
+//   - a proxy's buffer is full while the singleton's location is unknown: the oldest
+//     buffered message is dropped;
+//   - a manager's buffer (Config.BufferSize) is full while the singleton moves or
+//     restarts: the oldest held message is dropped;
+//   - the member running the singleton crashes or is downed: what its manager held
+//     and what was in its instance's mailbox is lost, and so is what was on its way
+//     to it; a proxy may then deliver later messages before earlier ones that were
+//     delayed (never twice);
+//   - the singleton stopped by itself: messages for it are dropped until the next
+//     hand-over starts it again;
+//   - the singleton failed: the messages still in its mailbox are dead letters of
+//     the actor runtime;
+//   - the proxy stops (its actor is stopped, or its system shuts down) with messages
+//     buffered: at shutdown it waits a little (five identification intervals) for
+//     them to leave first;
+//   - the transport refuses a message (its queue towards the singleton's member is
+//     full, see remote.Config.OutboundQueueBytes).
+//
+// A host that waits for a proxy's earlier messages (sent to the previous host)
+// gives up after the hand-over retry limit (about 15 s) and delivers what it has,
+// logging an error.
 package singleton

@@ -169,14 +169,7 @@ func (a *managerActor) start(ctx actor.Context) {
 	// A node that stops its cluster services without telling its subscribers (shut
 	// down, crashed in a test) no longer runs the singleton.
 	a.clusterUp = make(chan struct{})
-	self, done, stopped := ctx.Self(), a.c.Stopped(), a.clusterUp
-	go func() {
-		select {
-		case <-done:
-			_ = self.Tell(clusterDone{})
-		case <-stopped:
-		}
-	}()
+	watchCluster(ctx.Self(), a.c, a.clusterUp)
 }
 
 // feed hands ev to the core and carries out its decisions. Events that arise while

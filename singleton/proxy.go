@@ -96,6 +96,7 @@ type proxyActor struct {
 
 	buffered int
 	drainers []actor.Ref
+	stopped  chan struct{} // closed when the proxy stops: ends the cluster watcher
 
 	// managers are the managers that confirmed they run the singleton, as they sent
 	// their confirmation: Envelopes go to that incarnation and no other.
@@ -115,6 +116,10 @@ func (p *proxyActor) Receive(ctx actor.Context) {
 		}
 	case timerTick:
 		p.run(ctx, core.TimerFired{Name: msg.name})
+	case clusterDone:
+		// This member left the cluster or was downed: nothing it sends reaches the
+		// singleton any more.
+		p.run(ctx, core.ProxyStopping{})
 	case core.IdentifyAck:
 		if msg.Accepting && !ctx.Sender().IsZero() {
 			p.managers[msg.From] = ctx.Sender()
@@ -127,6 +132,9 @@ func (p *proxyActor) Receive(ctx actor.Context) {
 			p.drainers = append(p.drainers, ctx.Sender())
 		}
 	case actor.Stopping:
+		if p.stopped != nil {
+			close(p.stopped)
+		}
 		p.run(ctx, core.ProxyStopping{})
 		for _, r := range p.drainers {
 			_ = ctx.Send(r, drained{})
@@ -158,6 +166,8 @@ func (p *proxyActor) start(ctx actor.Context) {
 		return
 	}
 	p.core = pc
+	p.stopped = make(chan struct{})
+	watchCluster(self, p.c, p.stopped)
 }
 
 // send serializes a user message and hands it to the core.
