@@ -31,7 +31,6 @@ func TestInvalidSettings(t *testing.T) {
 	}
 	h := newHarness(t, harnessOptions{nodes: 1, noStart: true})
 	sys := h.c.Node(0).System
-	singleton.RegisterCluster(sys, h.c.Node(0).Cluster)
 	for _, c := range []struct {
 		what string
 		cfg  singleton.Config

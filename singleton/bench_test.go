@@ -115,7 +115,6 @@ func benchAcker(b *testing.B, sys *actor.System) (actor.Ref, chan int64) {
 func BenchmarkProxyTell(b *testing.B) {
 	c := benchCluster(b)
 	for _, n := range c.Nodes() {
-		singleton.RegisterCluster(n.System, n.Cluster)
 		if _, err := singleton.Start(n.System, singleton.Config{Props: sinkProps(b.N)}); err != nil {
 			b.Fatal(err)
 		}

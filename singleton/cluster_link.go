@@ -3,31 +3,34 @@ package singleton
 import (
 	"fmt"
 	"slices"
-	"sync"
+	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/hooks"
 	core "github.com/troupe-go/troupe/internal/singletoncore"
 )
 
 // How the manager and the proxy see the cluster: the cluster node of their system,
 // and its events translated into the cores' events.
 
-// clusters maps systems to their cluster nodes until the cluster package can be asked
-// for the node of a system; registerCluster fills it.
-var clusters sync.Map // *actor.System -> *cluster.Cluster
-
-// registerCluster records c as sys's cluster node.
-func registerCluster(sys *actor.System, c *cluster.Cluster) { clusters.Store(sys, c) }
-
 // clusterOf returns sys's cluster node, or an error wrapping ErrInvalidConfig when
 // the cluster is not started.
 func clusterOf(sys *actor.System) (*cluster.Cluster, error) {
-	if c, ok := clusters.Load(sys); ok {
-		return c.(*cluster.Cluster), nil
+	if c := cluster.Get(sys); c != nil {
+		return c, nil
 	}
 	return nil, fmt.Errorf("%w: the cluster is not started in system %q: call cluster.Start first",
 		ErrInvalidConfig, sys.Name())
+}
+
+// removalMargin returns the down-removal margin of sys's cluster node, which bounds
+// the hand-over retries; 0 when it cannot be known.
+func removalMargin(sys *actor.System) time.Duration {
+	if h := hooks.ClusterOf(sys); h != nil {
+		return h.DownRemovalMargin()
+	}
+	return 0
 }
 
 // watchCluster tells self clusterDone when c stops (this member left the cluster, was
@@ -71,7 +74,9 @@ func subscribe(ctx actor.Context, c *cluster.Cluster) error {
 // The cores act on each event as it comes, so the members of the initial snapshot are
 // fed oldest first, and this member last: a manager that starts on a member already
 // Up must know every older member before it sees itself Up, or it would take itself
-// for the oldest; a proxy then turns to the oldest at once.
+// for the oldest; a proxy then turns to the oldest at once. The members removed after
+// a downing whose margin has not passed yet follow, as Down and then removed, so that
+// the manager waits for their RemovalMarginPassed before it takes over.
 func coreEvents(ev any, self cluster.UniqueAddress) []core.Event {
 	switch e := ev.(type) {
 	case cluster.CurrentClusterState:
@@ -89,7 +94,12 @@ func coreEvents(ev any, self cluster.UniqueAddress) []core.Event {
 			}
 			return 0
 		})
-		out := make([]core.Event, 0, len(ms))
+		out := make([]core.Event, 0, len(ms)+2*len(e.AwaitingRemovalMargin))
+		for _, m := range e.AwaitingRemovalMargin {
+			cm := coreMember(m)
+			cm.Status = cluster.Down
+			out = append(out, core.MemberChanged{Member: cm}, core.MemberRemoved{Node: m.Unique, Downed: true})
+		}
 		for _, m := range ms {
 			out = append(out, core.MemberChanged{Member: coreMember(m)})
 		}
@@ -105,21 +115,14 @@ func coreEvents(ev any, self cluster.UniqueAddress) []core.Event {
 	case cluster.MemberDowned:
 		return one(e.Member)
 	case cluster.MemberRemoved:
-		downed := e.PreviousStatus == cluster.Down
-		return append([]core.Event{core.MemberRemoved{Node: e.Member.Unique, Downed: downed}},
-			marginPassed(e.Member.Unique, downed)...)
+		return []core.Event{core.MemberRemoved{Node: e.Member.Unique, Downed: e.PreviousStatus == cluster.Down}}
+	case cluster.RemovalMarginPassed:
+		if e.PreviousStatus != cluster.Down {
+			return nil // a member that left counts as gone at its removal
+		}
+		return []core.Event{core.RemovalMarginPassed{Node: e.Member.Unique}}
 	}
 	return nil
-}
-
-// marginPassed returns what follows the removal of member n: RemovalMarginPassed,
-// at once. The cluster does not yet report when a downed member's down-removal
-// margin has passed; until it does, the margin is zero.
-func marginPassed(n cluster.UniqueAddress, downed bool) []core.Event {
-	if !downed {
-		return nil
-	}
-	return []core.Event{core.RemovalMarginPassed{Node: n}}
 }
 
 func one(m cluster.Member) []core.Event {

@@ -1,13 +1,13 @@
 package singleton
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/singletoncore"
+	"github.com/troupe-go/troupe/lease"
 	"github.com/troupe-go/troupe/supervision"
 )
 
@@ -60,23 +60,6 @@ var DefaultBackoff = supervision.Backoff{
 	ResetAfter:   10 * time.Second,
 }
 
-// Lease is what the singleton needs of a distributed lease: a lock that at most one
-// owner holds at a time. With a lease, a manager starts the singleton only while it
-// holds the lease, so that two managers that both believe they are the oldest (a
-// partition without a split-brain resolver, two clusters formed by mistake) never
-// run it at the same time. Create one lease per member, with the same lease name on
-// every member and the member's address as the owner.
-type Lease interface {
-	// Acquire tries to acquire the lease. It returns true when the owner holds it,
-	// false when another owner does, and an error when the store could not be asked
-	// (the manager then acts as if it did not hold it, and tries again later). Once
-	// acquired, the lease calls onLost once, from any goroutine, if it is lost before
-	// Release.
-	Acquire(ctx context.Context, onLost func(error)) (bool, error)
-	// Release gives the lease up; no loss callback follows.
-	Release(ctx context.Context) (bool, error)
-}
-
 // Config configures one singleton: the actor that runs on the oldest member (with
 // Role), and the manager that runs on every member with Role. Zero values mean the
 // documented defaults; Props is required.
@@ -116,10 +99,16 @@ type Config struct {
 	// and a new instance is started after Backoff.Delay; the messages that arrive
 	// meanwhile are held for it. Zero means DefaultBackoff.
 	Backoff supervision.Backoff
-	// Lease, when set, must be held for the singleton to run (see Lease). Nil: no
-	// lease; the split-brain resolver and the down-removal margin alone keep two
-	// singletons from running at once.
-	Lease Lease
+	// Lease, when set, must be held for the singleton to run: the manager on the
+	// oldest member acquires it before it starts the singleton, stops the singleton
+	// when it is lost, and tries again every HandOverRetryInterval. It makes "never
+	// two" hold even when the split-brain resolver's assumptions fail (a partition
+	// without a resolver, two clusters formed by mistake, a process paused for longer
+	// than the down-removal margin). Give every member a lease with the same
+	// LeaseName and its own OwnerName (its address, say). Nil: no lease; the
+	// split-brain resolver and the down-removal margin alone keep two singletons from
+	// running at once.
+	Lease lease.Lease
 }
 
 // WithDefaults returns the configuration with zero values replaced by the defaults.

@@ -2,7 +2,6 @@ package singleton
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/hooks"
-	core "github.com/troupe-go/troupe/internal/singletoncore"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/supervision"
 )
@@ -113,22 +111,15 @@ func (e *extension) nextProxyName(name string) string {
 	return name + "-" + strconv.Itoa(e.proxies)
 }
 
-// serializationOf returns the registry of sys's transport, with the messages managers
-// and proxies exchange registered, and the resolver for refs inside payloads.
+// serializationOf returns the registry of sys's transport and the resolver for refs
+// inside payloads. The messages managers and proxies exchange are Troupe's own wire
+// types, which every registry knows.
 func serializationOf(sys *actor.System) (*serialization.Registry, serialization.RefResolver, error) {
 	r := hooks.RemoteOf(sys)
 	if r == nil {
 		return nil, nil, fmt.Errorf("%w: remoting is not started in system %q", ErrInvalidConfig, sys.Name())
 	}
 	reg, res := r.Serialization()
-	if _, known := reg.Manifest(core.Envelope{}); !known {
-		if err := core.RegisterMessages(reg); err != nil && !errors.Is(err, serialization.ErrDuplicate) {
-			return nil, nil, fmt.Errorf("singleton: registering its messages: %w", err)
-		}
-	}
-	if err := registerPost(reg); err != nil {
-		return nil, nil, fmt.Errorf("singleton: registering its messages: %w", err)
-	}
 	return reg, res, nil
 }
 

@@ -6,20 +6,13 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/singleton"
 )
 
-// needMargin skips a test that needs the cluster's down-removal margin, which the
-// cluster does not report yet: the manager takes a downed member's removal as final
-// at once, so a downed member that has not heard of its down yet may still run its
-// instance when the next oldest starts one.
-func needMargin(t *testing.T) {
-	t.Skip("needs the cluster's down-removal margin (RemovalMarginPassed), not in the cluster yet")
-}
-
-// The oldest crashes: once it is downed and removed, the next oldest starts the
-// singleton, and messages sent through a proxy from the moment the crashed member is
-// removed (buffered while the singleton's location is unknown) reach the new
-// instance, in order.
+// The oldest crashes: once it is downed and removed and its margin has passed, the
+// next oldest starts the singleton, and the messages sent through a proxy from the
+// moment the crashed member is removed (buffered while the singleton's location is
+// unknown, fewer than the proxy's buffer holds) reach the new instance, in order.
 func TestOldestCrashes(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	h.awaitRunning(0, 5*time.Second)
@@ -29,15 +22,13 @@ func TestOldestCrashes(t *testing.T) {
 	h.c.Await(other, 15*time.Second, "node 0 removed", func(st cluster.CurrentClusterState) bool {
 		return len(st.Members) == 2
 	})
-	stop := make(chan struct{})
-	s := startStream(t, "after-crash", h.proxy(other), stop)
+	s := startStream(t, "after-crash", h.proxy(other), nil, singleton.DefaultProxyBufferSize*9/10)
 	h.awaitRunning(next, 10*time.Second)
 	t.Logf("fail-over took %v", time.Since(start))
-	h.tab.await(t, 5*time.Second, "the stream reaching the new instance", func(tb *table) bool {
-		return len(tb.streams["after-crash"]) > 100
-	})
-	close(stop)
 	checkStreams(t, h, []*stream{s})
+	if n := singleton.Dropped(h.c.Node(other).System); n != 0 {
+		t.Fatalf("node %d's proxy dropped %d messages", other, n)
+	}
 	if got := h.ping(other, 3*time.Second); got != next {
 		t.Fatalf("reached node %d, want %d", got, next)
 	}
@@ -61,7 +52,6 @@ func TestTwoOldestCrash(t *testing.T) {
 // The oldest is downed by hand: its instance stops within 3 s, and the next oldest
 // starts one.
 func TestDownedOldestStops(t *testing.T) {
-	needMargin(t)
 	h := newHarness(t, harnessOptions{})
 	h.awaitRunning(0, 5*time.Second)
 	next := h.byAge(0)[1]
@@ -77,7 +67,6 @@ func TestDownedOldestStops(t *testing.T) {
 // A 3|2 partition with the oldest on the minority side: the minority downs itself
 // and stops its instance; the majority starts one only after that.
 func TestPartitionWithTheOldestInTheMinority(t *testing.T) {
-	needMargin(t)
 	h := newHarness(t, harnessOptions{nodes: 5})
 	h.awaitRunning(0, 5*time.Second)
 	age := h.byAge(0)

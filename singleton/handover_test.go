@@ -9,6 +9,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/singleton"
 	"github.com/troupe-go/troupe/testkit/multinode"
@@ -87,14 +88,14 @@ func TestGracefulHandOver(t *testing.T) {
 }
 
 // stream sends numbered messages through a proxy from its own goroutine, a few per
-// millisecond, until stop is closed.
+// millisecond, until stop is closed or limit messages are sent (0: no limit).
 type stream struct {
 	name string
 	sent int
 	done chan struct{}
 }
 
-func startStream(t *testing.T, name string, proxy actor.Ref, stop <-chan struct{}) *stream {
+func startStream(t *testing.T, name string, proxy actor.Ref, stop <-chan struct{}, limit int) *stream {
 	s := &stream{name: name, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
@@ -102,6 +103,9 @@ func startStream(t *testing.T, name string, proxy actor.Ref, stop <-chan struct{
 		defer tick.Stop()
 		for {
 			for range 3 {
+				if limit > 0 && s.sent == limit {
+					return
+				}
 				if err := proxy.Tell(Numbered{Stream: name, Seq: s.sent + 1}); err != nil {
 					t.Errorf("%s: %v", name, err)
 					return
@@ -148,7 +152,7 @@ func TestNothingLostDuringHandOver(t *testing.T) {
 	h.ping(2, 3*time.Second)
 	next := h.byAge(0)[1]
 	stop := make(chan struct{})
-	streams := []*stream{startStream(t, "from1", h.proxy(1), stop), startStream(t, "from2", h.proxy(2), stop)}
+	streams := []*stream{startStream(t, "from1", h.proxy(1), stop, 0), startStream(t, "from2", h.proxy(2), stop, 0)}
 	h.tab.await(t, 5*time.Second, "the streams flowing", func(tb *table) bool {
 		return len(tb.streams["from1"]) > 100 && len(tb.streams["from2"]) > 100
 	})
@@ -191,7 +195,7 @@ func TestLeaderAndOldestLeaves(t *testing.T) {
 		ConfigureRemote: func(i int, c *remote.Config) { c.ListenPort = ports[i] },
 	}})
 	for _, n := range h.c.Nodes()[1:] {
-		if cluster.CompareAddress(h.addr(0), n.Cluster.SelfUniqueAddress()) >= 0 {
+		if membership.CompareAddress(h.addr(0), n.Cluster.SelfUniqueAddress()) >= 0 {
 			t.Fatalf("node 0 (%v) does not have the lowest address", h.addr(0))
 		}
 	}

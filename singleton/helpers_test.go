@@ -273,7 +273,6 @@ func (h *harness) config(i int) singleton.Config {
 func (h *harness) start(i int) {
 	h.t.Helper()
 	n := h.c.Node(i)
-	singleton.RegisterCluster(n.System, n.Cluster)
 	if h.role == "" || hasRole(n, h.role) {
 		m, err := singleton.Start(n.System, h.config(i))
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/lease"
 	"go.uber.org/zap"
 )
 
@@ -18,7 +19,7 @@ const leaseCallTimeout = 10 * time.Second
 // belong to, so that a late outcome of an earlier one is ignored. It is used by the
 // manager's goroutine only, except for stop.
 type leaseRunner struct {
-	lease Lease
+	lease lease.Lease
 	self  actor.Ref
 	log   *zap.Logger
 	gen   uint64 // the current acquisition's generation
@@ -30,7 +31,7 @@ type leaseRunner struct {
 	done   chan struct{}
 }
 
-func newLeaseRunner(l Lease, self actor.Ref, log *zap.Logger) *leaseRunner {
+func newLeaseRunner(l lease.Lease, self actor.Ref, log *zap.Logger) *leaseRunner {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &leaseRunner{lease: l, self: self, log: log, ops: make(chan func(context.Context), 16),
 		ctx: ctx, cancel: cancel, done: make(chan struct{})}

@@ -2,85 +2,56 @@ package singleton_test
 
 import (
 	"context"
-	"errors"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/troupe-go/troupe/lease"
 	"github.com/troupe-go/troupe/singleton"
 	"github.com/troupe-go/troupe/testkit"
 )
 
-// leaseStore is an in-memory lease store shared by the nodes of a test: one holder at
-// a time; the test can take the lease away (revoke) or hold it itself.
-type leaseStore struct {
-	mu     sync.Mutex
-	holder string
-	onLost func(error)
-}
+const leaseName = "singleton-counter"
 
-var errRevoked = errors.New("lease revoked")
-
-func (s *leaseStore) lease(owner string) singleton.Lease { return &testLease{s: s, owner: owner} }
-
-// take makes owner the holder if the lease is free.
-func (s *leaseStore) take(owner string, onLost func(error)) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.holder != "" && s.holder != owner {
-		return false
+// memLease returns owner's lease on store, the lease every node of a test competes for.
+func memLease(t *testing.T, store *lease.MemoryStore, owner string) lease.Lease {
+	t.Helper()
+	l, err := store.Lease(lease.Settings{LeaseName: leaseName, OwnerName: owner})
+	if err != nil {
+		t.Fatal(err)
 	}
-	s.holder, s.onLost = owner, onLost
-	return true
+	return l
 }
 
-// release frees the lease if owner holds it.
-func (s *leaseStore) release(owner string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.holder != owner {
-		return false
-	}
-	s.holder, s.onLost = "", nil
-	return true
+// holder returns the lease's holder, "" when it is free.
+func holder(store *lease.MemoryStore) string {
+	h, _ := store.Holder(leaseName)
+	return h
 }
 
-// revoke takes the lease from its holder, which hears of it through its callback.
-func (s *leaseStore) revoke() {
-	s.mu.Lock()
-	lost := s.onLost
-	s.holder, s.onLost = "", nil
-	s.mu.Unlock()
-	if lost != nil {
-		lost(errRevoked)
+// acquire makes l hold the lease, or fails the test.
+func acquire(t *testing.T, l lease.Lease) {
+	t.Helper()
+	if ok, err := l.Acquire(context.Background(), nil); !ok || err != nil {
+		t.Fatalf("acquire: %v %v", ok, err)
 	}
 }
 
-func (s *leaseStore) current() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.holder
+func release(t *testing.T, l lease.Lease) {
+	t.Helper()
+	if ok, err := l.Release(context.Background()); !ok || err != nil {
+		t.Fatalf("release: %v %v", ok, err)
+	}
 }
-
-type testLease struct {
-	s     *leaseStore
-	owner string
-}
-
-func (l *testLease) Acquire(_ context.Context, onLost func(error)) (bool, error) {
-	return l.s.take(l.owner, onLost), nil
-}
-
-func (l *testLease) Release(context.Context) (bool, error) { return l.s.release(l.owner), nil }
 
 // With a lease the oldest's manager starts the singleton only while it holds the
 // lease: not while another owner holds it, and not after it was lost until it is
 // acquired again.
 func TestLeaseGatesTheSingleton(t *testing.T) {
-	store := &leaseStore{}
-	store.take("intruder", nil)
+	store := lease.NewMemoryStore()
+	intruder := memLease(t, store, "intruder")
+	acquire(t, intruder)
 	h := newHarness(t, harnessOptions{mod: func(i int, cfg *singleton.Config) {
-		cfg.Lease = store.lease(string(rune('a' + i)))
+		cfg.Lease = memLease(t, store, string(rune('a'+i)))
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(10*time.Second))
 	defer cancel()
@@ -94,20 +65,19 @@ func TestLeaseGatesTheSingleton(t *testing.T) {
 		}
 		return ""
 	})
-	store.release("intruder")
+	release(t, intruder)
 	h.awaitRunning(0, 5*time.Second)
-	if got := store.current(); got != "a" {
+	if got := holder(store); got != "a" {
 		t.Fatalf("lease held by %q, want a", got)
 	}
 	// The lease is lost: the singleton stops, and starts again once the lease is
 	// acquired again.
-	store.take("intruder", nil) // no-op: "a" holds it
-	store.revoke()
-	store.take("intruder", nil)
+	store.Revoke(leaseName)
+	acquire(t, intruder)
 	h.tab.await(t, 5*time.Second, "the instance stopped after the lease was lost", func(tb *table) bool {
 		return len(tb.alive) == 0
 	})
-	store.release("intruder")
+	release(t, intruder)
 	h.tab.await(t, 5*time.Second, "a second start on node 0", func(tb *table) bool {
 		return countOf(tb.events, "start 0") == 2 && len(tb.alive) == 1
 	})
@@ -115,7 +85,7 @@ func TestLeaseGatesTheSingleton(t *testing.T) {
 	next := h.byAge(0)[1]
 	h.leave(0)
 	h.awaitRunning(next, 5*time.Second)
-	if got, want := store.current(), string(rune('a'+next)); got != want {
+	if got, want := holder(store), string(rune('a'+next)); got != want {
 		t.Fatalf("lease held by %q, want %q", got, want)
 	}
 }
@@ -123,12 +93,12 @@ func TestLeaseGatesTheSingleton(t *testing.T) {
 // Two clusters formed by mistake, each with the singleton's oldest member, share a
 // lease: only one of them runs the singleton at a time.
 func TestLeaseKeepsTwoClustersFromRunningTwo(t *testing.T) {
-	store := &leaseStore{}
+	store := lease.NewMemoryStore()
 	tab := newTable(t)
 	var hs []*harness
 	for k := range 2 {
 		h := newHarness(t, harnessOptions{nodes: 1, noStart: true, mod: func(_ int, cfg *singleton.Config) {
-			cfg.Lease = store.lease(string(rune('a' + k)))
+			cfg.Lease = memLease(t, store, string(rune('a'+k)))
 		}})
 		h.tab = tab
 		h.start(0)
@@ -143,7 +113,7 @@ func TestLeaseKeepsTwoClustersFromRunningTwo(t *testing.T) {
 	}
 	tab.await(t, 5*time.Second, "one instance", func(tb *table) bool { return len(tb.alive) == 1 })
 	first := 0
-	if store.current() == "b" {
+	if holder(store) == "b" {
 		first = 1
 	}
 	hs[first].leave(0)

@@ -150,7 +150,7 @@ func (a *managerActor) start(ctx actor.Context) {
 	a.codec = a.reg.NewCodec(a.res)
 	a.managers = make(map[cluster.UniqueAddress]actor.Ref)
 	a.proxies = make(map[core.ProxyID]actor.Ref)
-	mc, err := core.NewManagerCore(a.c.SelfUniqueAddress(), a.cfg.core(), 0)
+	mc, err := core.NewManagerCore(a.c.SelfUniqueAddress(), a.cfg.core(), removalMargin(ctx.System()))
 	if err != nil {
 		a.log.Error("singleton manager: cannot start", zap.Error(err))
 		_ = ctx.Stop(ctx.Self())

@@ -7,7 +7,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	core "github.com/troupe-go/troupe/internal/singletoncore"
-	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/internal/wiretypes"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -24,7 +24,7 @@ type post struct {
 	data     []byte
 }
 
-// postName is post's name in the registry.
+// postName is post's name on the wire.
 const postName = "troupe.singleton.Post.v1"
 
 // postFields is the number of elements of post's encoding.
@@ -106,13 +106,5 @@ func (p *post) DecodeMsgpack(dec *msgpack.Decoder) error {
 	return nil
 }
 
-// registerPost registers post in reg unless it is there already.
-func registerPost(reg *serialization.Registry) error {
-	if _, known := reg.Manifest(post{}); known {
-		return nil
-	}
-	if err := serialization.Register[post](reg, postName); err != nil && !errors.Is(err, serialization.ErrDuplicate) {
-		return err
-	}
-	return nil
-}
+// post is one of Troupe's own wire types: every registry knows it.
+func init() { wiretypes.MustRegister[post](postName) }

@@ -56,7 +56,7 @@ func startDdataCluster(n int, cfg ddata.Config) ([]*ddataNode, error) {
 			stop()
 			return nil, err
 		}
-		cc := cluster.Config{Remote: r, JoinRetryInterval: 50 * time.Millisecond, Timing: cluster.TestTiming(),
+		cc := cluster.Config{JoinRetryInterval: 50 * time.Millisecond, Timing: cluster.TestTiming(),
 			Downing: cluster.DowningConfig{StableAfter: time.Minute}}
 		if i > 0 {
 			cc.SeedNodes = []string{nodes[0].c.GossipAddress()}

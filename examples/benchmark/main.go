@@ -36,10 +36,11 @@ var scenarios = map[string]scenario{
 	"tell":             {2_000_000, runTell},
 	"tell-parallel":    {2_000_000, runTellParallel},
 	"tell-vs-chan":     {2_000_000, runTellVsChan},
-	"ask":              {200_000, runAsk},
+	"ask":              {2_000_000, runAsk}, // 200,000 ran 50 ms, most of it the heap's first growth
 	"spawn":            {100_000, runSpawn},
 	"spawn-1m":         {1_000_000, runSpawn},
 	"spawn-warm":       {1_000_000, runSpawnWarm},
+	"alloc-floor":      {1_000_000, runAllocFloor},
 	"persist":          {200_000, runPersist},
 	"persist-latency":  {1_000, runPersistLatency},
 	"recover":          {1_000_000, runRecover},

@@ -322,3 +322,32 @@ func spawnIdle(n int, stop bool) (result, error) {
 	runtime.KeepAlive(refs)
 	return r, nil
 }
+
+// floorCell and floorInstance have the sizes of an idle actor's two allocations: its
+// 128-byte cell and a small user instance with one pointer.
+type floorCell struct{ words [16]uintptr }
+type floorInstance struct {
+	cell *floorCell
+	n    int
+}
+
+// runAllocFloor is spawn-1m's floor: the same two allocations per actor, kept alive in
+// a slice as spawn-1m keeps its refs, with no actor system. Run in a new process, as
+// spawn-1m is, it measures what fresh memory costs on the machine (page faults and
+// zeroing), which no runtime can spawn faster than.
+func runAllocFloor(n int) (result, error) {
+	cells := make([]*floorCell, n)
+	instances := make([]*floorInstance, n)
+	r, err := measure(n, func() error {
+		for i := range n {
+			c := &floorCell{}
+			c.words[0] = uintptr(i)
+			cells[i] = c
+			instances[i] = &floorInstance{cell: c, n: i}
+		}
+		return nil
+	})
+	runtime.KeepAlive(cells)
+	runtime.KeepAlive(instances)
+	return r, err
+}

@@ -75,7 +75,6 @@ func runNode(o options) error {
 		return err
 	}
 	cl, err := cluster.Start(sys, cluster.Config{
-		Remote:            r,
 		GossipPort:        o.gossipPort,
 		SeedNodes:         o.seeds,
 		JoinRetryInterval: 250 * time.Millisecond,

@@ -7,6 +7,7 @@ package hooks
 
 import (
 	"sync"
+	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/serialization"
@@ -32,11 +33,15 @@ type Remote interface {
 	Serialization() (*serialization.Registry, serialization.RefResolver)
 }
 
-// Cluster is what a running cluster node offers the test kits.
+// Cluster is what a running cluster node offers the test kits and the layers above
+// it.
 type Cluster interface {
 	// Crash stops the node's membership at once without leaving, as a killed process
 	// would.
 	Crash()
+	// DownRemovalMargin returns the node's down-removal margin (its configuration's,
+	// with the default applied): the singleton bounds its hand-over retries by it.
+	DownRemovalMargin() time.Duration
 }
 
 type registry struct {

@@ -1,16 +1,15 @@
 package singletoncore
 
 import (
-	"errors"
-
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
-	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/internal/wiretypes"
 )
 
 // The messages in this file cross the wire between managers, and between proxies and
-// managers. They are plain structs with exported fields; RegisterMessages registers
-// them in a serialization.Registry. Each is also an Event for the core that receives
+// managers. They are plain structs with exported fields, registered as Troupe's own
+// wire types (see init), which every serialization.Registry knows. Each is also an
+// Event for the core that receives
 // it: the shell hands what it receives to ManagerCore.Handle or ProxyCore.Handle as is.
 
 // ProxyID identifies one incarnation of a proxy: the member it runs on and its actor
@@ -180,22 +179,20 @@ type Detach struct {
 	Proxy ProxyID
 }
 
-// RegisterMessages registers the messages managers and proxies exchange in r, under
-// names "troupe.singleton.<Type>.v1". Every system that runs a singleton manager or
-// proxy must register them (once) before remoting starts.
-func RegisterMessages(r *serialization.Registry) error {
-	return errors.Join(
-		serialization.Register[Envelope](r, "troupe.singleton.Envelope.v1"),
-		serialization.Register[HandOverToMe](r, "troupe.singleton.HandOverToMe.v1"),
-		serialization.Register[HandOverInProgress](r, "troupe.singleton.HandOverInProgress.v1"),
-		serialization.Register[HandOverDone](r, "troupe.singleton.HandOverDone.v1"),
-		serialization.Register[TakeOverFromMe](r, "troupe.singleton.TakeOverFromMe.v1"),
-		serialization.Register[Relay](r, "troupe.singleton.Relay.v1"),
-		serialization.Register[HandOverComplete](r, "troupe.singleton.HandOverComplete.v1"),
-		serialization.Register[Identify](r, "troupe.singleton.Identify.v1"),
-		serialization.Register[IdentifyAck](r, "troupe.singleton.IdentifyAck.v1"),
-		serialization.Register[Detach](r, "troupe.singleton.Detach.v1"),
-	)
+// The messages managers and proxies exchange are Troupe's own wire types, under names
+// "troupe.singleton.<Type>.v1": every registry knows them, so they cross remote without
+// the application registering them.
+func init() {
+	wiretypes.MustRegister[Envelope]("troupe.singleton.Envelope.v1")
+	wiretypes.MustRegister[HandOverToMe]("troupe.singleton.HandOverToMe.v1")
+	wiretypes.MustRegister[HandOverInProgress]("troupe.singleton.HandOverInProgress.v1")
+	wiretypes.MustRegister[HandOverDone]("troupe.singleton.HandOverDone.v1")
+	wiretypes.MustRegister[TakeOverFromMe]("troupe.singleton.TakeOverFromMe.v1")
+	wiretypes.MustRegister[Relay]("troupe.singleton.Relay.v1")
+	wiretypes.MustRegister[HandOverComplete]("troupe.singleton.HandOverComplete.v1")
+	wiretypes.MustRegister[Identify]("troupe.singleton.Identify.v1")
+	wiretypes.MustRegister[IdentifyAck]("troupe.singleton.IdentifyAck.v1")
+	wiretypes.MustRegister[Detach]("troupe.singleton.Detach.v1")
 }
 
 func (Envelope) singletonEvent()           {}

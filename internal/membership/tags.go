@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"errors"
@@ -75,7 +75,7 @@ func EncodeTags(m Member) (map[string]string, error) {
 		return nil, fmt.Errorf("%w: age %d above %d", ErrInvalidMember, m.UpNumber, int64(MaxUpNumber))
 	}
 	for _, r := range m.Roles {
-		if err := checkRole(r); err != nil {
+		if err := CheckRole(r); err != nil {
 			return nil, fmt.Errorf("%w: role %q %v", ErrInvalidMember, r, err)
 		}
 	}
@@ -192,7 +192,7 @@ func DecodeTags(tags map[string]string) (Member, error) {
 	if v != "" {
 		m.Roles = strings.Split(v, ",")
 		for i, r := range m.Roles {
-			if err := checkRole(r); err != nil {
+			if err := CheckRole(r); err != nil {
 				return Member{}, bad(TagRoles, v, fmt.Sprintf("role %q %v", r, err))
 			}
 			if i > 0 && m.Roles[i-1] >= r {
@@ -230,8 +230,8 @@ func checkText(s string, allowEmpty bool) error {
 	return nil
 }
 
-// checkRole accepts a role name: non-empty text without a comma.
-func checkRole(r string) error {
+// CheckRole accepts a role name: non-empty text without a comma.
+func CheckRole(r string) error {
 	if err := checkText(r, false); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"errors"
@@ -32,7 +32,7 @@ var (
 	// an age.
 	ErrInvalidMember = errors.New("cluster: invalid member")
 	// ErrInvalidConfig is returned by MembershipConfig.Validate and DowningConfig.Validate.
-	ErrInvalidConfig = errors.New("cluster: invalid configuration")
+	ErrInvalidConfig = errors.New("membership: invalid configuration")
 )
 
 // MembershipConfig holds the settings of a Membership. The zero value is valid and

@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import "fmt"
 
@@ -33,6 +33,8 @@ func describeOne(ev Event) string {
 		return "downed " + e.Member.Unique.Addr
 	case MemberRemoved:
 		return fmt.Sprintf("removed %s from %s", e.Member.Unique.Addr, e.PreviousStatus)
+	case RemovalMarginPassed:
+		return fmt.Sprintf("margin %s from %s", e.Member.Unique.Addr, e.PreviousStatus)
 	case UnreachableMember:
 		return "unreachable " + e.Member.Unique.Addr
 	case ReachableMember:

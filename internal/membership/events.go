@@ -1,9 +1,10 @@
-package cluster
+package membership
 
 // Event is a cluster event for subscribers: MemberJoined, MemberUp, MemberLeft,
-// MemberExited, MemberDowned, MemberRemoved, UnreachableMember, ReachableMember or
-// OldestChanged. Membership returns events in the order they happened; a subscriber is
-// first given a CurrentClusterState and then every later event, in that order.
+// MemberExited, MemberDowned, MemberRemoved, RemovalMarginPassed, UnreachableMember,
+// ReachableMember or OldestChanged. Membership (and Margins) return events in the order
+// they happened; a subscriber is first given a CurrentClusterState and then every later
+// event, in that order.
 type Event interface {
 	clusterEvent()
 }
@@ -47,6 +48,18 @@ type MemberRemoved struct {
 	PreviousStatus MemberStatus
 }
 
+// RemovalMarginPassed says that a removed member's work may now be taken over: its
+// services have stopped. It follows MemberRemoved at once for a member that left
+// gracefully (it handed its work over before it was removed), and after the down-removal
+// margin for a member that was downed (the margin is the time the downed side needs to
+// notice and stop, see Margins).
+type RemovalMarginPassed struct {
+	// Member is the member with status Removed.
+	Member Member
+	// PreviousStatus is the status it had before it was removed: Exiting or Down.
+	PreviousStatus MemberStatus
+}
+
 // UnreachableMember says the failure detector lost contact with a member.
 type UnreachableMember struct {
 	// Member is the member as it is now.
@@ -69,15 +82,16 @@ type OldestChanged struct {
 	Oldest *Member
 }
 
-func (MemberJoined) clusterEvent()      {}
-func (MemberUp) clusterEvent()          {}
-func (MemberLeft) clusterEvent()        {}
-func (MemberExited) clusterEvent()      {}
-func (MemberDowned) clusterEvent()      {}
-func (MemberRemoved) clusterEvent()     {}
-func (UnreachableMember) clusterEvent() {}
-func (ReachableMember) clusterEvent()   {}
-func (OldestChanged) clusterEvent()     {}
+func (MemberJoined) clusterEvent()        {}
+func (MemberUp) clusterEvent()            {}
+func (MemberLeft) clusterEvent()          {}
+func (MemberExited) clusterEvent()        {}
+func (MemberDowned) clusterEvent()        {}
+func (MemberRemoved) clusterEvent()       {}
+func (RemovalMarginPassed) clusterEvent() {}
+func (UnreachableMember) clusterEvent()   {}
+func (ReachableMember) clusterEvent()     {}
+func (OldestChanged) clusterEvent()       {}
 
 // CurrentClusterState is the snapshot a new subscriber gets before any event.
 type CurrentClusterState struct {
@@ -92,4 +106,8 @@ type CurrentClusterState struct {
 	OldestByRole map[string]Member
 	// MinMembersMet reports whether min-nr-of-members (overall and per role) is met.
 	MinMembersMet bool
+	// AwaitingRemovalMargin holds the members removed after being downed whose
+	// down-removal margin has not passed yet, in the order they were removed; a
+	// RemovalMarginPassed event follows for each.
+	AwaitingRemovalMargin []Member
 }

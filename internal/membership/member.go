@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"slices"
@@ -39,6 +39,9 @@ func CompareAddress(a, b UniqueAddress) int {
 	}
 	return 0
 }
+
+// Compare orders u and o as CompareAddress does: -1, 0 or +1.
+func (u UniqueAddress) Compare(o UniqueAddress) int { return CompareAddress(u, o) }
 
 // compareAddr compares two Addr strings by host, then numeric port.
 func compareAddr(a, b string) int {
