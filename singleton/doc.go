@@ -34,8 +34,8 @@
 // without one (or with automatic downing), or a partition runs one singleton on each
 // side.
 //
-// A lease (Config.Lease) makes the promise strict even when the resolver's
-// assumptions fail (a partition without a resolver, two clusters formed by mistake, a
+// A lease (Config.Lease, a lease.Lease) makes the promise strict even when the
+// resolver's assumptions fail (a partition without a resolver, two clusters formed by mistake, a
 // process paused for longer than the margin): the manager starts the singleton only
 // while it holds the lease, stops it when the lease is lost, and tries again.
 //
@@ -54,7 +54,7 @@
 //
 // When the member crashes or is partitioned away, the split-brain resolver downs it;
 // the downed member stops its instance, and the next oldest starts one once the
-// member is removed and its margin has passed.
+// member is removed and the cluster has published cluster.RemovalMarginPassed for it.
 //
 // A singleton that fails (panics, also while starting) is stopped and started again
 // after a backoff (Config.Backoff); the messages for it that arrive meanwhile are
@@ -77,8 +77,8 @@
 // A message sent through a proxy is serialized, even when the singleton runs on the
 // same member: its type must be registered in the registry given to remote.Start. A
 // message that cannot be serialized becomes an Undelivered dead letter with the
-// reason, and an Ask waiting for its reply fails at once. The package registers the
-// messages managers and proxies exchange itself.
+// reason, and an Ask waiting for its reply fails at once. The messages managers and
+// proxies exchange are Troupe's own wire types: nothing to register for them.
 //
 // # Watching it
 //

@@ -84,8 +84,8 @@ type Manager struct {
 // manager does nothing until this member is Up.
 //
 // Start needs remoting and the cluster started in sys (remote.Start, cluster.Start).
-// It registers the messages managers and proxies exchange in the transport's
-// registry. Several singletons of different names may run in one system; a second
+// The messages managers and proxies exchange are Troupe's own wire types: nothing to
+// register for them. Several singletons of different names may run in one system; a second
 // Start for the same name fails with ErrAlreadyStarted. An invalid configuration, a
 // missing cluster, or a member without cfg.Role fails with an error wrapping
 // ErrInvalidConfig.

@@ -5,8 +5,8 @@
 // of whole clusters. The actors around them, in package singleton (a manager on every
 // member with the role, which starts the singleton as its child; a proxy on any
 // member), are thin shells that feed them cluster events, messages and timers, and
-// carry out their decisions. The messages in messages.go cross the wire
-// (RegisterMessages).
+// carry out their decisions. The messages in messages.go cross the wire as Troupe's
+// own wire types (internal/wiretypes): every registry knows them.
 //
 // # What is promised
 //
