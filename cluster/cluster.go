@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/serf/serf"
 	"github.com/troupe-go/troupe/actor"
@@ -330,6 +331,9 @@ func (c *Cluster) Stopped() <-chan struct{} { return c.done }
 type crasher struct{ c *Cluster }
 
 func (k crasher) Crash() { k.c.stop() }
+
+// DownRemovalMargin returns the margin in force (see DowningConfig.DownRemovalMargin).
+func (k crasher) DownRemovalMargin() time.Duration { return k.c.cfg.Downing.DownRemovalMargin }
 
 // stop shuts serf down and ends the node's goroutines; it is idempotent.
 func (c *Cluster) stop() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/serialization"
 	"go.uber.org/zap"
 )
 
@@ -20,6 +21,9 @@ func (h hookAdapter) Quarantine(addr actor.Address, uid uint64, reason string) {
 func (h hookAdapter) SetMembership(managed func(actor.Address) bool) { h.r.setMembership(managed) }
 func (h hookAdapter) Abort()                                         { h.r.abort() }
 func (h hookAdapter) SetBlocked(addr actor.Address, blocked bool)    { h.r.setBlocked(addr, blocked) }
+func (h hookAdapter) Serialization() (*serialization.Registry, serialization.RefResolver) {
+	return h.r.cfg.Registry, localResolver(h)
+}
 
 // quarantine ends communication with incarnation uid of the system at addr, as if the
 // transport had decided it itself: actors watched there are reported terminated with

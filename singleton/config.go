@@ -1,90 +1,114 @@
 package singleton
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/singletoncore"
+	"github.com/troupe-go/troupe/lease"
+	"github.com/troupe-go/troupe/supervision"
 )
 
-// ErrInvalidConfig is wrapped by Config.Validate and ProxyConfig.Validate, and by the
-// constructors of the cores when they are given an invalid configuration.
-var ErrInvalidConfig = errors.New("singleton: invalid configuration")
+// Errors returned by this package. Test for them with errors.Is.
+var (
+	// ErrInvalidConfig is wrapped by Config.Validate and ProxyConfig.Validate, and
+	// returned by Start and Proxy for an invalid configuration or a system without a
+	// running cluster.
+	ErrInvalidConfig = singletoncore.ErrInvalidConfig
+	// ErrAlreadyStarted is returned by Start when a manager for the same name already
+	// runs in the system.
+	ErrAlreadyStarted = errors.New("singleton: already started in this system")
+	// ErrStopped is returned by Manager.AwaitStatus when the manager has stopped
+	// before the condition held.
+	ErrStopped = errors.New("singleton: the manager has stopped")
+)
 
 // Defaults, as Akka's cluster singleton.
 const (
-	// DefaultName is the singleton's name when Config.Name is empty.
+	// DefaultName is the singleton's name when Config.Name (or ProxyConfig.Name) is
+	// empty.
 	DefaultName = "singleton"
 	// DefaultHandOverRetryInterval is how often a manager that is becoming the oldest
-	// resends HandOverToMe, and a manager that was the oldest resends TakeOverFromMe.
+	// asks the previous oldest to hand over, and a manager that was the oldest asks
+	// the new oldest to take over.
 	DefaultHandOverRetryInterval = time.Second
 	// DefaultMinHandOverRetries is the least number of hand-over retries before a
-	// manager reports that the hand-over is stuck.
+	// manager reports that a hand-over is stuck.
 	DefaultMinHandOverRetries = 15
 	// DefaultManagerBufferSize bounds the messages a manager holds while the singleton
-	// moves (see Config.BufferSize).
+	// moves (Config.BufferSize).
 	DefaultManagerBufferSize = 10000
 	// DefaultProxyBufferSize bounds the messages a proxy buffers while the singleton's
-	// location is unknown.
+	// location is unknown (ProxyConfig.BufferSize).
 	DefaultProxyBufferSize = 1000
 	// MaxProxyBufferSize is the largest ProxyConfig.BufferSize accepted.
 	MaxProxyBufferSize = 10000
 	// DefaultIdentificationInterval is how often a proxy asks the manager on the
-	// oldest member whether it hosts the singleton, until it does.
+	// oldest member whether it runs the singleton, until it does.
 	DefaultIdentificationInterval = time.Second
 )
 
-// Lease is what the singleton needs of a distributed lease: a lock that at most one
-// owner holds at a time. With a lease the manager starts the singleton only while it
-// holds the lease, so that two managers that both believe they are the oldest (a
-// partition without a split-brain resolver, two clusters formed by mistake) never run
-// it at the same time. Any lease.Lease fits.
-type Lease interface {
-	// Acquire tries to acquire the lease. It returns true when the owner holds it,
-	// false when another owner does, and an error when the store could not be asked
-	// (the caller then acts as if it did not hold it). Once acquired, the lease calls
-	// onLost once if it is lost before Release.
-	Acquire(ctx context.Context, onLost func(error)) (bool, error)
-	// Release gives the lease up; no loss callback follows.
-	Release(ctx context.Context) (bool, error)
+// DefaultBackoff is how a failing singleton is restarted when Config.Backoff is zero:
+// after 200 ms, doubling up to 10 s, with 20% jitter, the count reset after 10 s
+// without a failure, and no limit on the number of restarts.
+var DefaultBackoff = supervision.Backoff{
+	Min:          200 * time.Millisecond,
+	Max:          10 * time.Second,
+	RandomFactor: 0.2,
+	ResetAfter:   10 * time.Second,
 }
 
-// Config configures a singleton: the actor that runs on the oldest member (with Role)
-// and the manager that runs on every member with Role. Zero values mean the documented
-// defaults; Props is required.
+// Config configures one singleton: the actor that runs on the oldest member (with
+// Role), and the manager that runs on every member with Role. Zero values mean the
+// documented defaults; Props is required.
 type Config struct {
-	// Name names the singleton: the manager and the child are found under it, and
-	// proxies use it to reach them. Default DefaultName ("singleton").
+	// Name names the singleton; the manager runs at /system/singleton/<Name> and the
+	// singleton at /system/singleton/<Name>/<Name>, and proxies find them by it.
+	// ASCII letters, digits, '-', '_' and '.', at most 100 bytes. Default DefaultName
+	// ("singleton").
 	Name string
 	// Props creates the singleton. Required.
 	Props *actor.Props
-	// Role restricts the singleton to members with this role: only they run a manager,
-	// and the oldest of them runs the singleton. Empty: every member.
+	// Role restricts the singleton to members with this role: only they may run a
+	// manager (Start fails with ErrInvalidConfig elsewhere), and the oldest of them
+	// runs the singleton.
+	// Empty: every member.
 	Role string
 	// TerminationMessage is sent to the singleton when it must stop for a hand-over;
 	// the hand-over completes when the singleton has terminated. Default
 	// actor.PoisonPill{}, which stops it once the messages queued before it are
-	// handled. A custom message lets the singleton release resources first; it must
-	// stop itself eventually.
+	// handled. A message of your own lets the singleton finish its work and release
+	// resources first; it must then stop itself (ctx.Stop(ctx.Self())).
 	TerminationMessage any
-	// HandOverRetryInterval is how often HandOverToMe and TakeOverFromMe are resent.
-	// Default DefaultHandOverRetryInterval (1s).
+	// HandOverRetryInterval is how often hand-over requests are resent. Default
+	// DefaultHandOverRetryInterval (1 s).
 	HandOverRetryInterval time.Duration
-	// MinHandOverRetries is the least number of retries before the manager reports a
-	// stuck hand-over; the limit is max(MinHandOverRetries, margin/interval + 3), with
-	// margin the cluster's down-removal margin. Default DefaultMinHandOverRetries (15).
+	// MinHandOverRetries is the least number of retries before a manager reports a
+	// stuck hand-over (at error level); the limit is max(MinHandOverRetries,
+	// margin/interval + 3), with margin the cluster's down-removal margin. Default
+	// DefaultMinHandOverRetries (15).
 	MinHandOverRetries int
-	// BufferSize bounds the messages a manager holds while the singleton moves: those
-	// that arrive while its singleton is not running, and those it keeps back to
-	// restore each sender's order. Default DefaultManagerBufferSize (10,000). When it
-	// is full the oldest held message is dropped (a dead letter, counted and logged).
+	// BufferSize bounds the messages a manager holds while the singleton moves or
+	// restarts: those that arrive while it does not run, and those it keeps back to
+	// restore a proxy's order. Default DefaultManagerBufferSize (10,000). When it is
+	// full the oldest held message is dropped (a dead letter, counted and logged).
 	BufferSize int
-	// Lease, when set, must be held for the singleton to run (see Lease). Nil: no
-	// lease; the split-brain resolver and the down-removal margin alone keep two
-	// singletons from running at once.
-	Lease Lease
+	// Backoff sets how a singleton that fails (panics) is restarted: it is stopped,
+	// and a new instance is started after Backoff.Delay; the messages that arrive
+	// meanwhile are held for it. Zero means DefaultBackoff.
+	Backoff supervision.Backoff
+	// Lease, when set, must be held for the singleton to run: the manager on the
+	// oldest member acquires it before it starts the singleton, stops the singleton
+	// when it is lost, and tries again every HandOverRetryInterval. It makes "never
+	// two" hold even when the split-brain resolver's assumptions fail (a partition
+	// without a resolver, two clusters formed by mistake, a process paused for longer
+	// than the down-removal margin). Give every member a lease with the same
+	// LeaseName and its own OwnerName (its address, say). Nil: no lease; the
+	// split-brain resolver and the down-removal margin alone keep two singletons from
+	// running at once.
+	Lease lease.Lease
 }
 
 // WithDefaults returns the configuration with zero values replaced by the defaults.
@@ -104,35 +128,48 @@ func (c Config) WithDefaults() Config {
 	if c.BufferSize == 0 {
 		c.BufferSize = DefaultManagerBufferSize
 	}
+	if c.Backoff == (supervision.Backoff{}) {
+		c.Backoff = DefaultBackoff
+	}
 	return c
 }
 
 // Validate reports the first problem in the configuration, wrapping ErrInvalidConfig:
-// a missing or invalid Props, an invalid name, or a negative interval, retry count or
-// buffer size.
+// a missing or invalid Props, an invalid name, a negative interval, retry count or
+// buffer size, or an invalid Backoff.
 func (c Config) Validate() error {
-	switch {
-	case c.Props == nil:
+	if c.Props == nil {
 		return fmt.Errorf("%w: Props is required", ErrInvalidConfig)
-	case c.HandOverRetryInterval < 0:
-		return fmt.Errorf("%w: negative HandOverRetryInterval %v", ErrInvalidConfig, c.HandOverRetryInterval)
-	case c.MinHandOverRetries < 0:
-		return fmt.Errorf("%w: negative MinHandOverRetries %d", ErrInvalidConfig, c.MinHandOverRetries)
-	case c.BufferSize < 0:
-		return fmt.Errorf("%w: negative BufferSize %d", ErrInvalidConfig, c.BufferSize)
 	}
-	if err := validName(c.Name); err != nil {
+	if err := c.core().Validate(); err != nil {
 		return err
 	}
 	if err := c.Props.Validate(); err != nil {
 		return fmt.Errorf("%w: Props: %w", ErrInvalidConfig, err)
 	}
+	if c.Backoff != (supervision.Backoff{}) {
+		if err := c.Backoff.Validate(); err != nil {
+			return fmt.Errorf("%w: Backoff: %w", ErrInvalidConfig, err)
+		}
+	}
 	return nil
 }
 
-// ProxyConfig configures a proxy: a local actor that forwards messages to the
-// singleton wherever it runs, and buffers them while that is unknown. Zero values mean
-// the documented defaults.
+// core returns the manager core's configuration.
+func (c Config) core() singletoncore.ManagerConfig {
+	return singletoncore.ManagerConfig{
+		Name:                  c.Name,
+		Role:                  c.Role,
+		HandOverRetryInterval: c.HandOverRetryInterval,
+		MinHandOverRetries:    c.MinHandOverRetries,
+		BufferSize:            c.BufferSize,
+		UseLease:              c.Lease != nil,
+	}
+}
+
+// ProxyConfig configures a proxy: a local actor that sends messages to the singleton
+// wherever it runs, and buffers them while that is unknown. Zero values mean the
+// documented defaults.
 type ProxyConfig struct {
 	// Name is the singleton's name (Config.Name). Default DefaultName.
 	Name string
@@ -146,8 +183,8 @@ type ProxyConfig struct {
 	// at once); more than MaxProxyBufferSize (10,000) is invalid.
 	BufferSize int
 	// IdentificationInterval is how often the proxy asks the manager on the oldest
-	// member whether it hosts the singleton, until it does. Default
-	// DefaultIdentificationInterval (1s).
+	// member whether it runs the singleton, until it does. Default
+	// DefaultIdentificationInterval (1 s).
 	IdentificationInterval time.Duration
 }
 
@@ -167,48 +204,13 @@ func (c ProxyConfig) WithDefaults() ProxyConfig {
 
 // Validate reports the first problem in the configuration, wrapping ErrInvalidConfig:
 // an invalid name, a buffer larger than MaxProxyBufferSize or a negative interval.
-func (c ProxyConfig) Validate() error {
-	switch {
-	case c.BufferSize > MaxProxyBufferSize:
-		return fmt.Errorf("%w: BufferSize %d exceeds %d", ErrInvalidConfig, c.BufferSize, MaxProxyBufferSize)
-	case c.IdentificationInterval < 0:
-		return fmt.Errorf("%w: negative IdentificationInterval %v", ErrInvalidConfig, c.IdentificationInterval)
-	}
-	return validName(c.Name)
-}
+func (c ProxyConfig) Validate() error { return c.core().Validate() }
 
-// capacity is the proxy's buffer capacity after defaults: 0 for no buffer.
-func (c ProxyConfig) capacity() int {
-	if c.BufferSize < 0 {
-		return 0
+func (c ProxyConfig) core() singletoncore.ProxyConfig {
+	return singletoncore.ProxyConfig{
+		Name:                   c.Name,
+		Role:                   c.Role,
+		BufferSize:             c.BufferSize,
+		IdentificationInterval: c.IdentificationInterval,
 	}
-	return c.BufferSize
-}
-
-// validName accepts the empty name (the default) and names of ASCII letters, digits
-// and '-', '_', '.', which are valid as one element of an actor path.
-func validName(name string) error {
-	if len(name) > 100 {
-		return fmt.Errorf("%w: Name is %d bytes long (at most 100)", ErrInvalidConfig, len(name))
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' {
-			continue
-		}
-		return fmt.Errorf("%w: Name %q holds the byte %q", ErrInvalidConfig, name, c)
-	}
-	return nil
-}
-
-// retryLimit is the number of hand-over retries after which a manager reports a stuck
-// hand-over: max(min, margin/interval + 3).
-func retryLimit(min int, interval, margin time.Duration) int {
-	n := min
-	if interval > 0 {
-		if m := int(margin/interval) + 3; m > n {
-			n = m
-		}
-	}
-	return n
 }

@@ -1,104 +1,117 @@
 // Package singleton is Troupe's cluster singleton: one actor that runs on exactly one
-// member of the cluster (or of the members with a role), on the oldest, and moves to
-// the next oldest when that member leaves or fails; and proxies that reach it from any
+// member of the cluster (or of the members with a role), the oldest, and moves to the
+// next oldest when that member leaves or fails; and proxies that reach it from any
 // member, wherever it runs.
 //
-// This package holds the pure cores: ManagerCore, the manager's state machine, and
-// ProxyCore, the proxy's routing and buffering. They are plain values without
-// goroutines, I/O or clock: events in (Handle), decisions out, tested with tables and
-// with a seeded simulation of whole clusters. The actors around them (a manager on
-// every member with the role, which starts the singleton as its child; a proxy on any
-// member) are thin shells that feed them cluster events, messages and timers, and
-// carry out their decisions. Config and ProxyConfig are the shells' configuration; the
-// messages in messages.go cross the wire (as Troupe's own wire types: no registration).
+// A singleton is a single point of decision (a scheduler, a coordinator, the one
+// writer to an external system). It is also a single point of load and, for a few
+// seconds after a crash, of unavailability: use it where one instance is the point.
+//
+// # Starting
+//
+// Start a manager on every member with the singleton's role, with the same
+// configuration, after remoting and the cluster; ask through a proxy from any member:
+//
+//	m, err := singleton.Start(sys, singleton.Config{
+//		Name:  "scheduler",
+//		Props: actor.PropsOf(func() actor.Actor { return &scheduler{} }),
+//	})
+//	proxy, err := singleton.Proxy(sys, singleton.ProxyConfig{Name: "scheduler"})
+//	next, err := actor.Ask[Job](ctx, proxy, NextJob{})
+//
+// The manager runs at /system/singleton/<Name>. The manager on the oldest Up member
+// with the role starts the singleton as its child, /system/singleton/<Name>/<Name>;
+// the others wait. A manager does nothing until its own member is Up.
 //
 // # What is promised
 //
-// At most one instance runs while the split-brain resolver is in charge. A manager
-// starts the singleton only in state Oldest, and it enters Oldest only when every
-// member with the role that is older than its own has either certified that its
-// singleton terminated and will never start again (HandOverDone), or been removed; the
-// removal of a downed member counts only once the down-removal margin has passed
-// (RemovalMarginPassed), by which time the resolver has made the downed side stop its
-// singleton. This rests on the cluster's own promises: members agree on ages (a
-// member that becomes Up is younger than, and knows, every member Up before it), a
-// downed member stops well within the margin, and the resolver (or a human) never
-// leaves two sides of a partition both running.
+// At most one instance runs while the cluster's split-brain resolver is in charge. A
+// manager starts the singleton only when every older member with the role has either
+// certified that its instance terminated and will never start again (a graceful
+// hand-over), or been removed from the cluster; the removal of a downed member counts
+// only once the cluster's down-removal margin has passed, by which time the downed
+// side has stopped its instance. This rests on the resolver: never run a cluster
+// without one (or with automatic downing), or a partition runs one singleton on each
+// side.
 //
-// A lease (Config.Lease) makes this strict even when those promises fail (a partition
-// without a resolver, two clusters formed by mistake): the manager starts the
-// singleton only while it holds the lease, stops it when the lease is lost and then
-// tries to acquire it again.
+// A lease (Config.Lease, a lease.Lease) makes the promise strict even when the
+// resolver's assumptions fail (a partition without a resolver, two clusters formed by mistake, a
+// process paused for longer than the margin): the manager starts the singleton only
+// while it holds the lease, stops it when the lease is lost, and tries again.
 //
-// There are moments without any instance: during a hand-over, and after a crash until
-// the crashed member is downed, removed and the margin has passed.
+// There are moments without an instance: during a hand-over (usually well under a
+// second), and after a crash until the crashed member is downed, removed and its
+// margin has passed (stable-after plus the margin, a few seconds).
 //
-// # Hand-over
+// # Hand-over and take-over
 //
-// When the member hosting the singleton leaves (coordinated shutdown, SelfLeaving), its
-// manager asks the next oldest to take over (TakeOverFromMe, state WasOldest). That
-// manager claims the singleton from every older member (HandOverToMe, state
-// BecomingOldest). The leaving manager sends the singleton its termination message
-// (state HandingOver) and, when it has terminated, answers HandOverDone (state End);
-// the new manager starts the singleton (state Oldest). A member that leaves without
-// hosting the singleton tells the others not to wait for it (TakeOverFromMe), because
-// the cluster shows it Leaving only after the singleton phase of its shutdown.
+// When the member running the singleton shuts down (System.Shutdown, coordinated
+// shutdown), its manager hands the singleton over in the before-cluster-shutdown
+// phase, before the member leaves the cluster: the next oldest claims it, the old
+// instance gets Config.TerminationMessage (default actor.PoisonPill), and once it has
+// terminated the new instance starts. The phase waits until this member can leave
+// without losing anything (Status.Finished), up to its timeout.
 //
-// When the host crashes, the cluster's failure detector and split-brain resolver down
-// it; once it is removed and the margin has passed, the next oldest starts the
-// singleton without a hand-over.
+// When the member crashes or is partitioned away, the split-brain resolver downs it;
+// the downed member stops its instance, and the next oldest starts one once the
+// member is removed and the cluster has published cluster.RemovalMarginPassed for it.
 //
-// # Nothing lost at a graceful hand-over
+// A singleton that fails (panics, also while starting) is stopped and started again
+// after a backoff (Config.Backoff); the messages for it that arrive meanwhile are
+// held. One that stops by itself stays stopped until the next hand-over.
 //
-// Akka's proxies send to the singleton itself, and what reaches the old instance after
-// its termination message is lost. Troupe's proxies send to the manager that hosts the
-// singleton, and a graceful hand-over loses nothing: every message sent through a
-// proxy reaches the new instance, in the order that proxy sent it, unless a buffer
-// overflows. It works like this:
+// # The proxy
 //
-//   - A proxy numbers the messages it sends (Envelope.Seq, without gaps) and marks
-//     where each run of messages to one manager starts (After, Prev).
-//   - The host delivers to the singleton while it runs. It stops delivering before
-//     it sends the termination message, so everything it delivered is ahead of that
-//     message in the singleton's mailbox, and holds what arrives afterwards.
-//   - Its HandOverDone carries the delivery table (the next number expected from each
-//     proxy) and the held messages in order. In End it forwards whatever still
-//     reaches it, and tells its proxies it departed; they detach (Detach, always a
-//     proxy's last message to a manager), turn to the new host and number on.
-//   - The new host delivers each proxy's messages in number order: a message whose
-//     run started after messages it has not seen yet waits for them, which come from
-//     the previous host, directly or through the managers in between.
-//   - A leaving manager is Finished (its member may leave) only when its proxies have
-//     detached and its successor confirmed it received everything (Final,
-//     HandOverComplete); a proxy that stops detaches first.
+// Proxy returns an actor.Ref that forwards to the singleton, keeping the sender, so
+// that replies and asks work. It sends to the manager on the oldest member with the
+// role once that manager confirmed it runs the singleton, and buffers messages while
+// the singleton's location is unknown (ProxyConfig.BufferSize, default 1,000; when
+// full, the oldest is dropped).
 //
-// Only the transport's order between one sender and one receiver is relied on.
+// Messages from one proxy reach the singleton in the order they were sent to the
+// proxy. A graceful hand-over loses none of them: the old host holds what arrives
+// after it asked its instance to stop, and passes it on with its hand-over; the new
+// host puts each proxy's messages back in order before it delivers them. (Akka loses
+// the messages that reach the old instance after its termination message.)
+//
+// A message sent through a proxy is serialized, even when the singleton runs on the
+// same member: its type must be registered in the registry given to remote.Start. A
+// message that cannot be serialized becomes an Undelivered dead letter with the
+// reason, and an Ask waiting for its reply fails at once. The messages managers and
+// proxies exchange are Troupe's own wire types: nothing to register for them.
+//
+// # Watching it
+//
+// Manager.Status says which member the manager believes is the oldest, its state
+// (Akka's: Start, Younger, BecomingOldest, Oldest, WasOldest, HandingOver, Stopping,
+// End) and whether the singleton runs here; Manager.AwaitStatus waits for a status.
+// Dropped counts the messages the system's managers and proxies dropped.
 //
 // # What can be lost, and when
 //
-//   - A proxy's buffer is full: the oldest buffered message is dropped (Dropped).
-//   - A manager's buffer (Config.BufferSize) is full while the singleton moves: the
-//     oldest held message is dropped (Dropped).
-//   - A member crashes or is downed: the messages it held (in its manager, its
-//     singleton's mailbox, its proxies' buffers) are lost, and so are messages that
-//     were on their way to it; a downed manager reports those it still receives as
-//     Dropped. After such a loss a proxy's later messages may be delivered before
-//     earlier ones that were delayed (never twice).
-//   - A host waits for a proxy's earlier messages at most the retry limit (about 15
-//     seconds by default); past it, it delivers what it has and raises an Alert.
-//   - The singleton stops by itself while it is hosted: messages for it are dropped
-//     until the next hand-over starts it again.
+// Every message that does not reach the singleton is published as an Undelivered
+// dead letter (with its sender, so that an Ask fails at once), counted (Dropped,
+// Status.Dropped) and logged at a bounded rate with its reason:
+//   - its type is not registered (the proxy cannot serialize it);
+//   - a proxy's buffer is full while the singleton's location is unknown: the oldest
+//     buffered message is dropped;
+//   - a manager's buffer (Config.BufferSize) is full while the singleton moves or
+//     restarts: the oldest held message is dropped;
+//   - the member running the singleton crashes or is downed: what its manager held
+//     and what was in its instance's mailbox is lost, and so is what was on its way
+//     to it; a proxy may then deliver later messages before earlier ones that were
+//     delayed (never twice);
+//   - the singleton stopped by itself: messages for it are dropped until the next
+//     hand-over starts it again;
+//   - the singleton failed: the messages still in its mailbox are dead letters of
+//     the actor runtime;
+//   - the proxy stops (its actor is stopped, or its system shuts down) with messages
+//     buffered: at shutdown it waits a little (five identification intervals) for
+//     them to leave first;
+//   - the transport refuses a message (its queue towards the singleton's member is
+//     full, see remote.Config.OutboundQueueBytes).
 //
-// Every drop is a Dropped decision, which the shells turn into a dead letter, a count
-// and a rate-limited log line.
-//
-// # Differences from Akka
-//
-// Beyond the lossless hand-over: a manager waits for a certificate from every older
-// member that is not removed, not only the previous oldest; a younger manager asked to
-// hand over answers HandOverDone even while its member is leaving, and never becomes
-// the oldest afterwards; a member that leaves without hosting announces it; a
-// manager that was the oldest never takes the singleton back. The states,
-// messages, defaults (retry interval 1 s, at least 15 retries, proxy buffer 1,000,
-// identification every second) and retry limits are Akka's.
+// A host that waits for a proxy's earlier messages (sent to the previous host)
+// gives up after the hand-over retry limit (about 15 s) and delivers what it has,
+// logging an error.
 package singleton

@@ -1,71 +1,83 @@
 package singleton_test
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/remote"
+	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/singleton"
 )
 
-// describe writes one line per decision, leaving out status reports.
-func describe(ds []singleton.Decision) {
-	for _, d := range ds {
-		switch d := d.(type) {
-		case singleton.SendToManager:
-			fmt.Printf("  send %T to %s\n", d.Message, d.To.Addr)
-		case singleton.SendToProxy:
-			fmt.Printf("  send %+v to proxy %s\n", d.Message, d.To.Path)
-		case singleton.StartTimer:
-			fmt.Printf("  start timer %s every %v\n", d.Name, d.Interval)
-		case singleton.CancelTimer:
-			fmt.Printf("  cancel timer %s\n", d.Name)
-		case singleton.Deliver:
-			fmt.Printf("  deliver %s\n", d.Envelope.Payload.Data)
-		case singleton.StateChanged:
-		default:
-			fmt.Printf("  %T\n", d)
-		}
+// NextTicket asks the ticket counter for a ticket.
+type NextTicket struct{}
+
+// Ticket is the ticket counter's answer.
+type Ticket struct{ N int }
+
+// ticketCounter hands out consecutive tickets: there must be one in the cluster.
+type ticketCounter struct{ next int }
+
+func (c *ticketCounter) Receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(NextTicket); ok {
+		c.next++
+		_ = ctx.Respond(Ticket{N: c.next})
 	}
 }
 
-// The manager on member b takes the singleton over from member a, which leaves, and
-// delivers a message a proxy sent before the move.
+// A one-member cluster runs the singleton on its only member; asks through a proxy
+// reach it. Every member would start the same manager, and any member a proxy.
 func Example() {
-	a := cluster.UniqueAddress{Addr: "10.0.0.1:2552", UID: 1}
-	b := cluster.UniqueAddress{Addr: "10.0.0.2:2552", UID: 2}
-	m, err := singleton.NewManagerCore(b, singleton.Config{
-		Props: actor.PropsFunc(func(actor.Context) {}),
-	}, 0)
+	sys, _ := actor.New("tickets", actor.Config{})
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = sys.Shutdown(ctx) // hands the singleton over, then leaves the cluster
+	}()
+	// Messages sent through a proxy cross the wire: register their types.
+	reg := serialization.NewRegistry()
+	_ = serialization.Register[NextTicket](reg, "example.NextTicket")
+	_ = serialization.Register[Ticket](reg, "example.Ticket")
+	if _, err := remote.Start(sys, remote.Config{ListenHost: "127.0.0.1", Registry: reg}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := cluster.Start(sys, cluster.Config{Timing: cluster.TestTiming(),
+		Downing: cluster.DowningConfig{StableAfter: 2 * time.Second}}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	m, err := singleton.Start(sys, singleton.Config{
+		Name:  "tickets",
+		Props: actor.PropsOf(func() actor.Actor { return &ticketCounter{} }),
+	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	step := func(what string, ev singleton.Event) {
-		fmt.Println(what)
-		describe(m.Handle(ev))
+	proxy, err := singleton.Proxy(sys, singleton.ProxyConfig{Name: "tickets"})
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-	step("a is Up", singleton.MemberChanged{Member: singleton.Member{Node: a, Status: cluster.Up, UpNumber: 1}})
-	step("b is Up", singleton.MemberChanged{Member: singleton.Member{Node: b, Status: cluster.Up, UpNumber: 2}})
-	fmt.Println("state:", m.Status().State)
-	step("a leaves", singleton.TakeOverFromMe{From: a})
-	step("a's singleton is still stopping", singleton.HandOverInProgress{From: a})
-	proxy := singleton.ProxyID{Node: a, Path: "/user/proxy#7"}
-	step("a hands over", singleton.HandOverDone{From: a, Final: true,
-		Ordered: []singleton.Envelope{{Proxy: proxy, Seq: 1, Payload: singleton.Payload{Manifest: "m", Data: []byte("hello")}}}})
-	fmt.Println("state:", m.Status().State, "running:", m.Status().ChildRunning)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 3 {
+		t, err := actor.Ask[Ticket](ctx, proxy, NextTicket{})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println("ticket", t.N)
+	}
+	st := m.Status()
+	fmt.Println(st.State, "running here:", st.Running)
 	// Output:
-	// a is Up
-	// b is Up
-	// state: Younger
-	// a leaves
-	//   send singleton.HandOverToMe to 10.0.0.1:2552
-	//   start timer hand-over-retry every 1s
-	// a's singleton is still stopping
-	//   cancel timer hand-over-retry
-	// a hands over
-	//   send singleton.HandOverComplete to 10.0.0.1:2552
-	//   singleton.StartChild
-	//   deliver hello
-	// state: Oldest running: true
+	// ticket 1
+	// ticket 2
+	// ticket 3
+	// Oldest running here: true
 }

@@ -1,680 +1,433 @@
 package singleton
 
 import (
-	"fmt"
-	"slices"
+	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
+	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	core "github.com/troupe-go/troupe/internal/singletoncore"
+	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/supervision"
+	"go.uber.org/zap"
 )
 
-// childState tracks the singleton the manager started.
-type childState uint8
+// The manager actor: a thin shell around core.ManagerCore. It feeds the core the
+// cluster's events, the other managers' and the proxies' messages, its timers, the
+// singleton's termination and the lease's outcomes, and carries out the decisions.
+
+// Messages the manager sends itself.
+type (
+	selfLeaving  struct{}              // coordinated shutdown: this member leaves
+	timerTick    struct{ name string } // a core timer fired
+	timerKey     string                // the actor timer of a core timer
+	restartChild struct{ gen uint64 }  // the backoff before a restart has passed
+	leaseResult  struct {
+		gen uint64
+		ok  bool
+	}
+	leaseLost   struct{ gen uint64 }
+	clusterDone struct{} // the cluster node stopped
+)
+
+func (selfLeaving) SuppressDeadLetterLog()  {}
+func (timerTick) SuppressDeadLetterLog()    {}
+func (restartChild) SuppressDeadLetterLog() {}
+func (leaseResult) SuppressDeadLetterLog()  {}
+func (leaseLost) SuppressDeadLetterLog()    {}
+func (clusterDone) SuppressDeadLetterLog()  {}
+
+// childPhase is where the singleton child is in the shell's eyes.
+type childPhase uint8
 
 const (
-	childNone        childState = iota
-	childRunning                // started, not asked to stop
-	childTerminating            // sent the termination message, not yet terminated
+	childAbsent     childPhase = iota // not started, or terminated and reported
+	childUp                           // running
+	childTerminated                   // sent the termination message
+	childBackoff                      // failed; a new instance starts after the backoff
 )
 
-// ManagerCore is the singleton manager's state machine: a plain value without
-// goroutines, I/O or clock. The shell (an actor on every member with the role) feeds
-// it events with Handle and carries out the decisions it returns, in order.
-//
-// Inputs: MemberChanged, MemberRemoved, RemovalMarginPassed, SelfDowned, SelfLeaving,
-// ChildTerminated, TimerFired, LeaseAcquired, LeaseFailed, LeaseLost, and the wire
-// messages HandOverToMe, HandOverInProgress, HandOverDone, TakeOverFromMe, Relay,
-// HandOverComplete (from other managers) and Identify, Envelope, Detach (from
-// proxies).
-//
-// Outputs: StartChild, SendTermination, Deliver, SendToManager, SendToProxy,
-// StartTimer, CancelTimer, StopManager, AcquireLease, ReleaseLease, Alert, Dropped and
-// StateChanged.
-//
-// What it promises: it decides StartChild only in StateOldest, and it enters that state
-// only when every member with the role that is older than this one has either been
-// removed (a downed one: and the removal margin has passed) or certified with
-// HandOverDone that its singleton terminated and will never start again. With a
-// lease, StartChild also waits for LeaseAcquired. It delivers each proxy's messages in
-// the order the proxy sent them (see Envelope).
-type ManagerCore struct {
-	self  cluster.UniqueAddress
-	cfg   Config
-	limit int // hand-over retry limit
+type managerActor struct {
+	m       *Manager
+	cfg     Config
+	c       *cluster.Cluster
+	reg     *serialization.Registry
+	res     serialization.RefResolver
+	codec   *serialization.Codec
+	log     *zap.Logger
+	drops   *dropLog
+	core    *core.ManagerCore
+	failed  *atomic.Bool // set by the supervision strategy when it stops the child
+	pending []core.Event // events to feed once the current decisions are carried out
+	busy    bool
 
-	members        memberTable
-	awaitingMargin map[cluster.UniqueAddress]Member // downed and removed, margin not passed
-	downedGone     map[cluster.UniqueAddress]bool   // downed, removed, margin passed
-	exitedGone     map[cluster.UniqueAddress]bool   // removed after leaving
-	certified      map[cluster.UniqueAddress]bool   // sent HandOverDone: never hosts again
-	abdicated      map[cluster.UniqueAddress]bool   // sent TakeOverFromMe: leaving
+	child      actor.Ref
+	started    *atomic.Bool // the current instance handled Started without failing
+	phase      childPhase
+	restarts   int       // restarts since the last reset
+	lastStart  time.Time // when the current instance started
+	restartGen uint64
+	held       []core.Envelope // delivered while the child waits for its restart
 
-	state   State
-	leaving bool
-	downed  bool
-	stopped bool
-	oldest  cluster.UniqueAddress
+	managers map[cluster.UniqueAddress]actor.Ref
+	proxies  map[core.ProxyID]actor.Ref
 
-	child        childState
-	childGone    bool // the singleton stopped by itself while hosted; not restarted
-	leaseHeld    bool
-	leasePending bool
-
-	successor  cluster.UniqueAddress          // the manager this one hands (or handed) over to
-	finalSent  bool                           // the successor was told nothing more follows
-	finalAcked bool                           // and confirmed it got everything
-	requesters map[cluster.UniqueAddress]bool // others that asked HandOverToMe meanwhile
-	inProgress map[cluster.UniqueAddress]bool // blockers that answered HandOverInProgress
-	awaiting   map[cluster.UniqueAddress]bool // asked HandOverToMe, no HandOverDone yet
-	feeders    map[cluster.UniqueAddress]bool // handed over to this one, may still relay
-	takeOverTo cluster.UniqueAddress          // WasOldest: the member asked to take over
-	announced  map[cluster.UniqueAddress]bool // told that this manager will not host
-	retries    int
-	alerted    bool
-	timers     map[string]bool
-
-	seq     sequencer
-	ready   []Envelope // in order, waiting for the singleton to run
-	clients map[ProxyID]bool
-	pending map[ProxyID]bool // asked Identify while the singleton did not run here
-
-	status Status
-	out    []Decision
+	lease     *leaseRunner
+	clusterUp chan struct{} // closed when the manager stops: ends the cluster watcher
 }
 
-// NewManagerCore returns the manager core for the member self, with the singleton's
-// configuration and the cluster's down-removal margin (which sets the retry limit:
-// max(cfg.MinHandOverRetries, margin/interval + 3)). It starts in state Start and
-// does nothing until self is Up (MemberChanged).
-func NewManagerCore(self cluster.UniqueAddress, cfg Config, removalMargin time.Duration) (*ManagerCore, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if self.Addr == "" || self.UID == 0 {
-		return nil, fmt.Errorf("%w: the manager's member %v has no address or uid", ErrInvalidConfig, self)
-	}
-	if removalMargin < 0 {
-		return nil, fmt.Errorf("%w: negative removal margin %v", ErrInvalidConfig, removalMargin)
-	}
-	cfg = cfg.WithDefaults()
-	return &ManagerCore{
-		self:           self,
-		cfg:            cfg,
-		limit:          retryLimit(cfg.MinHandOverRetries, cfg.HandOverRetryInterval, removalMargin),
-		members:        newMemberTable(cfg.Role),
-		awaitingMargin: make(map[cluster.UniqueAddress]Member),
-		downedGone:     make(map[cluster.UniqueAddress]bool),
-		exitedGone:     make(map[cluster.UniqueAddress]bool),
-		certified:      make(map[cluster.UniqueAddress]bool),
-		abdicated:      make(map[cluster.UniqueAddress]bool),
-		requesters:     make(map[cluster.UniqueAddress]bool),
-		inProgress:     make(map[cluster.UniqueAddress]bool),
-		awaiting:       make(map[cluster.UniqueAddress]bool),
-		feeders:        make(map[cluster.UniqueAddress]bool),
-		announced:      make(map[cluster.UniqueAddress]bool),
-		timers:         make(map[string]bool),
-		seq:            newSequencer(),
-		clients:        make(map[ProxyID]bool),
-		pending:        make(map[ProxyID]bool),
-	}, nil
-}
-
-// RetryLimit returns the number of hand-over retries after which the manager raises
-// an Alert; a manager that was the oldest gives up asking for a take-over after
-// max(1, RetryLimit()-3) retries.
-func (m *ManagerCore) RetryLimit() int { return m.limit }
-
-// Status returns the manager's current status.
-func (m *ManagerCore) Status() Status { return m.computeStatus() }
-
-// Handle applies one event and returns the decisions the shell must carry out, in
-// order. Events that do not concern the manager are ignored. After StopManager it
-// returns nothing, except Dropped for an Envelope.
-func (m *ManagerCore) Handle(ev Event) []Decision {
-	m.out = nil
-	if m.stopped {
-		if e, ok := ev.(Envelope); ok {
-			m.drop(e, "the singleton's manager has stopped")
-		}
-		return m.out
-	}
-	switch e := ev.(type) {
-	case MemberChanged:
-		m.onMember(e.Member)
-	case MemberRemoved:
-		m.onRemoved(e.Node, e.Downed)
-	case RemovalMarginPassed:
-		m.onMargin(e.Node)
-	case SelfDowned:
-		m.shutdown()
-	case SelfLeaving:
-		m.leaving = true
-		m.evaluate()
-	case ChildTerminated:
-		m.onChildTerminated()
-	case TimerFired:
-		m.onTimer(e.Name)
-	case LeaseAcquired:
-		m.onLeaseAcquired()
-	case LeaseFailed:
-		m.leasePending = false
-		if m.state == StateOldest && !m.leaseHeld {
-			m.startTimer(TimerLeaseRetry)
-		}
-	case LeaseLost:
-		m.onLeaseLost()
-	case HandOverToMe:
-		if !m.members.removed[e.From] {
-			m.onHandOverToMe(e.From)
-		}
-	case HandOverInProgress:
-		if m.state == StateBecomingOldest && slices.Contains(m.blockers(), e.From) {
-			m.inProgress[e.From] = true
-			m.checkResends()
-		}
-	case HandOverDone:
-		delete(m.inProgress, e.From)
-		delete(m.awaiting, e.From)
-		switch gone := m.members.removed[e.From]; {
-		case gone:
-			// Late from a member that is gone: only its messages matter.
-		case e.Final:
-			m.certified[e.From] = true
-			m.sendTo(e.From, HandOverComplete{From: m.self})
-		default:
-			m.certified[e.From] = true
-			m.feeders[e.From] = true
-		}
-		m.receiveData(e.Next, e.Ordered, e.Held)
-		m.evaluate()
-	case TakeOverFromMe:
-		if !m.members.removed[e.From] {
-			m.onTakeOverFromMe(e.From)
-		}
-	case Relay:
-		m.receiveData(e.Next, e.Ordered, e.Held)
-		if e.Final && m.feeders[e.From] {
-			delete(m.feeders, e.From)
-			m.sendTo(e.From, HandOverComplete{From: m.self})
-		}
-	case HandOverComplete:
-		if e.From == m.successor && m.finalSent {
-			m.finalAcked = true
-		}
-	case Identify:
-		m.onIdentify(e.Proxy)
-	case Envelope:
-		m.onEnvelope(e)
-	case Detach:
-		delete(m.clients, e.Proxy)
-		delete(m.pending, e.Proxy)
-	}
-	m.maybeFinal()
-	if m.homeish() && m.seq.blocked() {
-		// What releases held messages may have changed.
-		m.dispatch(m.seq.drainAll(m.released))
-		m.checkOrderWait()
-	}
-	m.report()
-	return m.out
-}
-
-func (m *ManagerCore) emit(d Decision) { m.out = append(m.out, d) }
-
-func (m *ManagerCore) sendTo(to cluster.UniqueAddress, msg any) {
-	switch msg.(type) {
-	case HandOverDone, TakeOverFromMe:
-		m.announced[to] = true // it knows this manager steps down
-	}
-	m.emit(SendToManager{To: to, Message: msg})
-}
-
-// ---- membership ----
-
-func (m *ManagerCore) onMember(mem Member) {
-	if mem.Status == cluster.Removed {
-		prev, known := m.members.get(mem.Node)
-		m.onRemoved(mem.Node, known && prev.Status == cluster.Down)
-		return
-	}
-	if !m.members.update(mem) {
-		return
-	}
-	if mem.Node == m.self {
-		switch mem.Status {
-		case cluster.Leaving, cluster.Exiting:
-			m.leaving = true
-		case cluster.Down:
-			m.shutdown()
-			return
-		}
-	}
-	m.evaluate()
-}
-
-func (m *ManagerCore) onRemoved(n cluster.UniqueAddress, downed bool) {
-	if n == m.self {
-		m.shutdown()
-		return
-	}
-	mem, known := m.members.remove(n)
-	downed = downed || known && mem.Status == cluster.Down
-	if downed && known && !m.downedGone[n] {
-		m.awaitingMargin[n] = mem
-	}
-	if !downed {
-		m.exitedGone[n] = true
-		m.forgetMarks(n)
-	}
-	if n == m.successor && m.state == StateEnd {
-		// What was sent to it and not yet passed on is lost with it; keep what comes
-		// now for whoever asks next.
-		m.successor = cluster.UniqueAddress{}
-		m.finalSent, m.finalAcked = false, false
-	}
-	// The clients on a member that left detach (ProxyStopping) after their last
-	// messages; those on a downed member are forgotten after the margin.
-	m.forgetProxies(n, downed)
-	delete(m.awaiting, n)
-	delete(m.feeders, n)
-	m.seq.retire(n)
-	m.checkOrderWait()
-	m.evaluate()
-}
-
-func (m *ManagerCore) onMargin(n cluster.UniqueAddress) {
-	if n == m.self {
-		return
-	}
-	delete(m.awaitingMargin, n)
-	m.members.remove(n)
-	m.downedGone[n] = true
-	m.forgetMarks(n)
-	m.forgetProxies(n, true)
-	delete(m.awaiting, n)
-	delete(m.feeders, n)
-	m.seq.retire(n)
-	if m.homeish() {
-		m.dispatch(m.seq.drainAll(m.released))
-	}
-	m.checkOrderWait()
-	m.evaluate()
-}
-
-// forgetMarks forgets what this manager noted about member n, once its removal
-// counts and it can be neither a candidate nor a blocker any more.
-func (m *ManagerCore) forgetMarks(n cluster.UniqueAddress) {
-	delete(m.certified, n)
-	delete(m.abdicated, n)
-	delete(m.announced, n)
-	delete(m.inProgress, n)
-	delete(m.requesters, n)
-}
-
-// forgetProxies forgets the proxies on member n that asked Identify, and its clients
-// too when clients is set.
-func (m *ManagerCore) forgetProxies(n cluster.UniqueAddress, clients bool) {
-	for p := range m.clients {
-		if clients && p.Node == n {
-			delete(m.clients, p)
-		}
-	}
-	for p := range m.pending {
-		if p.Node == n {
-			delete(m.pending, p)
-		}
+func managerProps(m *Manager, cfg Config, c *cluster.Cluster, reg *serialization.Registry, res serialization.RefResolver) *actor.Props {
+	failed := new(atomic.Bool)
+	return &actor.Props{
+		Producer: func() actor.Actor {
+			return &managerActor{m: m, cfg: cfg, c: c, reg: reg, res: res, failed: failed}
+		},
+		// The singleton is stopped when it fails; the manager starts a new one after a
+		// backoff (see onChildTerminated). Other children (the event adapter) never fail.
+		Strategy: supervision.OneForOne{Decider: func(error) supervision.Directive {
+			failed.Store(true)
+			return supervision.Stop
+		}},
 	}
 }
 
-// excluded reports whether member n may not be taken as the oldest: it certified or
-// announced that it will not host the singleton, or it is this member and this member
-// is leaving, downed or done.
-func (m *ManagerCore) excluded(n cluster.UniqueAddress) bool {
-	if n == m.self {
-		return m.leaving || m.downed || m.state == StateEnd || m.state == StateStopping || m.state == StateWasOldest
-	}
-	return m.certified[n] || m.abdicated[n]
-}
-
-// blockers returns the members with the role that are older than this one and have
-// neither been removed (for a downed one: with the margin passed) nor certified
-// HandOverDone, oldest first.
-func (m *ManagerCore) blockers() []cluster.UniqueAddress {
-	self, ok := m.members.get(m.self)
-	if !ok {
-		return nil
-	}
-	var bl []Member
-	add := func(mem Member) {
-		if mem.Node != m.self && mem.UpNumber > 0 && m.members.hasRole(mem) &&
-			compareAge(mem, self) < 0 && !m.certified[mem.Node] {
-			bl = append(bl, mem)
+func (a *managerActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case actor.Started:
+		a.start(ctx)
+	case clusterEvent:
+		for _, ev := range coreEvents(msg.ev, a.c.SelfUniqueAddress()) {
+			a.feed(ctx, ev)
 		}
-	}
-	for _, mem := range m.members.members {
-		add(mem)
-	}
-	for _, mem := range m.awaitingMargin {
-		add(mem)
-	}
-	slices.SortFunc(bl, compareAge)
-	out := make([]cluster.UniqueAddress, len(bl))
-	for i, mem := range bl {
-		out[i] = mem.Node
-	}
-	return out
-}
-
-// evaluate recomputes the oldest member and moves the state machine on.
-func (m *ManagerCore) evaluate() {
-	if m.stopped {
-		return
-	}
-	o, ok := m.members.oldest(m.excluded)
-	m.oldest = cluster.UniqueAddress{}
-	if ok {
-		m.oldest = o.Node
-	}
-	isSelf := ok && o.Node == m.self
-	switch m.state {
-	case StateStart:
-		self, known := m.members.get(m.self)
-		if !known || self.Status != cluster.Up || m.leaving || m.downed {
-			return
+	case clusterDone:
+		a.feed(ctx, core.SelfDowned{})
+	case selfLeaving:
+		a.feed(ctx, core.SelfLeaving{})
+	case timerTick:
+		a.feed(ctx, core.TimerFired{Name: msg.name})
+	case actor.Terminated:
+		a.onTerminated(ctx, msg.Ref)
+	case restartChild:
+		if msg.gen == a.restartGen && a.phase == childBackoff {
+			a.spawnChild(ctx)
 		}
-		if isSelf {
-			m.claim()
-		} else {
-			m.state = StateYounger
-		}
-	case StateYounger:
-		if isSelf {
-			m.claim()
-		}
-	case StateBecomingOldest:
-		switch {
-		case isSelf:
-			if len(m.blockers()) == 0 {
-				m.becomeOldest()
+	case leaseResult:
+		if a.lease != nil && msg.gen == a.lease.gen {
+			if msg.ok {
+				a.feed(ctx, core.LeaseAcquired{})
+			} else {
+				a.feed(ctx, core.LeaseFailed{})
 			}
-		case ok && m.leaving:
-			// Hand what this manager holds to the new oldest when it asks.
-			m.cancelTimer(TimerHandOverRetry)
-			m.toWasOldest(o.Node)
-		case !ok:
-			m.cancelTimer(TimerHandOverRetry)
-			m.toEnd(cluster.UniqueAddress{})
-		default:
-			// An older member appeared: pass on what this manager holds.
-			m.cancelTimer(TimerHandOverRetry)
-			m.state = StateYounger
-			m.relayData(o.Node)
 		}
-	case StateOldest:
-		switch {
-		case isSelf:
-		case ok:
-			m.toWasOldest(o.Node)
-		default:
-			m.toHandingOver(cluster.UniqueAddress{})
+	case leaseLost:
+		if a.lease != nil && msg.gen == a.lease.gen {
+			a.feed(ctx, core.LeaseLost{})
 		}
-	case StateWasOldest:
-		switch {
-		case ok && !isSelf && o.Node != m.takeOverTo:
-			m.takeOverTo = o.Node
-			m.retries = 0
-			m.sendTo(o.Node, TakeOverFromMe{From: m.self})
-		case !ok:
-			m.toHandingOver(cluster.UniqueAddress{})
+	case actor.Stopping:
+		a.stopping()
+	case actor.Stopped:
+		// The singleton has stopped too, by now: a lease still held may go.
+		if a.lease != nil {
+			a.lease.stop()
 		}
+		a.m.update(func(s *Status) { s.Stopped, s.Finished, s.Running = true, true, false })
+	case actor.Restarting:
+	case post:
+		a.feed(ctx, msg.envelope(ctx.Sender()))
+	case core.HandOverToMe, core.HandOverInProgress, core.HandOverDone, core.TakeOverFromMe,
+		core.Relay, core.HandOverComplete, core.Identify, core.Detach:
+		a.feed(ctx, msg.(core.Event))
+	default:
+		a.log.Warn("singleton manager: unexpected message", zap.String("type", typeName(msg)),
+			zap.Stringer("sender", ctx.Sender()))
 	}
-	m.announce()
 }
 
-// announce tells every candidate that this manager will never host the singleton,
-// once it is so and it does not host it (End, or leaving in Start or Younger): its
-// member may stay Up in the others' eyes for a while (until the singleton phase of its
-// shutdown is over), and they must not wait for it as the oldest.
-func (m *ManagerCore) announce() {
-	if m.state != StateEnd && !(m.leaving && (m.state == StateStart || m.state == StateYounger)) {
+func (a *managerActor) start(ctx actor.Context) {
+	a.log = ctx.Logger().With(zap.String("singleton", a.cfg.Name))
+	a.drops = newDropLog(ctx.System(), a.cfg.Name, a.log)
+	a.codec = a.reg.NewCodec(a.res)
+	a.managers = make(map[cluster.UniqueAddress]actor.Ref)
+	a.proxies = make(map[core.ProxyID]actor.Ref)
+	mc, err := core.NewManagerCore(a.c.SelfUniqueAddress(), a.cfg.core(), removalMargin(ctx.System()))
+	if err != nil {
+		a.log.Error("singleton manager: cannot start", zap.Error(err))
+		_ = ctx.Stop(ctx.Self())
 		return
 	}
-	var to []cluster.UniqueAddress
-	for n, mem := range m.members.members {
-		// The successor knows, and members that stepped down do not need to.
-		if n != m.self && n != m.successor && !m.announced[n] && !m.certified[n] && !m.abdicated[n] &&
-			m.members.candidate(mem) {
-			to = append(to, n)
-		}
+	a.core = mc
+	a.m.update(func(s *Status) { s.State = StateStart })
+	if a.cfg.Lease != nil {
+		a.lease = newLeaseRunner(a.cfg.Lease, ctx.Self(), a.log)
 	}
-	slices.SortFunc(to, compareAddress)
-	for _, n := range to {
-		m.announced[n] = true
-		m.sendTo(n, TakeOverFromMe{From: m.self})
-	}
-}
-
-// claim is called when this member has become the oldest (from Start or Younger).
-func (m *ManagerCore) claim() {
-	m.retries, m.alerted = 0, false
-	clear(m.inProgress)
-	bl := m.blockers()
-	if len(bl) == 0 {
-		m.becomeOldest()
+	if err := subscribe(ctx, a.c); err != nil {
+		a.log.Error("singleton manager: cannot subscribe to the cluster", zap.Error(err))
+		_ = ctx.Stop(ctx.Self())
 		return
 	}
-	m.state = StateBecomingOldest
-	for _, b := range bl {
-		if _, gone := m.awaitingMargin[b]; !gone {
-			m.awaiting[b] = true
-			m.sendTo(b, HandOverToMe{From: m.self})
+	// A node that stops its cluster services without telling its subscribers (shut
+	// down, crashed in a test) no longer runs the singleton.
+	a.clusterUp = make(chan struct{})
+	watchCluster(ctx.Self(), a.c, a.clusterUp)
+}
+
+// feed hands ev to the core and carries out its decisions. Events that arise while
+// decisions are carried out (the singleton found already gone, say) are fed after
+// them, in order.
+func (a *managerActor) feed(ctx actor.Context, ev core.Event) {
+	if a.core == nil {
+		return
+	}
+	a.pending = append(a.pending, ev)
+	if a.busy {
+		return
+	}
+	a.busy = true
+	for i := 0; i < len(a.pending); i++ {
+		a.run(ctx, a.core.Handle(a.pending[i]))
+	}
+	clear(a.pending)
+	a.pending = a.pending[:0]
+	a.busy = false
+}
+
+func (a *managerActor) run(ctx actor.Context, ds []core.Decision) {
+	for _, d := range ds {
+		switch d := d.(type) {
+		case core.StartChild:
+			a.restarts = 0
+			a.spawnChild(ctx)
+		case core.SendTermination:
+			a.terminateChild(ctx)
+		case core.Deliver:
+			a.deliver(ctx, d.Envelope)
+		case core.SendToManager:
+			a.sendToManager(ctx, d.To, d.Message)
+		case core.SendToProxy:
+			a.sendToProxy(ctx, d.To, d.Message)
+		case core.StartTimer:
+			ctx.StartPeriodicTimer(timerKey(d.Name), timerTick{name: d.Name}, d.Interval)
+		case core.CancelTimer:
+			ctx.CancelTimer(timerKey(d.Name))
+		case core.StopManager:
+			_ = ctx.Stop(ctx.Self())
+		case core.AcquireLease:
+			a.lease.acquire()
+		case core.ReleaseLease:
+			a.lease.release()
+		case core.Alert:
+			a.log.Error("singleton: " + d.Message)
+		case core.Dropped:
+			a.drop(d.Payload, d.Reason)
+		case core.StateChanged:
+			s := d.Status
+			a.m.update(func(st *Status) {
+				st.State, st.Oldest, st.Running, st.Finished = State(s.State), s.Oldest, s.ChildRunning, s.Finished
+			})
+			a.log.Debug("singleton manager: state", zap.Stringer("state", s.State), zap.String("oldest", s.Oldest.String()),
+				zap.Bool("running", s.ChildRunning), zap.Bool("finished", s.Finished))
 		}
 	}
-	m.startTimer(TimerHandOverRetry)
 }
 
-func (m *ManagerCore) becomeOldest() {
-	m.cancelTimer(TimerHandOverRetry)
-	m.state = StateOldest
-	m.tryStartChild()
+// ---- the singleton ----
+
+func (a *managerActor) spawnChild(ctx actor.Context) {
+	a.failed.Store(false)
+	started := new(atomic.Bool)
+	a.started = started
+	props := *a.cfg.Props
+	user := a.cfg.Props.Producer
+	props.Producer = func() actor.Actor { return &guarded{inner: user(), started: started} }
+	ref, err := ctx.Spawn(&props, a.cfg.Name)
+	if err != nil {
+		a.log.Error("singleton: cannot start the singleton; retrying after a backoff", zap.Error(err))
+		a.child = actor.Ref{}
+		a.backoff(ctx)
+		return
+	}
+	a.child, a.phase, a.lastStart = ref, childUp, time.Now()
+	ctx.Watch(ref)
+	a.log.Info("singleton starting on this member")
+	held := a.held
+	a.held = nil
+	for _, e := range held {
+		a.deliver(ctx, e)
+	}
 }
 
-// checkResends stops the hand-over retries while every blocker has answered
-// HandOverInProgress.
-func (m *ManagerCore) checkResends() {
-	for _, b := range m.blockers() {
-		if !m.inProgress[b] {
+// terminateChild sends the singleton its termination message; ChildTerminated
+// follows when it has terminated.
+func (a *managerActor) terminateChild(ctx actor.Context) {
+	switch a.phase {
+	case childUp:
+		a.phase = childTerminated
+		if err := a.child.Send(a.cfg.TerminationMessage, ctx.Self()); err != nil {
+			a.log.Error("singleton: cannot send the termination message; stopping the singleton", zap.Error(err))
+			_ = ctx.Stop(a.child)
+		}
+	case childBackoff:
+		// No instance runs: it has terminated already.
+		a.phase = childAbsent
+		a.restartGen++
+		a.dropHeld("the singleton was stopped while it waited for a restart")
+		a.feed(ctx, core.ChildTerminated{})
+	}
+}
+
+func (a *managerActor) onTerminated(ctx actor.Context, ref actor.Ref) {
+	if ref != a.child || ref.IsZero() {
+		return
+	}
+	a.child = actor.Ref{}
+	switch {
+	case a.phase == childUp && (a.failed.Load() || !a.started.Load()):
+		a.log.Warn("singleton failed; restarting it after a backoff", zap.Int("restarts", a.restarts))
+		a.backoff(ctx)
+	case a.phase == childUp || a.phase == childTerminated:
+		a.phase = childAbsent
+		a.log.Info("singleton stopped on this member")
+		a.feed(ctx, core.ChildTerminated{})
+	}
+}
+
+// guarded wraps the singleton to tell a failure to start (the runtime stops such an
+// actor without asking its parent's supervision strategy) from a stop of its own.
+type guarded struct {
+	inner   actor.Actor
+	started *atomic.Bool
+}
+
+func (g *guarded) Receive(ctx actor.Context) {
+	g.inner.Receive(ctx)
+	if _, ok := ctx.Message().(actor.Started); ok {
+		g.started.Store(true)
+	}
+}
+
+// backoff schedules the start of a new instance after the backoff delay.
+func (a *managerActor) backoff(ctx actor.Context) {
+	b := a.cfg.Backoff
+	if !a.lastStart.IsZero() && time.Since(a.lastStart) >= b.ResetAfter && b.ResetAfter > 0 {
+		a.restarts = 0
+	}
+	if b.MaxRetries > 0 && a.restarts >= b.MaxRetries {
+		a.log.Error("singleton: it keeps failing; not restarting it any more", zap.Int("restarts", a.restarts))
+		a.phase = childAbsent
+		a.dropHeld("the singleton failed and is not restarted")
+		a.feed(ctx, core.ChildTerminated{})
+		return
+	}
+	a.phase = childBackoff
+	a.restartGen++
+	ctx.StartSingleTimer(timerKey("restart"), restartChild{gen: a.restartGen}, b.Delay(a.restarts, rand.Float64()))
+	a.restarts++
+}
+
+// deliver decodes e's payload and sends it to the singleton with its sender.
+func (a *managerActor) deliver(ctx actor.Context, e core.Envelope) {
+	switch a.phase {
+	case childBackoff:
+		if len(a.held) >= a.cfg.BufferSize {
+			old := a.held[0]
+			a.held = a.held[1:]
+			a.drop(old.Payload, "the manager's buffer is full while the singleton waits for a restart")
+		}
+		a.held = append(a.held, e)
+		return
+	case childUp:
+	default:
+		a.drop(e.Payload, "the singleton is not running")
+		return
+	}
+	msg, err := a.codec.Decode(e.Payload.Manifest, e.Payload.Data)
+	if err != nil {
+		a.drop(e.Payload, "the message does not decode here: "+err.Error())
+		return
+	}
+	if err := a.child.Send(msg, e.Payload.Sender); err != nil {
+		a.drops.drop(msg, e.Payload.Sender, "the singleton refused it: "+err.Error())
+	}
+}
+
+func (a *managerActor) dropHeld(reason string) {
+	for _, e := range a.held {
+		a.drop(e.Payload, reason)
+	}
+	a.held = nil
+}
+
+// drop publishes a payload that will not reach the singleton as a dead letter.
+func (a *managerActor) drop(p core.Payload, reason string) {
+	a.m.update(func(s *Status) { s.Dropped++ })
+	a.drops.drop(decodeForDeadLetter(a.codec, p), p.Sender, reason)
+}
+
+// decodeForDeadLetter returns the message in p, or p itself when it does not decode.
+func decodeForDeadLetter(codec *serialization.Codec, p core.Payload) any {
+	if msg, err := codec.Decode(p.Manifest, p.Data); err == nil {
+		return msg
+	}
+	return p
+}
+
+// ---- messages to other managers and to proxies ----
+
+func (a *managerActor) sendToManager(ctx actor.Context, to cluster.UniqueAddress, msg any) {
+	ref, ok := a.managers[to]
+	if !ok {
+		var err error
+		ref, err = ctx.System().Resolve(to.Addr + managerPath(a.cfg.Name))
+		if err != nil {
+			a.log.Error("singleton manager: cannot reach the manager of a member", zap.String("member", to.String()), zap.Error(err))
 			return
 		}
+		a.managers[to] = ref
 	}
-	m.cancelTimer(TimerHandOverRetry)
-}
-
-func (m *ManagerCore) tryStartChild() {
-	if m.state != StateOldest || m.child != childNone || m.childGone {
-		return
-	}
-	if m.cfg.Lease != nil && !m.leaseHeld {
-		if !m.leasePending {
-			m.leasePending = true
-			m.emit(AcquireLease{})
+	var err error
+	if e, ok := msg.(core.Envelope); ok {
+		// Forwarded with its sender, which the successor gives back to it.
+		if err = ref.Send(toPost(e), e.Payload.Sender); err != nil {
+			a.drop(e.Payload, "forwarding it to the singleton's new member failed: "+err.Error())
+			return
 		}
-		return
-	}
-	m.cancelTimer(TimerLeaseRetry)
-	m.emit(StartChild{})
-	m.child = childRunning
-	for _, e := range m.ready {
-		m.emit(Deliver{Envelope: e})
-	}
-	m.ready = nil
-	for _, p := range sortedProxies(m.pending) {
-		m.clients[p] = true
-		m.emit(SendToProxy{To: p, Message: IdentifyAck{From: m.self, Accepting: true}})
-	}
-	clear(m.pending)
-}
-
-func (m *ManagerCore) toWasOldest(o cluster.UniqueAddress) {
-	m.state = StateWasOldest
-	m.takeOverTo = o
-	m.retries, m.alerted = 0, false
-	m.sendTo(o, TakeOverFromMe{From: m.self})
-	m.startTimer(TimerTakeOverRetry)
-}
-
-// toHandingOver stops the singleton for a hand-over to succ (zero: to whoever asks).
-func (m *ManagerCore) toHandingOver(succ cluster.UniqueAddress) {
-	m.cancelTimer(TimerTakeOverRetry)
-	m.cancelTimer(TimerHandOverRetry)
-	m.cancelTimer(TimerLeaseRetry)
-	m.state = StateHandingOver
-	if succ != (cluster.UniqueAddress{}) {
-		m.successor = succ
-		m.sendTo(succ, HandOverInProgress{From: m.self})
-	}
-	switch m.child {
-	case childRunning:
-		m.emit(SendTermination{})
-		m.child = childTerminating
-	case childNone:
-		m.finishHandOver()
-	}
-}
-
-// finishHandOver runs once the singleton has terminated in HandingOver.
-func (m *ManagerCore) finishHandOver() {
-	m.releaseLease()
-	if m.successor != (cluster.UniqueAddress{}) {
-		m.handData(m.successor)
-	}
-	for _, r := range sortedNodes(m.requesters) {
-		if r != m.successor {
-			m.sendTo(r, HandOverDone{From: m.self, Final: true})
-		}
-	}
-	clear(m.requesters)
-	m.toEnd(m.successor)
-}
-
-// toEnd makes this manager one that will never host the singleton again.
-func (m *ManagerCore) toEnd(succ cluster.UniqueAddress) {
-	m.cancelTimers()
-	m.state = StateEnd
-	m.successor = succ
-	m.notifyDeparted()
-	m.announce()
-	if succ != (cluster.UniqueAddress{}) {
-		m.relayData(succ)
 	} else {
-		m.checkOrderWait()
+		err = ctx.Send(ref, msg)
+	}
+	if err != nil {
+		a.log.Warn("singleton manager: a message to another manager was not sent", zap.String("member", to.String()),
+			zap.String("type", typeName(msg)), zap.Error(err))
 	}
 }
 
-// notifyDeparted tells the clients and the proxies waiting for an answer that this
-// manager will not host the singleton again.
-func (m *ManagerCore) notifyDeparted() {
-	ps := make(map[ProxyID]bool, len(m.clients)+len(m.pending))
-	for p := range m.clients {
-		ps[p] = true
-	}
-	for p := range m.pending {
-		ps[p] = true
-	}
-	for _, p := range sortedProxies(ps) {
-		m.emit(SendToProxy{To: p, Message: IdentifyAck{From: m.self, Departed: true}})
-	}
-	clear(m.pending)
-}
-
-// shutdown handles this member being downed or removed: stop the singleton, then the
-// manager.
-func (m *ManagerCore) shutdown() {
-	if m.downed {
-		return
-	}
-	m.downed = true
-	m.cancelTimers()
-	m.state = StateStopping
-	m.notifyDeparted()
-	switch m.child {
-	case childRunning:
-		m.emit(SendTermination{})
-		m.child = childTerminating
-	case childNone:
-		m.stop()
-	}
-}
-
-// stop ends the manager: what it still holds is dropped.
-func (m *ManagerCore) stop() {
-	_, ordered, held := m.takeData()
-	for _, e := range append(ordered, held...) {
-		m.drop(e, "this member was downed or removed")
-	}
-	for _, r := range sortedNodes(m.requesters) {
-		m.sendTo(r, HandOverDone{From: m.self, Final: true})
-	}
-	clear(m.requesters)
-	m.releaseLease()
-	m.emit(StopManager{})
-	m.stopped = true
-}
-
-// ---- hand-over messages ----
-
-func (m *ManagerCore) onHandOverToMe(from cluster.UniqueAddress) {
-	switch m.state {
-	case StateStart, StateYounger, StateBecomingOldest:
-		// from counts this member as gone (leaving, downed or done): it never hosted
-		// the singleton and never will. Pass on what older managers handed over so
-		// far; what they hand over later is relayed from End.
-		m.cancelTimer(TimerHandOverRetry)
-		m.handData(from)
-		m.toEnd(from)
-	case StateOldest, StateWasOldest:
-		m.toHandingOver(from)
-	case StateHandingOver:
-		if m.successor == (cluster.UniqueAddress{}) {
-			m.successor = from
-		} else if from != m.successor {
-			m.requesters[from] = true
+func (a *managerActor) sendToProxy(ctx actor.Context, to core.ProxyID, msg any) {
+	ref, ok := a.proxies[to]
+	if !ok {
+		var err error
+		ref, err = ctx.System().Resolve(to.Node.Addr + to.Path)
+		if err != nil {
+			a.log.Debug("singleton manager: a proxy is gone", zap.String("proxy", to.Node.Addr+to.Path), zap.Error(err))
+			return
 		}
-		m.sendTo(from, HandOverInProgress{From: m.self})
-	case StateStopping:
-		m.requesters[from] = true
-		m.sendTo(from, HandOverInProgress{From: m.self})
-	case StateEnd:
-		switch m.successor {
-		case cluster.UniqueAddress{}:
-			m.successor = from
-			m.handData(from)
-			m.checkOrderWait()
-		case from:
-			// The successor asks again (it collects from every member that steps
-			// down): Final only once it was sent, which this follows.
-			m.sendTo(from, HandOverDone{From: m.self, Final: m.finalSent})
-		default:
-			m.sendTo(from, HandOverDone{From: m.self, Final: true})
+		if len(a.proxies) > 10000 {
+			clear(a.proxies)
 		}
+		a.proxies[to] = ref
 	}
+	_ = ctx.Send(ref, msg)
 }
 
-func (m *ManagerCore) onTakeOverFromMe(from cluster.UniqueAddress) {
-	m.abdicated[from] = true
-	switch m.state {
-	case StateBecomingOldest:
-		if slices.Contains(m.blockers(), from) {
-			delete(m.inProgress, from)
-			m.awaiting[from] = true
-			m.sendTo(from, HandOverToMe{From: m.self})
-			m.startTimer(TimerHandOverRetry)
-		}
-	case StateOldest:
-		// from holds messages for the singleton (it was becoming the oldest when it
-		// started to leave): collect them.
-		m.awaiting[from] = true
-		m.sendTo(from, HandOverToMe{From: m.self})
+// stopping ends what the manager started outside the actor system.
+func (a *managerActor) stopping() {
+	if a.clusterUp != nil {
+		close(a.clusterUp)
 	}
-	m.evaluate()
+	if a.drops != nil {
+		a.drops.flush()
+	}
+	for _, e := range a.held {
+		a.drop(e.Payload, "the singleton's manager stopped")
+	}
+	a.held = nil
 }

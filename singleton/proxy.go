@@ -1,257 +1,237 @@
 package singleton
 
 import (
+	"context"
 	"fmt"
+	"strconv"
+	"time"
 
+	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	core "github.com/troupe-go/troupe/internal/singletoncore"
+	"github.com/troupe-go/troupe/serialization"
+	"go.uber.org/zap"
 )
 
-// ProxyCore is the singleton proxy's routing and buffering: a plain value without
-// goroutines, I/O or clock. The shell (a local actor on any member, with the role or
-// not) serializes each user message into a Payload, feeds it as Send, feeds the
-// cluster's membership and what managers send it, and carries out the decisions.
+// Proxy starts a proxy to the singleton cfg names and returns its Ref: a message sent
+// to it reaches the singleton wherever it runs, with its sender, so that the
+// singleton's replies (and asks through the proxy) reach the sender. The proxy may run
+// on any member, with the singleton's role or not; it runs under
+// /system/singleton-proxy until the system stops, or until it is stopped like any
+// actor (actor.PoisonPill, sys.Stop).
 //
-// Inputs: MemberChanged, MemberRemoved, RemovalMarginPassed, Send, IdentifyAck,
-// TimerFired (TimerIdentify) and ProxyStopping.
+// The proxy sends to the manager on the oldest member with the role, once that
+// manager confirmed that it runs the singleton, and finds the new one when the
+// singleton moves. Until then it buffers messages (ProxyConfig.BufferSize; when full,
+// the oldest is dropped). Messages from one proxy reach the singleton in the order
+// they were sent to the proxy, also across a graceful hand-over.
 //
-// Outputs: SendToManager (Identify, Envelope, Detach), StartTimer, CancelTimer,
-// Dropped and ProxyStateChanged.
+// Messages cross the wire even when the singleton runs on the same member, so their
+// types must be registered in the registry given to remote.Start. A message that
+// cannot be serialized (its type is not registered) is not sent: it becomes an
+// Undelivered dead letter with the reason, is logged and counted (Dropped), and an
+// Ask waiting for its reply fails at once. Tell to the proxy cannot return that
+// error, as the proxy serializes the message on its own goroutine.
 //
-// The proxy sends to the manager on the oldest member with the role (Up or Leaving,
-// not counting members whose manager said it departed). It asks that manager with
-// Identify every identification interval until it answers that it hosts the
-// singleton, and buffers messages meanwhile (the oldest is dropped when the buffer is
-// full). When the oldest changes, or its manager departs, the proxy sends Detach to
-// the manager it was sending to and identifies the new one. It numbers the messages
-// it sends (Envelope.Seq) so that managers can keep them in order across a hand-over.
-type ProxyCore struct {
-	self     ProxyID
-	cfg      ProxyConfig
-	capacity int
-
-	members  memberTable
-	departed map[cluster.UniqueAddress]bool
-
-	target     cluster.UniqueAddress
-	identified bool
-	timer      bool
-
-	buf     []Payload // ring buffer of capacity entries
-	head    int
-	size    int
-	dropped uint64
-
-	lastSeq uint64                // the last Seq sent
-	lastTo  cluster.UniqueAddress // the manager that got it
-	after   uint64                // the current epoch's After
-	prev    cluster.UniqueAddress // the current epoch's Prev
-
-	stopped bool
-	status  ProxyStatus
-	out     []Decision
-}
-
-// NewProxyCore returns the proxy core for the proxy self.
-func NewProxyCore(self ProxyID, cfg ProxyConfig) (*ProxyCore, error) {
+// Proxy needs remoting and the cluster started in sys; an invalid configuration or a
+// missing cluster fails with an error wrapping ErrInvalidConfig. Each call starts a
+// new proxy.
+func Proxy(sys *actor.System, cfg ProxyConfig) (actor.Ref, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if self.Node.Addr == "" || self.Node.UID == 0 || self.Path == "" {
-		return nil, fmt.Errorf("%w: incomplete proxy id %v", ErrInvalidConfig, self)
+		return actor.Ref{}, err
 	}
 	cfg = cfg.WithDefaults()
-	n := cfg.capacity()
-	return &ProxyCore{
-		self:     self,
-		cfg:      cfg,
-		capacity: n,
-		members:  newMemberTable(cfg.Role),
-		departed: make(map[cluster.UniqueAddress]bool),
-		buf:      make([]Payload, 0, min(n, 64)),
-	}, nil
+	c, err := clusterOf(sys)
+	if err != nil {
+		return actor.Ref{}, err
+	}
+	reg, res, err := serializationOf(sys)
+	if err != nil {
+		return actor.Ref{}, err
+	}
+	e := extensionOf(sys)
+	props := actor.PropsOf(func() actor.Actor { return &proxyActor{cfg: cfg, c: c, reg: reg, res: res} })
+	ref, err := e.spawn(proxyGuardian, props, e.nextProxyName(cfg.Name))
+	if err != nil {
+		return actor.Ref{}, fmt.Errorf("singleton %q: starting a proxy: %w", cfg.Name, err)
+	}
+	drainFor := drainIntervals * cfg.IdentificationInterval
+	if err := sys.CoordinatedShutdown().AddTask(actor.PhaseClusterShardingShutdownRegion,
+		"singleton-proxy-drain-"+ref.Path(), func(ctx context.Context) error { return drainProxy(ctx, ref, drainFor) }); err != nil {
+		_ = sys.Stop(ref)
+		return actor.Ref{}, fmt.Errorf("singleton %q: %w", cfg.Name, err)
+	}
+	return ref, nil
 }
 
-// Status returns the proxy's current status.
-func (p *ProxyCore) Status() ProxyStatus {
-	return ProxyStatus{Target: p.target, Identified: p.identified, Buffered: p.size, Dropped: p.dropped}
+// drainRequest asks a proxy to answer (drained) once its buffer is empty.
+type drainRequest struct{}
+
+// drained answers drainRequest.
+type drained struct{}
+
+// drainIntervals is how many identification intervals a proxy's drain waits at
+// most for its buffer to empty when its system shuts down.
+const drainIntervals = 5
+
+// drainProxy waits until the proxy's buffer is empty, at most d, so that what it
+// holds reaches the singleton before the member leaves; the proxy keeps working. What
+// is still buffered after d is dropped when the proxy stops.
+func drainProxy(ctx context.Context, ref actor.Ref, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	_, _ = actor.Ask[drained](ctx, ref, drainRequest{})
+	return nil
 }
 
-// Handle applies one event and returns the decisions the shell must carry out, in
-// order. Events that do not concern the proxy are ignored; after ProxyStopping, Send
-// is answered with Dropped and everything else is ignored.
-func (p *ProxyCore) Handle(ev Event) []Decision {
-	p.out = nil
-	if p.stopped {
-		switch e := ev.(type) {
-		case Send:
-			p.dropped++
-			p.emit(Dropped{Proxy: p.self, Payload: e.Payload, Reason: "the proxy has stopped"})
-		case IdentifyAck:
-			if e.Accepting {
-				// It counts this proxy as a client until it detaches.
-				p.emit(SendToManager{To: e.From, Message: Detach{Proxy: p.self}})
+type proxyActor struct {
+	cfg   ProxyConfig
+	c     *cluster.Cluster
+	reg   *serialization.Registry
+	res   serialization.RefResolver
+	codec *serialization.Codec
+	log   *zap.Logger
+	drops *dropLog
+	core  *core.ProxyCore
+
+	buffered int
+	drainers []actor.Ref
+	stopped  chan struct{} // closed when the proxy stops: ends the cluster watcher
+
+	// managers are the managers that confirmed they run the singleton, as they sent
+	// their confirmation: Envelopes go to that incarnation and no other.
+	managers map[cluster.UniqueAddress]actor.Ref
+}
+
+func (p *proxyActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case actor.Started:
+		p.start(ctx)
+	case clusterEvent:
+		for _, ev := range coreEvents(msg.ev, p.c.SelfUniqueAddress()) {
+			if r, ok := ev.(core.MemberRemoved); ok {
+				delete(p.managers, r.Node)
+			}
+			p.run(ctx, ev)
+		}
+	case timerTick:
+		p.run(ctx, core.TimerFired{Name: msg.name})
+	case clusterDone:
+		// This member left the cluster or was downed: nothing it sends reaches the
+		// singleton any more.
+		p.run(ctx, core.ProxyStopping{})
+	case core.IdentifyAck:
+		if msg.Accepting && !ctx.Sender().IsZero() {
+			p.managers[msg.From] = ctx.Sender()
+		}
+		p.run(ctx, msg)
+	case drainRequest:
+		if p.buffered == 0 {
+			_ = ctx.Respond(drained{})
+		} else if !ctx.Sender().IsZero() {
+			p.drainers = append(p.drainers, ctx.Sender())
+		}
+	case actor.Stopping:
+		if p.stopped != nil {
+			close(p.stopped)
+		}
+		p.run(ctx, core.ProxyStopping{})
+		for _, r := range p.drainers {
+			_ = ctx.Send(r, drained{})
+		}
+		p.drainers = nil
+		if p.drops != nil {
+			p.drops.flush()
+		}
+	case actor.Stopped, actor.Restarting:
+	default:
+		p.send(ctx, msg)
+	}
+}
+
+func (p *proxyActor) start(ctx actor.Context) {
+	p.log = ctx.Logger().With(zap.String("singleton", p.cfg.Name))
+	p.drops = newDropLog(ctx.System(), p.cfg.Name, p.log)
+	p.codec = p.reg.NewCodec(p.res)
+	p.managers = make(map[cluster.UniqueAddress]actor.Ref)
+	self := ctx.Self()
+	id := core.ProxyID{Node: p.c.SelfUniqueAddress(), Path: self.Path() + "#" + strconv.FormatUint(self.UID(), 10)}
+	pc, err := core.NewProxyCore(id, p.cfg.core())
+	if err == nil {
+		err = subscribe(ctx, p.c)
+	}
+	if err != nil {
+		p.log.Error("singleton proxy: cannot start", zap.Error(err))
+		_ = ctx.Stop(self)
+		return
+	}
+	p.core = pc
+	p.stopped = make(chan struct{})
+	watchCluster(self, p.c, p.stopped)
+}
+
+// send serializes a user message and hands it to the core.
+func (p *proxyActor) send(ctx actor.Context, msg any) {
+	if p.core == nil {
+		p.drops.drop(msg, ctx.Sender(), "the proxy did not start")
+		return
+	}
+	manifest, data, err := p.reg.Marshal(msg)
+	if err != nil {
+		p.drops.drop(msg, ctx.Sender(), "the message cannot be sent to the singleton: "+err.Error())
+		return
+	}
+	p.run(ctx, core.Send{Payload: core.Payload{Sender: ctx.Sender(), Manifest: manifest, Data: data}})
+}
+
+func (p *proxyActor) run(ctx actor.Context, ev core.Event) {
+	if p.core == nil {
+		return
+	}
+	for _, d := range p.core.Handle(ev) {
+		switch d := d.(type) {
+		case core.SendToManager:
+			p.sendToManager(ctx, d.To, d.Message)
+		case core.StartTimer:
+			ctx.StartPeriodicTimer(timerKey(d.Name), timerTick{name: d.Name}, d.Interval)
+		case core.CancelTimer:
+			ctx.CancelTimer(timerKey(d.Name))
+		case core.Dropped:
+			p.drops.drop(decodeForDeadLetter(p.codec, d.Payload), d.Payload.Sender, d.Reason)
+		case core.ProxyStateChanged:
+			p.buffered = d.Status.Buffered
+			if p.buffered == 0 {
+				for _, r := range p.drainers {
+					_ = ctx.Send(r, drained{})
+				}
+				p.drainers = nil
 			}
 		}
-		return p.out
 	}
-	switch e := ev.(type) {
-	case MemberChanged:
-		if e.Member.Status == cluster.Removed {
-			p.members.remove(e.Member.Node)
-		} else {
-			p.members.update(e.Member)
-		}
-		p.retarget()
-	case MemberRemoved:
-		p.members.remove(e.Node)
-		delete(p.departed, e.Node)
-		p.retarget()
-	case RemovalMarginPassed:
-		p.members.remove(e.Node)
-		delete(p.departed, e.Node)
-		p.retarget()
-	case Send:
-		p.onSend(e.Payload)
-	case IdentifyAck:
-		p.onAck(e)
-	case ProxyStopping:
-		p.stop()
-	case TimerFired:
-		if e.Name == TimerIdentify && p.timer && !p.identified && p.target != (cluster.UniqueAddress{}) {
-			p.emit(SendToManager{To: p.target, Message: Identify{Proxy: p.self}})
+}
+
+// sendToManager sends msg to the manager on member to: an Identify to whichever
+// manager runs there, anything else to the incarnation that confirmed it runs the
+// singleton.
+func (p *proxyActor) sendToManager(ctx actor.Context, to cluster.UniqueAddress, msg any) {
+	ref, ok := p.managers[to]
+	if _, identify := msg.(core.Identify); identify || !ok {
+		var err error
+		ref, err = ctx.System().Resolve(to.Addr + managerPath(p.cfg.Name))
+		if err != nil {
+			p.log.Error("singleton proxy: cannot reach the manager of a member", zap.String("member", to.String()), zap.Error(err))
+			return
 		}
 	}
-	if s := p.Status(); s != p.status {
-		p.status = s
-		p.emit(ProxyStateChanged{Status: s})
-	}
-	return p.out
-}
-
-func (p *ProxyCore) emit(d Decision) { p.out = append(p.out, d) }
-
-// retarget turns to the oldest candidate, if it changed.
-func (p *ProxyCore) retarget() {
-	var next cluster.UniqueAddress
-	if o, ok := p.members.oldest(func(n cluster.UniqueAddress) bool { return p.departed[n] }); ok {
-		next = o.Node
-	}
-	if next == p.target {
-		return
-	}
-	if p.identified {
-		p.emit(SendToManager{To: p.target, Message: Detach{Proxy: p.self}})
-		p.identified = false
-	}
-	p.target = next
-	if next == (cluster.UniqueAddress{}) {
-		if p.timer {
-			p.timer = false
-			p.emit(CancelTimer{Name: TimerIdentify})
+	switch m := msg.(type) {
+	case core.Envelope:
+		// The payload's sender travels as the message's sender (see post).
+		if err := ref.Send(toPost(m), m.Payload.Sender); err != nil {
+			p.drops.drop(decodeForDeadLetter(p.codec, m.Payload), m.Payload.Sender, "sending to the singleton's member failed: "+err.Error())
 		}
 		return
+	case core.Detach:
+		delete(p.managers, to)
 	}
-	p.emit(SendToManager{To: next, Message: Identify{Proxy: p.self}})
-	if !p.timer {
-		p.timer = true
-		p.emit(StartTimer{Name: TimerIdentify, Interval: p.cfg.IdentificationInterval})
-	}
-}
-
-func (p *ProxyCore) onAck(a IdentifyAck) {
-	if a.Departed {
-		p.departed[a.From] = true
-		p.retarget()
-		return
-	}
-	if !a.Accepting {
-		return
-	}
-	if a.From != p.target {
-		// A late answer from a manager this proxy turned away from: it counts the
-		// proxy as a client until it detaches.
-		p.emit(SendToManager{To: a.From, Message: Detach{Proxy: p.self}})
-		return
-	}
-	if p.identified {
-		return
-	}
-	p.identified = true
-	if p.timer {
-		p.timer = false
-		p.emit(CancelTimer{Name: TimerIdentify})
-	}
-	for p.size > 0 {
-		m := p.buf[p.head]
-		p.buf[p.head] = Payload{}
-		p.head = (p.head + 1) % p.capacity
-		p.size--
-		p.send(m)
-	}
-	p.head = 0
-	p.buf = p.buf[:0]
-}
-
-func (p *ProxyCore) onSend(m Payload) {
-	if p.identified {
-		p.send(m)
-		return
-	}
-	if p.capacity == 0 {
-		p.dropped++
-		p.emit(Dropped{Proxy: p.self, Payload: m, Reason: "the singleton's location is unknown and the proxy has no buffer"})
-		return
-	}
-	if p.size == p.capacity {
-		old := p.buf[p.head]
-		p.buf[p.head] = m
-		p.head = (p.head + 1) % p.capacity
-		p.dropped++
-		p.emit(Dropped{Proxy: p.self, Payload: old,
-			Reason: fmt.Sprintf("the proxy's buffer of %d messages is full", p.capacity)})
-		return
-	}
-	if len(p.buf) < p.capacity {
-		// The ring grows until it reaches its capacity; it is contiguous until then.
-		p.buf = append(p.buf, m)
-	} else {
-		p.buf[(p.head+p.size)%p.capacity] = m
-	}
-	p.size++
-}
-
-// stop detaches from the target (also when its answer to Identify is still on the
-// way: it may count this proxy as a client) and drops the buffer.
-func (p *ProxyCore) stop() {
-	p.stopped = true
-	if p.target != (cluster.UniqueAddress{}) {
-		p.emit(SendToManager{To: p.target, Message: Detach{Proxy: p.self}})
-		p.identified = false
-	}
-	if p.timer {
-		p.timer = false
-		p.emit(CancelTimer{Name: TimerIdentify})
-	}
-	for ; p.size > 0; p.size-- {
-		m := p.buf[p.head]
-		p.buf[p.head] = Payload{}
-		p.head = (p.head + 1) % p.capacity
-		p.dropped++
-		p.emit(Dropped{Proxy: p.self, Payload: m, Reason: "the proxy stopped"})
-	}
-	p.head = 0
-	p.buf = p.buf[:0]
-}
-
-// send numbers m and sends it to the identified target.
-func (p *ProxyCore) send(m Payload) {
-	if p.target != p.lastTo {
-		// A new epoch: the messages so far went elsewhere.
-		p.after, p.prev = p.lastSeq, p.lastTo
-		p.lastTo = p.target
-	}
-	p.lastSeq++
-	p.emit(SendToManager{To: p.target, Message: Envelope{
-		Proxy: p.self, Seq: p.lastSeq, After: p.after, Prev: p.prev, Payload: m,
-	}})
+	_ = ctx.Send(ref, msg)
 }

@@ -7,8 +7,10 @@ package hooks
 
 import (
 	"sync"
+	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/serialization"
 )
 
 // Remote is what a running remote transport offers the cluster and the test kits.
@@ -25,13 +27,21 @@ type Remote interface {
 	// SetBlocked cuts (true) or restores (false) the connections with addr, as a
 	// network partition would.
 	SetBlocked(addr actor.Address, blocked bool)
+	// Serialization returns the transport's registry and a resolver for the actor refs
+	// inside messages, for layers that carry serialized messages inside their own
+	// (the singleton's proxies and managers).
+	Serialization() (*serialization.Registry, serialization.RefResolver)
 }
 
-// Cluster is what a running cluster node offers the test kits.
+// Cluster is what a running cluster node offers the test kits and the layers above
+// it.
 type Cluster interface {
 	// Crash stops the node's membership at once without leaving, as a killed process
 	// would.
 	Crash()
+	// DownRemovalMargin returns the node's down-removal margin (its configuration's,
+	// with the default applied): the singleton bounds its hand-over retries by it.
+	DownRemovalMargin() time.Duration
 }
 
 type registry struct {

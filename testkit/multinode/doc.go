@@ -23,7 +23,9 @@
 // object per line on its standard output, a Line: first a KindNode line naming the
 // node, then a KindState line, one KindEvent line per cluster event, KindUp when the
 // node is Up, KindDowned when it learns it was downed, KindStopped when its cluster
-// services stop, and KindTerminated, last, when its actor system has terminated. Every
+// services stop, and KindTerminated, last, when its actor system has terminated; with
+// -singleton NAME it also runs a cluster singleton and writes a KindSingleton line when
+// its instance there starts and stops (the singleton's "never two" tests). Every
 // line carries the wall-clock time it was written, so that lines of several processes
 // on one machine can be compared: the netns tests check that a downed node stopped
 // before the other side published that its margin passed.

@@ -39,6 +39,13 @@ const (
 	KindStopped    = nodeproto.KindStopped
 	KindTerminated = nodeproto.KindTerminated
 	KindError      = nodeproto.KindError
+	KindSingleton  = nodeproto.KindSingleton
+)
+
+// Reasons of KindSingleton lines (the node program's -singleton flag).
+const (
+	SingletonStarted = nodeproto.SingletonStarted
+	SingletonStopped = nodeproto.SingletonStopped
 )
 
 // Events of KindEvent lines, one per cluster event type.

@@ -25,6 +25,7 @@ import (
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/singleton"
 	"github.com/troupe-go/troupe/testkit/multinode/internal/nodeproto"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -53,6 +54,7 @@ func main() {
 
 type options struct {
 	name, host, roles, strategy, timing, logLevel string
+	singleton                                     string
 	remotePort, gossipPort, minMembers, quorum    int
 	seeds                                         []string
 	stableAfter, margin                           time.Duration
@@ -79,6 +81,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.stableAfter, "stable-after", 2*time.Second, "split-brain resolver stable-after")
 	flag.DurationVar(&o.margin, "margin", 0, "down-removal margin (0: stable-after)")
 	flag.StringVar(&o.timing, "timing", "test", `"test" (cluster.TestTiming) or "lan" (the defaults)`)
+	flag.StringVar(&o.singleton, "singleton", "", "run a cluster singleton of this name, reporting its starts and stops")
 	flag.StringVar(&o.logLevel, "log", "warn", "log to standard error at this level: off, error, warn, info or debug")
 	flag.Parse()
 	return o
@@ -176,6 +179,19 @@ func run(o *out) error {
 		return err
 	}
 	c.RegisterOnMemberUp(func() { o.write(nodeproto.Line{Kind: nodeproto.KindUp}) })
+	if opts.singleton != "" {
+		if _, err := singleton.Start(sys, singleton.Config{Name: opts.singleton, Props: actor.PropsFunc(func(ctx actor.Context) {
+			switch ctx.Message().(type) {
+			case actor.Started:
+				o.write(nodeproto.Line{Kind: nodeproto.KindSingleton, Reason: nodeproto.SingletonStarted})
+			case actor.Stopped:
+				o.write(nodeproto.Line{Kind: nodeproto.KindSingleton, Reason: nodeproto.SingletonStopped})
+			}
+		})}); err != nil {
+			shutdown()
+			return err
+		}
+	}
 
 	// This program leaves only on a signal: the services stopping otherwise means this
 	// member was downed (its MemberDowned line may still be on its way).

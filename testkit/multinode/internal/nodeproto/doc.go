@@ -7,7 +7,9 @@
 // cluster state when the program subscribed), one KindEvent line per cluster event,
 // KindUp when this member is Up, KindDowned when this member learns it was downed,
 // KindStopped when its cluster services stop, and last KindTerminated when its actor
-// system has terminated, just before the program exits. KindError reports a failure
+// system has terminated, just before the program exits. With -singleton, the program
+// also runs a cluster singleton of that name and writes a KindSingleton line when its
+// instance on this node starts and when it stops. KindError reports a failure
 // to start; the program then exits with status 1. Every line carries the wall-clock
 // time it was written (Time, Unix nanoseconds), so that lines of several processes on
 // one machine can be ordered.

@@ -10,6 +10,15 @@ const (
 	KindStopped    = "stopped"
 	KindTerminated = "terminated"
 	KindError      = "error"
+	// KindSingleton reports that the node's instance of the test singleton (flag
+	// -singleton) started (Reason SingletonStarted) or stopped (SingletonStopped).
+	KindSingleton = "singleton"
+)
+
+// Reasons of KindSingleton lines.
+const (
+	SingletonStarted = "started"
+	SingletonStopped = "stopped"
 )
 
 // Events (Line.Event of a KindEvent line), one per cluster event type.

@@ -1,4 +1,4 @@
-package singleton
+package singletoncore
 
 import (
 	"fmt"
@@ -109,7 +109,7 @@ func (m *ManagerCore) onTimer(name string) {
 		bl := m.blockers()
 		for _, b := range bl {
 			if _, gone := m.awaitingMargin[b]; !gone && !m.inProgress[b] {
-				m.sendTo(b, HandOverToMe{From: m.self})
+				m.sendTo(b, HandOverToMe{From: m.self, To: b})
 			}
 		}
 		if m.retries > m.limit && !m.alerted {

@@ -1,4 +1,4 @@
-package singleton
+package singletoncore
 
 import (
 	"errors"
@@ -7,42 +7,38 @@ import (
 	"testing"
 	"time"
 
-	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/serialization"
 )
 
 func TestConfigDefaults(t *testing.T) {
-	c := Config{Props: testConfig().Props}.WithDefaults()
-	if c.Name != "singleton" || c.TerminationMessage != (actor.PoisonPill{}) || c.HandOverRetryInterval != time.Second ||
-		c.MinHandOverRetries != 15 || c.BufferSize != 10000 || c.Lease != nil {
+	c := ManagerConfig{}.withDefaults()
+	if c.Name != "singleton" || c.HandOverRetryInterval != time.Second || c.MinHandOverRetries != 15 ||
+		c.BufferSize != 10000 || c.UseLease {
 		t.Fatalf("defaults: %+v", c)
 	}
-	p := ProxyConfig{}.WithDefaults()
+	p := ProxyConfig{}.withDefaults()
 	if p.Name != "singleton" || p.BufferSize != 1000 || p.IdentificationInterval != time.Second {
 		t.Fatalf("proxy defaults: %+v", p)
 	}
-	if (ProxyConfig{BufferSize: -1}).WithDefaults().capacity() != 0 {
+	if (ProxyConfig{BufferSize: -1}).withDefaults().capacity() != 0 {
 		t.Fatal("a negative buffer size means no buffer")
 	}
 }
 
 func TestConfigValidate(t *testing.T) {
-	props := testConfig().Props
-	bad := []Config{
-		{},
-		{Props: &actor.Props{}},
-		{Props: props, Name: "a/b"},
-		{Props: props, Name: strings.Repeat("a", 101)},
-		{Props: props, HandOverRetryInterval: -1},
-		{Props: props, MinHandOverRetries: -1},
-		{Props: props, BufferSize: -1},
+	bad := []ManagerConfig{
+		{Name: "a/b"},
+		{Name: strings.Repeat("a", 101)},
+		{HandOverRetryInterval: -1},
+		{MinHandOverRetries: -1},
+		{BufferSize: -1},
 	}
 	for _, c := range bad {
 		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%+v: %v", c, err)
 		}
 	}
-	if err := (Config{Props: props, Name: "orders-1.v2"}).Validate(); err != nil {
+	if err := (ManagerConfig{Name: "orders-1.v2"}).Validate(); err != nil {
 		t.Error(err)
 	}
 	for _, c := range []ProxyConfig{{BufferSize: 10001}, {IdentificationInterval: -1}, {Name: "a b"}} {
@@ -63,7 +59,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 	e := env(5, 7, 6, 1)
 	msgs := []any{
 		e,
-		HandOverToMe{From: node(1)},
+		HandOverToMe{From: node(1), To: node(2)},
 		HandOverInProgress{From: node(1)},
 		HandOverDone{From: node(1), Final: true, Next: []ProxyNext{{Proxy: proxyOn(5), Next: 7}},
 			Ordered: []Envelope{e}, Held: []Envelope{e}},

@@ -1,4 +1,4 @@
-package singleton
+package singletoncore
 
 import (
 	"cmp"
@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 )
 
@@ -32,11 +31,8 @@ func (s *sim) addNode(role bool) *simNode {
 	}
 	n.pid = ProxyID{Node: n.addr, Path: fmt.Sprintf("/user/proxy#%d", 7+idx)}
 	if role {
-		cfg := Config{Props: actor.PropsFunc(func(actor.Context) {}), Role: "r",
-			HandOverRetryInterval: time.Duration(simRetry) * time.Millisecond}
-		if s.lease {
-			cfg.Lease = nopLease{}
-		}
+		cfg := ManagerConfig{Role: "r", HandOverRetryInterval: time.Duration(simRetry) * time.Millisecond,
+			UseLease: s.lease}
 		m, err := NewManagerCore(n.addr, cfg, time.Duration(simMargin)*time.Millisecond)
 		if err != nil {
 			s.t.Fatal(err)

@@ -1,4 +1,4 @@
-package singleton
+package singletoncore
 
 import (
 	"slices"
@@ -31,6 +31,7 @@ type sequencer struct {
 	// retiring counts the ticks since the member of a proxy with a row was removed:
 	// the row is kept a while for its messages still on their way.
 	retiring map[ProxyID]int
+	one      [1]Envelope // add's result in the common case
 }
 
 func newSequencer() sequencer {
@@ -45,6 +46,14 @@ func newSequencer() sequencer {
 // add takes e and returns the messages now in order, oldest first (possibly none).
 func (s *sequencer) add(e Envelope, released func(cluster.UniqueAddress) bool) []Envelope {
 	h := s.held[e.Proxy]
+	if len(h) == 0 && s.releasable(e, released) {
+		// The common case, a message in order with nothing held: no copy. The
+		// returned slice is valid until the next call.
+		s.advance(e.Proxy, e.Seq)
+		delete(s.waits, e.Proxy)
+		s.one[0] = e
+		return s.one[:]
+	}
 	i, _ := slices.BinarySearchFunc(h, e.Seq, func(x Envelope, seq uint64) int {
 		switch {
 		case x.Seq < seq:
@@ -64,11 +73,7 @@ func (s *sequencer) drain(p ProxyID, released func(cluster.UniqueAddress) bool, 
 	h := s.held[p]
 	for len(h) > 0 {
 		e := h[0]
-		n, known := s.next[p]
-		ok := known && (e.Seq <= n || e.After < n) ||
-			!known && e.After == 0 ||
-			e.Prev == (cluster.UniqueAddress{}) || released(e.Prev)
-		if !ok {
+		if !s.releasable(e, released) {
 			break
 		}
 		h = h[1:]
@@ -79,6 +84,15 @@ func (s *sequencer) drain(p ProxyID, released func(cluster.UniqueAddress) bool, 
 	}
 	s.store(p, h)
 	return out
+}
+
+// releasable reports whether e, the first held message of its proxy, may be
+// delivered now (see the type's documentation).
+func (s *sequencer) releasable(e Envelope, released func(cluster.UniqueAddress) bool) bool {
+	n, known := s.next[e.Proxy]
+	return known && (e.Seq <= n || e.After < n) ||
+		!known && e.After == 0 ||
+		e.Prev == (cluster.UniqueAddress{}) || released(e.Prev)
 }
 
 // drainAll drains every proxy, in a stable order.

@@ -1,4 +1,4 @@
-package singleton
+package singletoncore
 
 import (
 	"errors"

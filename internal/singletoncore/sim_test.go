@@ -1,8 +1,7 @@
-package singleton
+package singletoncore
 
 import (
 	"container/heap"
-	"context"
 	"flag"
 	"fmt"
 	"math/rand"
@@ -653,9 +652,3 @@ func (s *sim) checkEnd() {
 	}
 	s.logf("end: %d messages sent, %d lost with crashed members, %d alerts", len(s.sent), lost, len(s.alerts))
 }
-
-// nopLease satisfies Lease for the simulation, which grants the lease itself.
-type nopLease struct{}
-
-func (nopLease) Acquire(_ context.Context, _ func(error)) (bool, error) { return true, nil }
-func (nopLease) Release(context.Context) (bool, error)                  { return true, nil }

@@ -1,4 +1,4 @@
-package singleton
+package singletoncore
 
 import (
 	"errors"
@@ -278,7 +278,7 @@ func TestManagerRetryLimits(t *testing.T) {
 		{15, 2 * time.Second, 20 * time.Second, 15},
 		{3, time.Second, 5 * time.Second, 8},
 	} {
-		m, err := NewManagerCore(node(2), Config{Props: testConfig().Props, MinHandOverRetries: c.min, HandOverRetryInterval: c.interval}, c.margin)
+		m, err := NewManagerCore(node(2), ManagerConfig{MinHandOverRetries: c.min, HandOverRetryInterval: c.interval}, c.margin)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,7 +291,7 @@ func TestManagerRetryLimits(t *testing.T) {
 // Past the retry limit a manager becoming the oldest raises one alert and keeps
 // waiting: it never starts the singleton while an older member may run it.
 func TestManagerBecomingOldestPastLimit(t *testing.T) {
-	m := newManager(t, 2, func(c *Config) { c.MinHandOverRetries = 3 })
+	m := newManager(t, 2, func(c *ManagerConfig) { c.MinHandOverRetries = 3 })
 	feed(m, up(1, 10), up(2, 20), status(1, 10, cluster.Down))
 	var alerts int
 	for i := 0; i < 10; i++ {
@@ -312,7 +312,7 @@ func TestManagerBecomingOldestPastLimit(t *testing.T) {
 // A leaving host asks max(1, limit-3) times, then reports it and stops the singleton;
 // whoever asks later gets what it held.
 func TestManagerWasOldestGivesUp(t *testing.T) {
-	m := newManager(t, 2, func(c *Config) { c.MinHandOverRetries = 5 }) // limit 5: 2 retries
+	m := newManager(t, 2, func(c *ManagerConfig) { c.MinHandOverRetries = 5 }) // limit 5: 2 retries
 	feed(m, up(2, 20), up(3, 30), SelfLeaving{})
 	wantDecisions(t, feed(m, TimerFired{Name: TimerTakeOverRetry}), "n3 <- TakeOverFromMe")
 	wantDecisions(t, feed(m, TimerFired{Name: TimerTakeOverRetry}), "n3 <- TakeOverFromMe")
@@ -333,7 +333,7 @@ func TestManagerIgnoresStaleTimers(t *testing.T) {
 }
 
 func TestManagerLease(t *testing.T) {
-	m := newManager(t, 2, func(c *Config) { c.Lease = nopLease{} })
+	m := newManager(t, 2, func(c *ManagerConfig) { c.UseLease = true })
 	wantDecisions(t, feed(m, up(2, 20)), "AcquireLease")
 	if m.Status().ChildRunning {
 		t.Fatal("runs without the lease")
@@ -404,6 +404,38 @@ func TestManagerProxyTraffic(t *testing.T) {
 	}
 }
 
+// A client on a member that left and was removed is forgotten: its proxy stops after
+// its member left, and its Detach can no longer arrive; a leaving host does not wait
+// for it. A client on a downed member is forgotten once the margin has passed.
+func TestManagerForgetsClientsOfRemovedMembers(t *testing.T) {
+	m := newManager(t, 2, nil)
+	feed(m, up(2, 20), up(3, 30), up(4, 40))
+	wantDecisions(t, feed(m, Identify{Proxy: proxyOn(3)}), "p3 <- Accepting")
+	wantDecisions(t, feed(m, Identify{Proxy: proxyOn(4)}), "p4 <- Accepting")
+	feed(m, SelfLeaving{}, HandOverToMe{From: node(3)}, ChildTerminated{}, HandOverComplete{From: node(3)})
+	wantState(t, m, StateEnd)
+	feed(m, Detach{Proxy: proxyOn(3)})
+	feed(m, status(4, 40, cluster.Down), MemberRemoved{Node: node(4), Downed: true})
+	if m.Status().Finished {
+		t.Fatal("finished before the downed member's margin passed")
+	}
+	wantDecisions(t, feed(m, RemovalMarginPassed{Node: node(4)}), "n3 <- Relay(final=true next=0 ordered=0 held=0)")
+	feed(m, HandOverComplete{From: node(3)})
+	if !m.Status().Finished {
+		t.Fatalf("not finished: %+v", m.Status())
+	}
+
+	m = newManager(t, 2, nil)
+	feed(m, up(2, 20), up(3, 30), up(4, 40), Identify{Proxy: proxyOn(4)})
+	feed(m, SelfLeaving{}, HandOverToMe{From: node(3)}, ChildTerminated{}, HandOverComplete{From: node(3)})
+	wantDecisions(t, feed(m, status(4, 40, cluster.Exiting), MemberRemoved{Node: node(4)}),
+		"n3 <- Relay(final=true next=0 ordered=0 held=0)")
+	feed(m, HandOverComplete{From: node(3)})
+	if !m.Status().Finished {
+		t.Fatalf("not finished after the client's member left: %+v", m.Status())
+	}
+}
+
 // When the previous host was downed, a proxy's held messages wait for the margin, not
 // for ever.
 func TestManagerReleasesAfterDownedHost(t *testing.T) {
@@ -419,7 +451,7 @@ func TestManagerReleasesAfterDownedHost(t *testing.T) {
 
 // Messages a host holds are bounded by Config.BufferSize: the oldest are dropped.
 func TestManagerBufferLimit(t *testing.T) {
-	m := newManager(t, 2, func(c *Config) { c.BufferSize = 2; c.Lease = nopLease{} })
+	m := newManager(t, 2, func(c *ManagerConfig) { c.BufferSize = 2; c.UseLease = true })
 	feed(m, up(2, 20)) // Oldest, waiting for the lease
 	wantDecisions(t, feed(m, env(5, 1, 0, 0), env(5, 2, 0, 0)))
 	wantDecisions(t, feed(m, env(5, 3, 0, 0)), "Dropped 5:1")
@@ -457,8 +489,8 @@ func TestManagerStatus(t *testing.T) {
 }
 
 func TestNewManagerCoreRejects(t *testing.T) {
-	if _, err := NewManagerCore(node(1), Config{}, 0); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("no Props: %v", err)
+	if _, err := NewManagerCore(node(1), ManagerConfig{BufferSize: -1}, 0); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("negative buffer: %v", err)
 	}
 	if _, err := NewManagerCore(cluster.UniqueAddress{Addr: "a:1"}, testConfig(), 0); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("no uid: %v", err)

@@ -1,4 +1,4 @@
-package singleton
+package singletoncore
 
 import (
 	"github.com/troupe-go/troupe/actor"
@@ -75,9 +75,15 @@ type ProxyNext struct {
 // that has not yet certified that it stopped the singleton for good; it is resent
 // every hand-over retry interval until answered by HandOverInProgress or
 // HandOverDone, or until that member is removed.
+//
+// To names the incarnation it is meant for: a manager of another incarnation on the
+// same address (the member restarted) ignores it, as it must not step down for a
+// claim that was never meant for it.
 type HandOverToMe struct {
 	// From is the sending manager's member.
 	From cluster.UniqueAddress
+	// To is the member the claim is sent to; zero for any (only in tests).
+	To cluster.UniqueAddress
 }
 
 // HandOverInProgress answers HandOverToMe from a manager that is stopping its

@@ -1,4 +1,4 @@
-package singleton
+package singletoncore
 
 import (
 	"fmt"
@@ -124,7 +124,7 @@ func (m *ManagerCore) dispatch(es []Envelope) {
 	}
 }
 
-// enforceLimit keeps what the manager holds within Config.BufferSize: it gives up
+// enforceLimit keeps what the manager holds within ManagerConfig.BufferSize: it gives up
 // restoring the order of the proxy with the most held messages first, then drops the
 // oldest queued messages.
 func (m *ManagerCore) enforceLimit() {

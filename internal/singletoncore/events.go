@@ -1,4 +1,4 @@
-package singleton
+package singletoncore
 
 import (
 	"time"
@@ -129,12 +129,12 @@ type Decision interface {
 	singletonDecision()
 }
 
-// StartChild tells the manager's shell to spawn the singleton from Config.Props.
+// StartChild tells the manager's shell to spawn the singleton from the singleton's Props.
 // Deliver decisions for it may follow in the same batch: the shell spawns at once,
 // so that they are queued in the new actor's mailbox.
 type StartChild struct{}
 
-// SendTermination tells the manager's shell to send Config.TerminationMessage to the
+// SendTermination tells the manager's shell to send the termination message to the
 // singleton. No Deliver follows until the singleton has terminated.
 type SendTermination struct{}
 

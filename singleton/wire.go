@@ -1,0 +1,110 @@
+package singleton
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
+	core "github.com/troupe-go/troupe/internal/singletoncore"
+	"github.com/troupe-go/troupe/internal/wiretypes"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// post is how a core.Envelope travels on its own, from a proxy to a manager or from a
+// manager to its successor: without its payload's sender, which travels as the
+// message's sender (the transport names a sender once per connection instead of in
+// every message), and encoded as a compact array.
+type post struct {
+	proxy    core.ProxyID
+	seq      uint64
+	after    uint64
+	prev     cluster.UniqueAddress
+	manifest string
+	data     []byte
+}
+
+// postName is post's name on the wire.
+const postName = "troupe.singleton.Post.v1"
+
+// postFields is the number of elements of post's encoding.
+const postFields = 9
+
+func toPost(e core.Envelope) post {
+	return post{proxy: e.Proxy, seq: e.Seq, after: e.After, prev: e.Prev, manifest: e.Payload.Manifest, data: e.Payload.Data}
+}
+
+// envelope returns the envelope p carried, with sender as its payload's sender.
+func (p *post) envelope(sender actor.Ref) core.Envelope {
+	return core.Envelope{Proxy: p.proxy, Seq: p.seq, After: p.after, Prev: p.prev,
+		Payload: core.Payload{Sender: sender, Manifest: p.manifest, Data: p.data}}
+}
+
+// EncodeMsgpack writes p as an array of postFields elements.
+func (p post) EncodeMsgpack(enc *msgpack.Encoder) error {
+	return errors.Join(
+		enc.EncodeArrayLen(postFields),
+		enc.EncodeString(p.proxy.Node.Addr),
+		enc.EncodeUint(p.proxy.Node.UID),
+		enc.EncodeString(p.proxy.Path),
+		enc.EncodeUint(p.seq),
+		enc.EncodeUint(p.after),
+		enc.EncodeString(p.prev.Addr),
+		enc.EncodeUint(p.prev.UID),
+		enc.EncodeString(p.manifest),
+		enc.EncodeBytes(p.data),
+	)
+}
+
+// errPost is returned for an encoding that is not a post.
+var errPost = errors.New("singleton: malformed post")
+
+// DecodeMsgpack reads what EncodeMsgpack wrote; elements beyond postFields (from a
+// newer version) are skipped.
+func (p *post) DecodeMsgpack(dec *msgpack.Decoder) error {
+	n, err := dec.DecodeArrayLen()
+	if err != nil {
+		return err
+	}
+	if n < postFields {
+		return fmt.Errorf("%w: %d elements", errPost, n)
+	}
+	var q post
+	if q.proxy.Node.Addr, err = dec.DecodeString(); err != nil {
+		return err
+	}
+	if q.proxy.Node.UID, err = dec.DecodeUint64(); err != nil {
+		return err
+	}
+	if q.proxy.Path, err = dec.DecodeString(); err != nil {
+		return err
+	}
+	if q.seq, err = dec.DecodeUint64(); err != nil {
+		return err
+	}
+	if q.after, err = dec.DecodeUint64(); err != nil {
+		return err
+	}
+	if q.prev.Addr, err = dec.DecodeString(); err != nil {
+		return err
+	}
+	if q.prev.UID, err = dec.DecodeUint64(); err != nil {
+		return err
+	}
+	if q.manifest, err = dec.DecodeString(); err != nil {
+		return err
+	}
+	if q.data, err = dec.DecodeBytes(); err != nil {
+		return err
+	}
+	for range n - postFields {
+		if err := dec.Skip(); err != nil {
+			return err
+		}
+	}
+	*p = q
+	return nil
+}
+
+// post is one of Troupe's own wire types: every registry knows it.
+func init() { wiretypes.MustRegister[post](postName) }
