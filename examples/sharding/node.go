@@ -38,18 +38,6 @@ type nodeConfig struct {
 	gossipPort int
 }
 
-// demoTiming makes failures detected in about a second and a half, for a demo that
-// lasts seconds; production clusters keep serf's defaults.
-func demoTiming() cluster.Timing {
-	return cluster.Timing{
-		GossipInterval:   50 * time.Millisecond,
-		ProbeInterval:    250 * time.Millisecond,
-		ProbeTimeout:     500 * time.Millisecond,
-		SuspicionMult:    3,
-		PushPullInterval: time.Second,
-	}
-}
-
 func startNode(name string, seeds []string, cfg nodeConfig) (*node, error) {
 	sys, err := actor.New(name, actor.Config{Logger: cfg.logger})
 	if err != nil {
@@ -65,7 +53,7 @@ func startNode(name string, seeds []string, cfg nodeConfig) (*node, error) {
 	c, err := cluster.Start(sys, cluster.Config{
 		GossipPort: cfg.gossipPort,
 		SeedNodes:  seeds,
-		Timing:     demoTiming(),
+		Timing:     cluster.TestTiming(), // failures detected in about a second; production keeps the defaults
 		Downing:    cluster.DowningConfig{StableAfter: 2 * time.Second},
 	})
 	if err != nil {
