@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/remote"
-	"github.com/troupe-go/troupe/serialization"
 )
 
 // wireMsg is the remote scenarios' message: 100 bytes of body and a sequence number.
@@ -22,30 +20,10 @@ type wireAck struct{ N int64 }
 
 // remotePair starts two systems with remoting on 127.0.0.1 in this process.
 func remotePair() (a, b *actor.System, err error) {
-	reg := serialization.NewRegistry()
-	if err := serialization.Register[*wireMsg](reg, "bench.WireMsg"); err != nil {
+	if a, _, err = startWireSystem("sender"); err != nil {
 		return nil, nil, err
 	}
-	if err := serialization.Register[*wireAck](reg, "bench.WireAck"); err != nil {
-		return nil, nil, err
-	}
-	start := func(name string) (*actor.System, error) {
-		sys, err := actor.New(name, actor.Config{})
-		if err != nil {
-			return nil, err
-		}
-		// remote-tell keeps up to 60,000 messages in flight, about what the default
-		// outbound queue holds: with backpressure a full queue makes the sender wait.
-		if _, err := remote.Start(sys, remote.Config{Registry: reg, BackpressureTimeout: 10 * time.Second}); err != nil {
-			shutdown(sys)
-			return nil, err
-		}
-		return sys, nil
-	}
-	if a, err = start("sender"); err != nil {
-		return nil, nil, err
-	}
-	if b, err = start("receiver"); err != nil {
+	if b, _, err = startWireSystem("receiver"); err != nil {
 		shutdown(a)
 		return nil, nil, err
 	}
