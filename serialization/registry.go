@@ -29,6 +29,7 @@ type entry struct {
 	name string
 	base reflect.Type // the registered type with its pointer, if any, removed
 	ptr  bool         // the registered type is *base
+	fast *fastPlan    // the Codec's fast path for base, nil when msgpack does it all
 }
 
 // tables is an immutable snapshot of the registrations.
@@ -81,6 +82,7 @@ func (r *Registry) register(t reflect.Type, name string) error {
 	case reflect.Interface, reflect.Func, reflect.Chan, reflect.UnsafePointer, reflect.Pointer, reflect.Invalid:
 		return fmt.Errorf("%w: %v", ErrInvalidType, t)
 	}
+	e.fast = planFor(e.base)
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
