@@ -24,6 +24,7 @@ type userQueue struct {
 
 // add appends a frame.
 func (q *userQueue) add(rcpt string, sender actor.Ref, manifest string, payload []byte) {
+	q.reserve(frameOverhead + len(rcpt) + len(manifest) + len(payload))
 	buf, start := beginFrame(q.buf, kindUser)
 	q.dict.startFrame()
 	buf = q.dict.appendStr(buf, rcpt)
@@ -33,6 +34,18 @@ func (q *userQueue) add(rcpt string, sender actor.Ref, manifest string, payload 
 	endFrame(buf, start)
 	q.buf = buf
 	q.frames++
+}
+
+// reserve makes room for n more bytes, doubling the buffer when it grows. (append
+// grows a large slice by a quarter at a time: a queue that fills up to megabytes
+// would be copied, and its fresh memory faulted in, dozens of times.)
+func (q *userQueue) reserve(n int) {
+	if len(q.buf)+n <= cap(q.buf) {
+		return
+	}
+	grown := make([]byte, len(q.buf), max(2*cap(q.buf), len(q.buf)+n, 4096))
+	copy(grown, q.buf)
+	q.buf = grown
 }
 
 // addFields appends a frame whose sender is given as a string (read back from an

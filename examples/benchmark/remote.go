@@ -77,6 +77,7 @@ func runRemoteTell(n int) (result, error) {
 	if err := waitAck(acked, 0); err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
+	cpu0 := processCPU()
 	res, err := measure(n, func() error {
 		var have int64
 		for i := int64(1); i <= int64(n); i++ {
@@ -99,7 +100,11 @@ func runRemoteTell(n int) (result, error) {
 		}
 		return nil
 	})
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	res["cpu_ns_per_op"] = round(float64(processCPU()-cpu0)/float64(n), 0)
+	return res, nil
 }
 
 func next(acked chan int64) (int64, error) {
@@ -147,6 +152,7 @@ func runRemoteAsk(n int) (result, error) {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	lat := make([]time.Duration, n)
+	cpu0 := processCPU()
 	res, err := measure(n, func() error {
 		for i := range n {
 			t0 := time.Now()
@@ -160,6 +166,7 @@ func runRemoteAsk(n int) (result, error) {
 	if err != nil {
 		return nil, err
 	}
+	res["cpu_ns_per_op"] = round(float64(processCPU()-cpu0)/float64(n), 0)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	res["p50_us"] = round(float64(lat[n/2].Nanoseconds())/1e3, 1)
 	res["p99_us"] = round(float64(lat[n*99/100].Nanoseconds())/1e3, 1)
