@@ -3,6 +3,7 @@ package remote
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/troupe-go/troupe/actor"
@@ -164,15 +165,46 @@ func (d *encDict) appendLiteral(dst []byte, s string) []byte {
 	return appendString(dst, s)
 }
 
+// appendRcpt appends a recipient as a field. A temporary actor (an ask's reply
+// address) is sent as a literal: it is used once, and would only crowd the
+// dictionary.
+func (d *encDict) appendRcpt(dst []byte, rcpt string) []byte {
+	if strings.HasPrefix(rcpt, tempPrefix) {
+		return d.appendLiteral(dst, rcpt)
+	}
+	return d.appendStr(dst, rcpt)
+}
+
+// tempPrefix starts the path of every temporary actor.
+const tempPrefix = "/temp/"
+
 // appendRef appends a sender ref as a field. Temporary refs (asks) are sent as
 // literals: each is used once, and would only crowd the dictionary. A ref whose path
 // is longer than a field may be is sent as no sender: it cannot be a reply address.
-func (d *encDict) appendRef(dst []byte, r actor.Ref) []byte {
+// self is this system's address, and selfStr its string, the start of the full path
+// of this system's actors.
+func (d *encDict) appendRef(dst []byte, r actor.Ref, self actor.Address, selfStr string) []byte {
 	if r.IsZero() {
 		return append(dst, 0)
 	}
 	if i, ok := d.refs[r]; ok {
 		return d.use(dst, i)
+	}
+	if selfStr != "" && r.IsLocal() && r.Address() == self {
+		if path := r.Path(); strings.HasPrefix(path, tempPrefix) {
+			// An ask's reply address: its full path goes straight into the frame,
+			// as Ref.URI would spell it, without making the string.
+			var digits [20]byte
+			uid := strconv.AppendUint(digits[:0], r.UID(), 10)
+			n := len(selfStr) + len(path) + 1 + len(uid)
+			if n > maxStringLen {
+				return append(dst, 0)
+			}
+			dst = binary.AppendUvarint(dst, 2*uint64(d.capacity())+1)
+			dst = binary.AppendUvarint(dst, uint64(n))
+			dst = append(append(append(append(dst, selfStr...), path...), '#'), uid...)
+			return dst
+		}
 	}
 	uri := r.URI()
 	if len(uri) > maxStringLen {
@@ -211,7 +243,7 @@ func (d *encDict) forget(k int) {
 func isTempURI(uri string) bool {
 	rest := strings.TrimPrefix(uri, actor.Scheme+"://")
 	i := strings.IndexByte(rest, '/')
-	return i >= 0 && strings.HasPrefix(rest[i:], "/temp/")
+	return i >= 0 && strings.HasPrefix(rest[i:], tempPrefix)
 }
 
 // userFields are the header fields of one queued user frame, read back with a table.

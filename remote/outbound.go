@@ -64,7 +64,9 @@ type outLane struct {
 }
 
 func newOutLane(p *peer, lane byte) *outLane {
-	return &outLane{p: p, lane: lane, wake: make(chan struct{}, 1)}
+	l := &outLane{p: p, lane: lane, wake: make(chan struct{}, 1)}
+	l.q.self, l.q.selfStr = p.r.addr, p.r.self
+	return l
 }
 
 // signal wakes the lane's writer, starting it if it is not running: a peer that is

@@ -16,6 +16,8 @@ import (
 // by the dictionary's undo log) and encoded again for the next connection, which
 // starts with an empty dictionary.
 type userQueue struct {
+	self     actor.Address // this system's address (see encDict.appendRef)
+	selfStr  string
 	buf      []byte
 	frames   int
 	dict     encDict
@@ -27,8 +29,8 @@ func (q *userQueue) add(rcpt string, sender actor.Ref, manifest string, payload 
 	q.reserve(frameOverhead + len(rcpt) + len(manifest) + len(payload))
 	buf, start := beginFrame(q.buf, kindUser)
 	q.dict.startFrame()
-	buf = q.dict.appendStr(buf, rcpt)
-	buf = q.dict.appendRef(buf, sender)
+	buf = q.dict.appendRcpt(buf, rcpt)
+	buf = q.dict.appendRef(buf, sender, q.self, q.selfStr)
 	buf = q.dict.appendStr(buf, manifest)
 	buf = append(buf, payload...)
 	endFrame(buf, start)
@@ -53,7 +55,7 @@ func (q *userQueue) reserve(n int) {
 func (q *userQueue) addFields(dst []byte, f userFields) []byte {
 	buf, start := beginFrame(dst, kindUser)
 	q.dict.startFrame()
-	buf = q.dict.appendStr(buf, f.rcpt)
+	buf = q.dict.appendRcpt(buf, f.rcpt)
 	switch {
 	case f.sender == "":
 		buf = append(buf, 0)
