@@ -58,8 +58,8 @@ func runPeerIfAsked() bool {
 }
 
 // runPeer serves the floor's echo and sink connections and a Troupe system with an
-// echo and a sink actor, prints "tcp-address troupe-address" and runs until standard
-// input closes.
+// echo and a sink actor, prints "tcp-address echo-uri sink-uri" and runs until
+// standard input closes.
 func runPeer() error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -67,30 +67,35 @@ func runPeer() error {
 	}
 	defer ln.Close()
 	go serveFloor(ln)
-	sys, r, err := startWireSystem("peer")
+	sys, _, err := startWireSystem("peer")
 	if err != nil {
 		return err
 	}
 	defer shutdown(sys)
-	if _, err := sys.Spawn(actor.PropsFunc(func(ctx actor.Context) {
+	echo, err := sys.Spawn(actor.PropsFunc(func(ctx actor.Context) {
 		if m, ok := ctx.Message().(*wireMsg); ok {
 			ctx.Respond(m)
 		}
-	}), peerActorEcho); err != nil {
+	}), peerActorEcho)
+	if err != nil {
 		return err
 	}
 	var count int64
-	if _, err := sys.Spawn(actor.PropsFunc(func(ctx actor.Context) {
+	sink, err := sys.Spawn(actor.PropsFunc(func(ctx actor.Context) {
 		if _, ok := ctx.Message().(*wireMsg); ok {
 			count++
 			if count%streamEvery == 0 {
 				ctx.Respond(&wireAck{N: count})
 			}
 		}
-	}), peerActorSink); err != nil {
+	}), peerActorSink)
+	if err != nil {
 		return err
 	}
-	fmt.Println(ln.Addr().String(), r.Address().HostPort())
+	// Full paths with uids, as refs that travel in messages have them: the receiving
+	// side caches what they resolve to. (A path without a uid is looked up again for
+	// every message, since another actor may have taken the path meanwhile.)
+	fmt.Println(ln.Addr().String(), echo.URI(), sink.URI())
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return nil
 }
@@ -173,10 +178,10 @@ func readFrame(br *bufio.Reader) ([]byte, error) {
 
 // peerProcess is the running peer.
 type peerProcess struct {
-	cmd        *exec.Cmd
-	stdin      io.WriteCloser
-	tcpAddr    string
-	troupeAddr string
+	cmd              *exec.Cmd
+	stdin            io.WriteCloser
+	tcpAddr          string
+	echoURI, sinkURI string
 }
 
 func startPeer() (*peerProcess, error) {
@@ -205,11 +210,11 @@ func startPeer() (*peerProcess, error) {
 		return nil, fmt.Errorf("peer process: %w", err)
 	}
 	f := strings.Fields(line)
-	if len(f) != 2 {
+	if len(f) != 3 {
 		p.stop()
 		return nil, fmt.Errorf("peer process said %q", line)
 	}
-	p.tcpAddr, p.troupeAddr = f[0], f[1]
+	p.tcpAddr, p.echoURI, p.sinkURI = f[0], f[1], f[2]
 	return p, nil
 }
 
@@ -341,7 +346,7 @@ type wireClient struct {
 	msg        *wireMsg
 }
 
-func dialWire(troupeAddr string) (*wireClient, error) {
+func dialWire(echoURI, sinkURI string) (*wireClient, error) {
 	sys, r, err := startWireSystem("bench")
 	if err != nil {
 		return nil, err
@@ -355,9 +360,8 @@ func dialWire(troupeAddr string) (*wireClient, error) {
 		shutdown(sys)
 		return nil, err
 	}
-	base := "troupe://peer@" + troupeAddr + "/user/"
-	if w.echo, err = sys.Resolve(base + peerActorEcho); err == nil {
-		w.sink, err = sys.Resolve(base + peerActorSink)
+	if w.echo, err = sys.Resolve(echoURI); err == nil {
+		w.sink, err = sys.Resolve(sinkURI)
 	}
 	if err != nil {
 		shutdown(sys)
@@ -441,7 +445,7 @@ func runTwoProc(n int, withWire bool) (*twoProc, error) {
 	defer floor.close()
 	var wire *wireClient
 	if withWire {
-		if wire, err = dialWire(peer.troupeAddr); err != nil {
+		if wire, err = dialWire(peer.echoURI, peer.sinkURI); err != nil {
 			return nil, err
 		}
 		defer shutdown(wire.sys)
