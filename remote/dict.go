@@ -56,6 +56,18 @@ type encDict struct {
 	frame [3]uint32 // entries the frame being written names
 	named int
 	undo  []undoRec
+
+	// The entries used last, checked before the maps: a stream names the same
+	// recipient, sender and type frame after frame.
+	hotStr [2]hotEntry
+	hotRef uint32 // entry index + 1 of the sender ref used last; 0 for none
+	hotIdx int    // the hotStr slot to replace next
+}
+
+// hotEntry remembers which entry a string was found in.
+type hotEntry struct {
+	s string
+	i uint32
 }
 
 func (d *encDict) capacity() uint32 {
@@ -70,6 +82,7 @@ func (d *encDict) clear() {
 	clear(d.strs)
 	clear(d.refs)
 	d.slots, d.hand, d.named, d.undo = d.slots[:0], 0, 0, d.undo[:0]
+	d.hotStr, d.hotRef = [2]hotEntry{}, 0
 }
 
 // startFrame begins a frame: its fields may replace any entry but those it names.
@@ -150,7 +163,16 @@ func (d *encDict) use(dst []byte, i uint32) []byte {
 
 // appendStr appends s as a field.
 func (d *encDict) appendStr(dst []byte, s string) []byte {
+	for k := range d.hotStr {
+		if h := &d.hotStr[k]; h.s == s && int(h.i) < len(d.slots) {
+			if slot := &d.slots[h.i]; slot.name == s && slot.ref.IsZero() {
+				return d.use(dst, h.i)
+			}
+		}
+	}
 	if i, ok := d.strs[s]; ok {
+		d.hotStr[d.hotIdx] = hotEntry{s: s, i: i}
+		d.hotIdx = (d.hotIdx + 1) % len(d.hotStr)
 		return d.use(dst, i)
 	}
 	i := d.take()
@@ -187,7 +209,11 @@ func (d *encDict) appendRef(dst []byte, r actor.Ref, self actor.Address, selfStr
 	if r.IsZero() {
 		return append(dst, 0)
 	}
+	if h := d.hotRef; h != 0 && int(h) <= len(d.slots) && d.slots[h-1].ref == r {
+		return d.use(dst, h-1)
+	}
 	if i, ok := d.refs[r]; ok {
+		d.hotRef = i + 1
 		return d.use(dst, i)
 	}
 	if selfStr != "" && r.IsLocal() && r.Address() == self {
