@@ -36,14 +36,16 @@ func Ask[T any](ctx context.Context, ref Ref, msg any) (T, error) {
 		return zero, ErrNoRecipient
 	}
 	f := ref.ask(ctx, msg)
-	if done := ctx.Done(); done != nil {
-		select {
-		case <-f.done:
-		case <-done:
-			f.complete(nil, contextError(ctx, ref, msg))
+	if !f.completed() {
+		if done := ctx.Done(); done != nil {
+			select {
+			case <-f.Done():
+			case <-done:
+				f.complete(nil, contextError(ctx, ref, msg))
+			}
 		}
+		<-f.Done()
 	}
-	<-f.done
 	if f.err != nil {
 		return zero, f.err
 	}
@@ -60,7 +62,12 @@ func Ask[T any](ctx context.Context, ref Ref, msg any) (T, error) {
 // so the future needs a deadline only when ctx has none.
 func (r Ref) ask(ctx context.Context, msg any) *Future {
 	c, local := r.p.(*cell)
-	if !local || msg == nil || c.box != nil || c.state.Load() == stateDead {
+	if !local || msg == nil {
+		return r.Ask(ctx, msg)
+	}
+	// Only an actor with the default mailbox that is starting or running: the state
+	// has no flag then (stateBox), and the message goes straight to userq.
+	if st := c.state.Load(); st != stateRunning && st != stateNew {
 		return r.Ask(ctx, msg)
 	}
 	f := newFuture(c.sys)
@@ -97,11 +104,10 @@ func (f *Future) watchContext(ctx context.Context, target Ref, msg any) {
 		f.sys.asks.add(f, target, msg, f.sys.cfg.AskTimeout)
 		return
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.state.Load() == 0 { // complete takes f.stop under f.mu once it has settled
+	// complete takes f.stop under f.mu once it has settled.
+	f.register(func() {
 		f.stop = context.AfterFunc(ctx, func() { f.complete(nil, contextError(ctx, target, msg)) })
-	}
+	})
 }
 
 // contextError is the error of an ask whose context ended.

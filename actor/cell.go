@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -9,8 +10,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// Actor states. Only the actor's own goroutine changes the state; other goroutines read
-// it to route messages for a dead actor straight to dead letters.
+// Actor states, the low bits of cell.state. Only the actor's own goroutine changes the
+// state; other goroutines read it to route messages for a dead actor straight to dead
+// letters.
 const (
 	stateNew        uint32 = iota // Started not yet delivered
 	stateRunning                  // processing user messages
@@ -18,6 +20,12 @@ const (
 	stateRestarting               // Restarting delivered; waiting for children to stop
 	stateStopping                 // Stopping delivered; waiting for children to stop
 	stateDead                     // Stopped delivered; everything else is a dead letter
+
+	stateMask uint32 = 0xff
+	// stateBox, set once at spawn, says the actor has a mailbox from its Props
+	// (extras.box) instead of userq. It lives in state because a sender reads state
+	// anyway: the default mailbox costs no extra load and no field.
+	stateBox uint32 = 1 << 8
 )
 
 // cell is a local actor: its mailbox, its instance and its bookkeeping. It is the
@@ -26,35 +34,47 @@ const (
 // dispatcher, whose worker drains the mailbox up to the throughput limit and gives the
 // cell up once the mailbox is empty.
 //
-// Fields are kept few because memory per idle actor is a headline figure; everything
-// that only some actors use lives in extras, allocated on first use.
+// Memory per idle actor is a headline figure, so a cell is exactly 128 bytes, the Go
+// allocator's 128-byte size class; everything that only some actors use lives in
+// extras, allocated on first use. Objects of that size class start at multiples of 128
+// bytes, so the cell is two whole cache lines and the split below holds wherever it is
+// allocated (TestCellLayout checks it):
+//   - the first line is the owner's: cur is written for every message, the rest only
+//     read by the goroutine that runs the actor;
+//   - the second holds what senders read (state, sched, the queues, sys) and what the
+//     owner reads alongside; senders write it only to queue a system message, to
+//     schedule an idle actor, and when the user queue needs a new segment.
+//
+// A sender's Tell thus never stalls on the owner's writes, and the owner's write of
+// cur never has to take the line back from senders.
 type cell struct {
-	// Written by the owner for every message. The fields after it, up to sched, are
-	// read-mostly and fill exactly 64 bytes, so cur never shares a cache line with the
-	// fields every sender reads (sched, state, the queues), whatever the allocation's
-	// alignment: a sender's Tell does not stall on the owner's writes.
-	cur envelope // the message being handled
-
+	// The owner's line.
+	cur    envelope // the message being handled
 	actor  Actor
-	x      atomic.Pointer[extras] // written by the owner goroutine only; read elsewhere by Resolve
 	props  *Props
 	parent *cell
-	name   string
-	sys    *System
 
+	// The senders' line.
+	sys   *System
 	sched atomic.Uint32 // schedIdle, schedRunning or schedNotified
-	state atomic.Uint32
+	state atomic.Uint32 // a state constant, plus stateBox
 	userq mailbox.Queue[envelope]
-	box   mailbox.Mailbox[envelope] // a non-default mailbox from Props; nil means userq
-	sysq  mailbox.Queue[sysMsg]
-	uid   uint64 // random, nonzero: tells incarnations at one path apart
+	sysq  atomic.Pointer[sysNode] // pending system messages, newest first
+	x     atomic.Pointer[extras]  // written by the owner goroutine only; read elsewhere by Resolve
+	// id is unique in the system and drawn under the parent's lock, so siblings' ids
+	// grow in spawn order. The actor's uid is derived from it (System.uidOf), and an
+	// anonymous actor's name ("$" and the id in base 36).
+	id   uint64
+	name *string // nil for an anonymous actor
 }
 
 // extras holds what only some actors need.
 type extras struct {
 	mu       sync.Mutex // guards children and closed against Resolve and System.Spawn
-	children map[string]*cell
+	children children
 	closed   bool // no more children: the actor is stopping
+
+	box mailbox.Mailbox[envelope] // a mailbox from Props (state has stateBox); else userq
 
 	stats map[*cell]*supervision.RetryStats
 
@@ -80,16 +100,52 @@ func (c *cell) extras() *extras {
 	return x
 }
 
+// lifecycle returns the actor's state constant.
+func (c *cell) lifecycle() uint32 { return c.state.Load() & stateMask }
+
+// setLifecycle changes the state constant, keeping the flags. Only the owner calls it.
+func (c *cell) setLifecycle(s uint32) {
+	c.state.Store(c.state.Load()&^stateMask | s)
+}
+
+// hasBox reports whether the actor's user messages go to extras.box.
+func (c *cell) hasBox() bool { return c.state.Load()&stateBox != 0 }
+
+// nameOf returns the actor's name: the one it was spawned with, or "$" and its id.
+func (c *cell) nameOf() string {
+	if c.name != nil {
+		return *c.name
+	}
+	return anonymousName(c.id)
+}
+
+// anonymousName is the name of the anonymous actor with the given id. Names given by
+// users cannot start with '$', so these never collide with them.
+func anonymousName(id uint64) string {
+	var buf [16]byte
+	return string(strconv.AppendUint(append(buf[:0], '$'), id, 36))
+}
+
+// uid returns the actor's incarnation uid.
+func (c *cell) uid() uint64 { return c.sys.uidOf(c.id) }
+
+// sysNode is one pending system message.
+type sysNode struct {
+	next *sysNode
+	m    sysMsg
+}
+
 // sendUser queues a user message and schedules the cell.
 func (c *cell) sendUser(msg any, sender Ref) error {
-	if c.state.Load() == stateDead {
+	st := c.state.Load()
+	if st&stateMask == stateDead {
 		c.sys.deadLetter(Ref{c}, msg, sender, ErrRecipientStopped)
 		return nil
 	}
-	if c.box == nil {
+	if st&stateBox == 0 {
 		c.userq.Push(envelope{msg: msg, sender: sender})
 	} else {
-		dropped, res := c.box.Offer(envelope{msg: msg, sender: sender})
+		dropped, res := c.x.Load().box.Offer(envelope{msg: msg, sender: sender})
 		switch res {
 		case mailbox.Rejected:
 			return ErrMailboxFull
@@ -97,7 +153,11 @@ func (c *cell) sendUser(msg any, sender Ref) error {
 			c.sys.deadLetter(Ref{c}, dropped.msg, dropped.sender, ErrMailboxFull)
 		}
 	}
-	c.schedule()
+	// While a worker runs the actor and already knows more is coming (notified), a
+	// sender has nothing to do: checked here, that costs no call.
+	if c.sched.Load() != schedNotified {
+		c.schedule()
+	}
 	return nil
 }
 
@@ -108,9 +168,32 @@ func (c *cell) pushInternal(msg any, sender Ref) {
 	c.schedule()
 }
 
+// sendSystem queues a system message: a push onto a lock-free stack, which the owner
+// takes whole and reverses, so that messages are handled in the order they were
+// pushed. System messages are rare next to user messages, and this way an actor that
+// never gets one spends 8 bytes on the queue and no segment.
 func (c *cell) sendSystem(m sysMsg) {
-	c.sysq.Push(m)
+	n := &sysNode{m: m}
+	for {
+		h := c.sysq.Load()
+		n.next = h
+		if c.sysq.CompareAndSwap(h, n) {
+			break
+		}
+	}
 	c.schedule()
+}
+
+// takeSystem removes every pending system message and returns them oldest first.
+// Only the owner calls it.
+func (c *cell) takeSystem() *sysNode {
+	var prev *sysNode
+	for n := c.sysq.Swap(nil); n != nil; {
+		next := n.next
+		n.next = prev
+		prev, n = n, next
+	}
+	return prev
 }
 
 // schedule makes sure a goroutine will look at the mailbox after the caller's push.
@@ -143,16 +226,17 @@ func (c *cell) acquire() bool {
 }
 
 func (c *cell) system() *System { return c.sys }
-func (c *cell) isDead() bool    { return c.state.Load() == stateDead }
+func (c *cell) isDead() bool    { return c.lifecycle() == stateDead }
 
+// path is computed on demand: a cell stores its name only if it was given one.
 func (c *cell) path() string {
 	if c.parent == nil {
 		return "/"
 	}
 	if c.parent.parent == nil {
-		return "/" + c.name
+		return "/" + c.nameOf()
 	}
-	return c.parent.path() + "/" + c.name
+	return c.parent.path() + "/" + c.nameOf()
 }
 
 // Values of cell.sched.
@@ -187,20 +271,21 @@ func (c *cell) release() bool {
 
 // drain processes system messages first, then up to budget user messages. It reports
 // whether it stopped because the budget was spent.
-func (c *cell) drain(budget int) bool {
-	if c.state.Load() == stateNew {
+func (c *cell) drain(budget int) (spent bool) {
+	if c.lifecycle() == stateNew {
 		c.start()
 	}
 	for {
-		if c.state.Load() == stateDead {
-			c.drainDead()
-			return false
-		}
-		if m, ok := c.sysq.Pop(); ok {
-			c.handleSystem(m)
+		if c.sysq.Load() != nil {
+			c.runSystem()
 			continue
 		}
-		if c.state.Load() != stateRunning {
+		switch c.lifecycle() {
+		case stateRunning:
+		case stateDead:
+			c.drainDead()
+			return false
+		default:
 			c.cur = envelope{}
 			return false // suspended or waiting for children: user messages wait
 		}
@@ -208,17 +293,57 @@ func (c *cell) drain(budget int) bool {
 			c.cur = envelope{}
 			return true
 		}
-		env, ok := c.nextUser()
-		if !ok {
+		n, empty, reason := c.runUser(budget)
+		budget -= n
+		switch {
+		case reason != nil:
+			c.cur = envelope{}
+			c.fail(reason)
+		case empty:
 			c.cur = envelope{} // let the last message be collected
 			if c.userq.Rewind() {
 				c.sys.jan.add(c.sys.disp, c)
 			}
 			return false
 		}
-		budget--
+	}
+}
+
+// runSystem handles every pending system message, oldest first. Those that find the
+// actor dead (it may die on one of them) are handled as a dead actor handles them.
+func (c *cell) runSystem() {
+	for n := c.takeSystem(); n != nil; n = n.next {
+		if c.lifecycle() == stateDead {
+			c.handleSystemDead(n.m)
+		} else {
+			c.handleSystem(n.m)
+		}
+	}
+}
+
+// runUser handles user messages until it has handled budget of them, the queue is
+// empty (reported as empty), a system message is pending or the actor has left the
+// running state. One deferred recover covers the whole run rather than one per message:
+// a panic in Receive ends the run and is returned as the failure reason, with the
+// failing message counted as handled.
+func (c *cell) runUser(budget int) (handled int, empty bool, reason error) {
+	defer func() {
+		if r := recover(); r != nil {
+			reason = panicReason(r)
+		}
+	}()
+	for handled < budget {
+		if c.sysq.Load() != nil || c.lifecycle() != stateRunning {
+			return handled, false, nil
+		}
+		env, ok := c.nextUser()
+		if !ok {
+			return handled, true, nil
+		}
+		handled++
 		c.invoke(env)
 	}
+	return handled, false, nil
 }
 
 // nextUser returns the next user message: unstashed messages first, then runtime
@@ -236,13 +361,13 @@ func (c *cell) nextUser() (envelope, bool) {
 	if env, ok := c.userq.Pop(); ok {
 		return env, true
 	}
-	if c.box != nil {
-		return c.box.Pop()
+	if c.hasBox() {
+		return c.x.Load().box.Pop()
 	}
 	return envelope{}, false
 }
 
-// invoke handles one user-lane message.
+// invoke handles one user-lane message. A panic in Receive propagates to runUser.
 func (c *cell) invoke(env envelope) {
 	switch m := env.msg.(type) {
 	case PoisonPill:
@@ -277,47 +402,44 @@ func (c *cell) invoke(env envelope) {
 		}
 	}
 	c.cur = env
-	if reason := c.receive(); reason != nil {
-		c.cur = envelope{}
-		c.fail(reason)
-	}
+	c.receive()
 	// c.cur is cleared when the drain ends, not after every message: one write less per
-	// message on the owner's hottest cache line.
+	// message.
 }
 
-// receive runs the current behavior on c.cur and returns the panic, if any, as a
-// failure reason.
-func (c *cell) receive() (reason error) {
-	defer func() {
-		if r := recover(); r != nil {
-			reason = panicReason(r)
-		}
-	}()
+// receive runs the current behavior on c.cur. It does not recover: its callers do.
+func (c *cell) receive() {
 	if x := c.x.Load(); x != nil && len(x.behaviors) > 0 {
 		x.behaviors[len(x.behaviors)-1](c)
-		return nil
+		return
 	}
 	c.actor.Receive(c)
-	return nil
 }
 
 // deliver hands a lifecycle message to the instance, returning a panic as an error.
-func (c *cell) deliver(msg any) error {
+func (c *cell) deliver(msg any) (err error) {
 	if c.actor == nil {
 		return nil
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = panicReason(r)
+		}
+		c.cur = envelope{}
+	}()
 	c.cur = envelope{msg: msg}
-	err := c.receive()
-	c.cur = envelope{}
-	return err
+	c.receive()
+	return nil
 }
 
 // drainDead routes what a dead actor still holds: user messages to dead letters, watch
 // requests answered with Terminated at once.
 func (c *cell) drainDead() {
 	for {
-		if m, ok := c.sysq.Pop(); ok {
-			c.handleSystemDead(m)
+		if c.sysq.Load() != nil {
+			for n := c.takeSystem(); n != nil; n = n.next {
+				c.handleSystemDead(n.m)
+			}
 			continue
 		}
 		env, ok := c.nextUser()

@@ -157,8 +157,8 @@ func (c *cell) Child(name string) (Ref, bool) {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	k, ok := x.children[name]
-	if !ok {
+	k := x.children.get(name)
+	if k == nil {
 		return Ref{}, false
 	}
 	return Ref{k}, true

@@ -36,7 +36,7 @@ func (s *System) deadLetter(recipient Ref, msg any, sender Ref, reason error) {
 	s.dlCount.Add(1)
 	s.events.Publish(DeadLetter{Recipient: recipient, Sender: sender, Message: msg, Reason: reason})
 	if _, quiet := msg.(DeadLetterSuppression); !quiet {
-		s.dl.log(s.log, recipient, sender, msg, reason)
+		s.dl.log(recipient, sender, msg, reason)
 	}
 }
 
@@ -53,40 +53,78 @@ type DeadLetterSuppression interface {
 // started.
 func (s *System) DeadLetterCount() uint64 { return s.dlCount.Load() }
 
-// deadLetterLog logs dead letters at a bounded rate and summarises the rest.
+// deadLetterLog logs dead letters at a bounded rate and summarises the rest: the
+// count of what a window did not log is written when the window ends (by a timer, so a
+// burst that ends is summarised too) or when the system stops.
 type deadLetterLog struct {
 	mu         sync.Mutex
+	l          *zap.Logger
 	limit      int
 	interval   time.Duration
 	windowEnd  time.Time
 	logged     int
 	suppressed int
+	flush      *time.Timer // pending while suppressed > 0
+	stopped    bool
 }
 
-func (d *deadLetterLog) init(cfg Config) {
-	d.limit, d.interval = cfg.DeadLetterLogLimit, cfg.DeadLetterLogInterval
+func (d *deadLetterLog) init(cfg Config, l *zap.Logger) {
+	d.limit, d.interval, d.l = cfg.DeadLetterLogLimit, cfg.DeadLetterLogInterval, l
 }
 
-func (d *deadLetterLog) log(l *zap.Logger, recipient, sender Ref, msg any, reason error) {
+// summarize writes the count of what was not logged; d.mu is held.
+func (d *deadLetterLog) summarize() {
+	if d.suppressed > 0 {
+		d.l.Warn("dead letters not logged", zap.Int("count", d.suppressed), zap.Duration("window", d.interval))
+		d.suppressed = 0
+	}
+}
+
+// windowEnded runs on the flush timer.
+func (d *deadLetterLog) windowEnded() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.flush = nil
+	d.summarize()
+}
+
+// stop writes the last summary; nothing is logged afterwards.
+func (d *deadLetterLog) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.flush != nil {
+		d.flush.Stop()
+		d.flush = nil
+	}
+	d.summarize()
+	d.stopped = true
+}
+
+func (d *deadLetterLog) log(recipient, sender Ref, msg any, reason error) {
 	if d.limit < 0 {
 		return
 	}
 	now := time.Now()
 	d.mu.Lock()
+	if d.stopped {
+		d.mu.Unlock()
+		return
+	}
 	if now.After(d.windowEnd) {
-		if d.suppressed > 0 {
-			l.Warn("dead letters not logged in the last window", zap.Int("count", d.suppressed), zap.Duration("window", d.interval))
-		}
-		d.windowEnd, d.logged, d.suppressed = now.Add(d.interval), 0, 0
+		d.summarize()
+		d.windowEnd, d.logged = now.Add(d.interval), 0
 	}
 	if d.logged >= d.limit {
 		d.suppressed++
+		if d.flush == nil {
+			d.flush = time.AfterFunc(d.windowEnd.Sub(now), d.windowEnded)
+		}
 		d.mu.Unlock()
 		return
 	}
 	d.logged++
 	d.mu.Unlock()
-	l.Warn("dead letter",
+	d.l.Warn("dead letter",
 		zap.Stringer("recipient", recipient),
 		zap.Stringer("sender", sender),
 		zap.String("type", typeName(msg)),

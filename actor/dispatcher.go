@@ -22,14 +22,22 @@ type dispatcher struct {
 	taken   atomic.Uint64 // cells taken from runq, for the monitor
 	monitor atomic.Bool
 
+	// Cells submitted while runq is full wait in overflow, oldest first, and move to
+	// runq as workers make room. overN counts them and drops only as they move, so a
+	// worker that takes a cell while any wait sees overN > 0 and moves them.
+	overMu   sync.Mutex
+	overflow []*cell // waiting cells from index overHead on
+	overHead int
+	overN    atomic.Int64
+
 	mu     sync.Mutex // guards closed against submit
 	closed bool
 	done   chan struct{} // closed by close: workers and monitor exit
 	cores  int
 }
 
-// runQueueSize bounds the run queue. A cell that finds it full runs on a goroutine of
-// its own, so submitting never blocks.
+// runQueueSize is the capacity of the run queue. A cell that finds it full (a burst of
+// spawns does) waits in the overflow list instead, so submitting never blocks.
 const runQueueSize = 1 << 14
 
 // monitorInterval is how long queued cells may wait without progress before the
@@ -50,11 +58,14 @@ func newDispatcher() *dispatcher {
 
 // submit queues a cell its caller owns (sched is running) to be run by a worker.
 func (d *dispatcher) submit(c *cell) {
-	select {
-	case d.runq <- c:
-	default:
-		go d.runAlone(c) // queue full (or closed and drained): never block a sender
-		return
+	if d.overN.Load() > 0 {
+		d.spill(c) // after the cells already waiting, to keep the order
+	} else {
+		select {
+		case d.runq <- c:
+		default:
+			d.spill(c) // queue full: never block a sender
+		}
 	}
 	select {
 	case <-d.done:
@@ -67,6 +78,56 @@ func (d *dispatcher) submit(c *cell) {
 		go d.watch()
 	}
 }
+
+// spill puts c in the overflow list and moves what fits to runq.
+func (d *dispatcher) spill(c *cell) {
+	d.overMu.Lock()
+	d.overflow = append(d.overflow, c)
+	d.overN.Add(1)
+	d.overMu.Unlock()
+	d.refill()
+}
+
+// refill moves waiting cells from the overflow list to runq while it has room, and
+// reports whether it moved any.
+func (d *dispatcher) refill() bool {
+	d.overMu.Lock()
+	defer d.overMu.Unlock()
+	moved := 0
+loop:
+	for _, c := range d.overflow[d.overHead:] {
+		select {
+		case d.runq <- c:
+			d.overflow[d.overHead+moved] = nil
+			moved++
+		default:
+			break loop
+		}
+	}
+	if moved == 0 {
+		return false
+	}
+	d.overHead += moved
+	switch left := len(d.overflow) - d.overHead; {
+	case left == 0:
+		d.overflow, d.overHead = d.overflow[:0], 0
+		if cap(d.overflow) > runQueueSize {
+			d.overflow = nil // a burst is over: let its list go
+		}
+	case d.overHead >= left:
+		// Compact once the taken part is as long as the rest: each cell is copied
+		// O(1) times on average, where copying the rest on every move would make a
+		// burst of a million cells take quadratic time.
+		n := copy(d.overflow, d.overflow[d.overHead:])
+		clear(d.overflow[n:])
+		d.overflow, d.overHead = d.overflow[:n], 0
+	}
+	d.overN.Add(-int64(moved))
+	return true
+}
+
+// queued returns how many cells wait to run.
+func (d *dispatcher) queued() int { return len(d.runq) + int(d.overN.Load()) }
 
 // work is a worker. Core workers park on the queue; extra workers exit once it is empty.
 func (d *dispatcher) work(extra bool) {
@@ -87,6 +148,9 @@ func (d *dispatcher) work(extra bool) {
 			}
 		}
 		d.taken.Add(1)
+		if d.overN.Load() > 0 {
+			d.refill()
+		}
 		d.runSlice(c)
 	}
 }
@@ -98,16 +162,24 @@ func (d *dispatcher) drainQueue() {
 		case c := <-d.runq:
 			d.runAlone(c)
 		default:
-			return
+			if !d.refill() {
+				return
+			}
 		}
 	}
 }
 
 // runSlice runs a cell for one throughput slice; a cell with work left goes to the back
-// of the queue, so that busy actors take turns.
+// of the queue, so that busy actors take turns. When no other cell waits, the worker
+// goes on with the same one: sending it through the queue would only hand it to the
+// other worker, parked on the queue, which costs a wake-up per slice and the parking
+// of this worker (a trace of the tell scenario showed one of each per 300 messages).
 func (d *dispatcher) runSlice(c *cell) {
 	for {
 		if c.drain(c.throughput()) {
+			if d.queued() == 0 {
+				continue
+			}
 			d.submit(c)
 			return
 		}
@@ -143,15 +215,15 @@ func (d *dispatcher) watch() {
 			return
 		case <-t.C:
 		}
-		if len(d.runq) == 0 {
+		if d.queued() == 0 {
 			d.monitor.Store(false)
 			// A submit that saw the flag set just before we cleared it relies on us.
-			if len(d.runq) == 0 || !d.monitor.CompareAndSwap(false, true) {
+			if d.queued() == 0 || !d.monitor.CompareAndSwap(false, true) {
 				return
 			}
 		}
 		now := d.taken.Load()
-		if now == last && len(d.runq) > 0 {
+		if now == last && d.queued() > 0 {
 			go d.work(true)
 		}
 		last = now

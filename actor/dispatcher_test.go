@@ -80,3 +80,49 @@ func TestManyActorsManyMessages(t *testing.T) {
 	}
 	probe.ExpectMsg(actors * per)
 }
+
+// A burst of spawns larger than the run queue, while every worker is busy, waits in the
+// dispatcher's overflow list and still runs, in full; stopping the burst takes the
+// same path.
+func TestSpawnBurstLargerThanTheRunQueue(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	gate := make(chan struct{})
+	blocked := make(chan struct{})
+	for range runtime.GOMAXPROCS(0) {
+		ref := spawn(t, sys, actor.PropsFunc(func(ctx actor.Context) {
+			if ctx.Message() == "block" {
+				blocked <- struct{}{}
+				<-gate
+			}
+		}), "")
+		_ = ref.Tell("block")
+		<-blocked
+	}
+	const n = 20_000 // more than the run queue holds (1<<14)
+	started := make(chan struct{}, n)
+	stopped := make(chan struct{}, n)
+	props := actor.PropsFunc(func(ctx actor.Context) {
+		switch ctx.Message().(type) {
+		case actor.Started:
+			started <- struct{}{}
+		case actor.Stopped:
+			stopped <- struct{}{}
+		}
+	})
+	refs := make([]actor.Ref, n)
+	for i := range refs {
+		refs[i] = spawn(t, sys, props, "")
+	}
+	close(gate)
+	for range n {
+		<-started
+	}
+	for _, ref := range refs {
+		if err := sys.Stop(ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		<-stopped
+	}
+}

@@ -28,11 +28,11 @@
 // An idle actor holds no goroutine. Its mailbox is a pair of lock-free queues (system
 // messages first, then user messages) and an atomic flag. The sender that sets the flag
 // hands the actor to the system's dispatcher: up to GOMAXPROCS worker goroutines that
-// each run an actor for up to Throughput messages and then take the next one. A monitor
-// adds workers while queued actors make no progress, so an actor that blocks cannot
-// starve the others. A blocking Ask that finds its recipient idle runs it on the asking
-// goroutine for a few messages instead, since that goroutine would only wait. Tell of a
-// pointer message does not allocate.
+// each run an actor for up to Throughput messages and then take the next one, if one
+// waits. A monitor adds workers while queued actors make no progress, so an actor that
+// blocks cannot starve the others. A blocking Ask that finds its recipient idle runs it
+// on the asking goroutine for a few messages instead, since that goroutine would only
+// wait. Tell of a pointer message does not allocate.
 //
 // # Failure
 //

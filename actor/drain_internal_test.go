@@ -43,22 +43,41 @@ func BenchmarkDrain(b *testing.B) {
 	c.sched.Store(schedIdle)
 }
 
-// The layout promise of cell: cur is 64 bytes or more away from what senders read.
-func TestCellLayoutKeepsCurApart(t *testing.T) {
+// The layout promise of cell: it fills the 128-byte size class, whose objects are
+// 128-byte aligned, so its first 64 bytes (cur and what only the owner reads) and its
+// last 64 (what senders read) are separate cache lines.
+func TestCellLayout(t *testing.T) {
 	var c cell
-	cur := unsafe.Offsetof(c.cur) + unsafe.Sizeof(c.cur)
+	if size := unsafe.Sizeof(c); size != 128 {
+		t.Errorf("cell is %d bytes; it must be 128, one allocator size class of two cache lines", size)
+	}
 	for name, off := range map[string]uintptr{
-		"sched": unsafe.Offsetof(c.sched), "state": unsafe.Offsetof(c.state),
-		"userq": unsafe.Offsetof(c.userq), "box": unsafe.Offsetof(c.box), "sysq": unsafe.Offsetof(c.sysq),
+		"cur": unsafe.Offsetof(c.cur), "actor": unsafe.Offsetof(c.actor),
+		"props": unsafe.Offsetof(c.props), "parent": unsafe.Offsetof(c.parent),
 	} {
-		if off < cur+64 {
-			t.Errorf("%s at offset %d is within 64 bytes of cur, which ends at %d", name, off, cur)
+		if off >= 64 {
+			t.Errorf("%s at offset %d is not on the owner's line", name, off)
 		}
 	}
-	if size := unsafe.Sizeof(c); size > 160 {
-		t.Errorf("cell is %d bytes; keep it within the 160-byte size class", size)
+	for name, off := range map[string]uintptr{
+		"sys": unsafe.Offsetof(c.sys), "sched": unsafe.Offsetof(c.sched), "state": unsafe.Offsetof(c.state),
+		"userq": unsafe.Offsetof(c.userq), "sysq": unsafe.Offsetof(c.sysq), "x": unsafe.Offsetof(c.x),
+	} {
+		if off < 64 {
+			t.Errorf("%s at offset %d shares the owner's line", name, off)
+		}
 	}
+	// Every cell starts a 128-byte block: the allocator's size class for it aligns so.
+	for range 100 {
+		cellSink = new(cell) // on the heap, as spawned cells are
+		if p := uintptr(unsafe.Pointer(cellSink)); p%128 != 0 {
+			t.Fatalf("a cell at %#x is not 128-byte aligned", p)
+		}
+	}
+	cellSink = nil
 }
+
+var cellSink *cell
 
 // A mailbox that grew under a burst is kept while the actor is busy and released by
 // the janitor once the actor has been idle for an interval.

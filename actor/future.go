@@ -11,31 +11,59 @@ import (
 
 // Future is the pending result of an Ask. It completes once, with the first reply or an
 // error; later replies go to dead letters.
+//
+// A Future is one allocation. Its Done channel is made only when someone needs to wait
+// on it, so an Ask whose reply is there by the time its caller looks (the usual case
+// when the recipient ran inline, see Ask) never makes one; its id, which names its
+// temporary path, is drawn only when the path or the uid is asked for.
 type Future struct {
 	sys   *System
-	id    uint64
-	done  chan struct{}
+	id    atomic.Uint64 // 0 until drawn by uid
 	state atomic.Uint32 // 0 pending, 1 completing, 2 completed
 	named atomic.Bool   // the path was handed out: the future is in sys.temps
-	res   any
-	err   error
-
-	stop func() bool // unregisters the context watch, when there is one
+	// waiting is set before anything registers under mu (a Done channel, pipes,
+	// watchers, a context watch), so that complete takes mu only when there is
+	// something to hand over. Registration sets it, then checks state; complete stores
+	// state, then checks it: whichever comes second sees the other.
+	waiting atomic.Bool
+	res     any
+	err     error
 
 	mu       sync.Mutex
+	done     chan struct{} // made by Done while pending; closed by complete
+	stop     func() bool   // unregisters the context watch, when there is one
 	pipes    []Ref
 	watchers []Ref
 }
 
+// closedDone is the Done channel of every completed future that nobody waited on.
+var closedDone = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
 func newFuture(sys *System) *Future {
-	return &Future{sys: sys, id: sys.nextID.Add(1), done: make(chan struct{})}
+	return &Future{sys: sys}
 }
 
 func failedFuture(err error) *Future {
-	f := &Future{done: make(chan struct{})}
+	f := &Future{}
 	f.complete(nil, err)
 	return f
 }
+
+// uid returns the future's id, drawing it from the system on first use.
+func (f *Future) uid() uint64 {
+	if id := f.id.Load(); id != 0 || f.sys == nil {
+		return id
+	}
+	f.id.CompareAndSwap(0, f.sys.nextID.Add(1))
+	return f.id.Load()
+}
+
+// completed reports whether the future has settled; its res and err are then final.
+func (f *Future) completed() bool { return f.state.Load() == 2 }
 
 // complete settles the future once; it reports whether this call settled it.
 func (f *Future) complete(res any, err error) bool {
@@ -46,17 +74,22 @@ func (f *Future) complete(res any, err error) bool {
 		res, err = nil, fl.Err
 	}
 	f.res, f.err = res, err
-	f.mu.Lock()
 	f.state.Store(2)
-	pipes, watchers, stop := f.pipes, f.watchers, f.stop
-	f.pipes, f.watchers, f.stop = nil, nil, nil
+	if f.named.Load() {
+		f.sys.temps.Delete(f.uid())
+	}
+	if !f.waiting.Load() {
+		return true
+	}
+	f.mu.Lock()
+	done, pipes, watchers, stop := f.done, f.pipes, f.watchers, f.stop
+	f.done, f.pipes, f.watchers, f.stop = nil, nil, nil, nil
 	f.mu.Unlock()
 	if stop != nil {
 		stop()
 	}
-	close(f.done)
-	if f.named.Load() {
-		f.sys.temps.Delete(f.id)
+	if done != nil {
+		close(done)
 	}
 	for _, p := range pipes {
 		f.pipe(p)
@@ -64,6 +97,22 @@ func (f *Future) complete(res any, err error) bool {
 	for _, w := range watchers {
 		w.p.sendSystem(sysDeath{ref: Ref{f}})
 	}
+	return true
+}
+
+// register runs add under f.mu while the future is pending and reports true; once it
+// has completed, it runs nothing and reports false.
+func (f *Future) register(add func()) bool {
+	if f.completed() {
+		return false
+	}
+	f.waiting.Store(true)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.completed() {
+		return false
+	}
+	add()
 	return true
 }
 
@@ -76,20 +125,30 @@ func (f *Future) pipe(to Ref) {
 }
 
 // Done is closed when the future has completed.
-func (f *Future) Done() <-chan struct{} { return f.done }
+func (f *Future) Done() <-chan struct{} {
+	var done chan struct{}
+	if !f.register(func() {
+		if f.done == nil {
+			f.done = make(chan struct{})
+		}
+		done = f.done
+	}) {
+		return closedDone
+	}
+	return done
+}
 
 // Result waits for the future to complete and returns the reply or the error. A reply
 // of type Failure is returned as its error. If ctx ends first, Result returns ctx's
 // error and the future stays pending (its own deadline still applies).
 func (f *Future) Result(ctx context.Context) (any, error) {
-	if done := ctx.Done(); done != nil {
+	if !f.completed() {
 		select {
-		case <-f.done:
-		case <-done:
+		case <-f.Done():
+		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
-	<-f.done
 	return f.res, f.err
 }
 
@@ -105,14 +164,9 @@ func timeoutError(target Ref, msg any, after time.Duration) error {
 // PipeTo sends the reply to ref when the future completes, or a Failure if it fails.
 // Use it inside an actor to turn an Ask into a message instead of blocking.
 func (f *Future) PipeTo(ref Ref) {
-	f.mu.Lock()
-	if f.state.Load() != 2 {
-		f.pipes = append(f.pipes, ref)
-		f.mu.Unlock()
-		return
+	if !f.register(func() { f.pipes = append(f.pipes, ref) }) {
+		f.pipe(ref)
 	}
-	f.mu.Unlock()
-	f.pipe(ref)
 }
 
 // The future is the process behind its temporary reply Ref.
@@ -129,27 +183,23 @@ func (f *Future) sendSystem(m sysMsg) {
 	if !ok {
 		return
 	}
-	f.mu.Lock()
-	if f.state.Load() != 2 {
-		f.watchers = append(f.watchers, w.watcher)
-		f.mu.Unlock()
-		return
+	if !f.register(func() { f.watchers = append(f.watchers, w.watcher) }) {
+		w.watcher.p.sendSystem(sysDeath{ref: Ref{f}})
 	}
-	f.mu.Unlock()
-	w.watcher.p.sendSystem(sysDeath{ref: Ref{f}})
 }
 
 // path registers the future so that System.Resolve finds it until it completes: a
 // transport asks for the path when the future is the sender of a remote message.
 func (f *Future) path() string {
+	id := f.uid()
 	if f.sys != nil && f.state.Load() == 0 && !f.named.Load() && f.named.CompareAndSwap(false, true) {
-		f.sys.temps.Store(f.id, f)
+		f.sys.temps.Store(id, f)
 		if f.state.Load() != 0 { // completed meanwhile: complete may have missed the flag
-			f.sys.temps.Delete(f.id)
+			f.sys.temps.Delete(id)
 		}
 	}
 	var buf [32]byte
-	return string(strconv.AppendUint(append(buf[:0], "/temp/$"...), f.id, 36))
+	return string(strconv.AppendUint(append(buf[:0], "/temp/$"...), id, 36))
 }
 
 func (f *Future) system() *System { return f.sys }

@@ -25,7 +25,7 @@ func (c *cell) throughput() int {
 // the producer or in the handling of Started) stops the actor: restarting would fail the
 // same way.
 func (c *cell) start() {
-	c.state.Store(stateRunning)
+	c.setLifecycle(stateRunning)
 	if err := c.newInstance(); err != nil {
 		logError(c.logger(), "actor failed to start; stopping it", err, zap.Error(err))
 		c.beginStop()
@@ -52,10 +52,10 @@ func (c *cell) newInstance() (err error) {
 
 // fail suspends the actor and reports reason to the parent, which decides.
 func (c *cell) fail(reason error) {
-	if c.state.Load() != stateRunning {
+	if c.lifecycle() != stateRunning {
 		return
 	}
-	c.state.Store(stateSuspended)
+	c.setLifecycle(stateSuspended)
 	if c.parent == nil {
 		c.logger().Error("root guardian failed; stopping it", zap.Error(reason))
 		c.beginStop()
@@ -79,8 +79,8 @@ func (c *cell) handleSystem(m sysMsg) {
 	case sysFailed:
 		c.childFailed(m.child, m.reason)
 	case sysResume:
-		if c.state.Load() == stateSuspended {
-			c.state.Store(stateRunning)
+		if c.lifecycle() == stateSuspended {
+			c.setLifecycle(stateRunning)
 		}
 	case sysRestart:
 		c.restart(m.reason)
@@ -180,12 +180,12 @@ func panicked(err error) bool {
 // fresh instance from Props with Started. The mailbox is kept; the failing message is
 // not redelivered.
 func (c *cell) restart(reason error) {
-	switch c.state.Load() {
+	switch c.lifecycle() {
 	case stateRunning, stateSuspended:
 	default:
 		return
 	}
-	c.state.Store(stateRestarting)
+	c.setLifecycle(stateRestarting)
 	if err := c.deliver(Restarting{Reason: reason}); err != nil {
 		logError(c.logger(), "panic while handling Restarting", err, zap.Error(err))
 	}
@@ -202,7 +202,7 @@ func (c *cell) restart(reason error) {
 }
 
 func (c *cell) finishRestart() {
-	c.state.Store(stateRunning)
+	c.setLifecycle(stateRunning)
 	c.actor = nil
 	if err := c.newInstance(); err != nil {
 		logError(c.logger(), "actor failed to restart; stopping it", err, zap.Error(err))
@@ -213,11 +213,11 @@ func (c *cell) finishRestart() {
 // beginStop starts stopping: Stopping to the instance, then the children; the actor
 // finishes once the last child has stopped.
 func (c *cell) beginStop() {
-	switch c.state.Load() {
+	switch c.lifecycle() {
 	case stateStopping, stateDead:
 		return
 	}
-	c.state.Store(stateStopping)
+	c.setLifecycle(stateStopping)
 	if x := c.x.Load(); x != nil {
 		c.cancelAllTimers()
 		c.cancelReceiveTimeout()
@@ -241,7 +241,7 @@ func (c *cell) finishStop() {
 		logError(c.logger(), "panic while handling Stopped", err, zap.Error(err))
 	}
 	c.actor = nil
-	c.state.Store(stateDead)
+	c.setLifecycle(stateDead)
 	self := Ref{c}
 	// The parent hears first: system messages from one sender arrive in order, so a
 	// parent that watches this child no longer lists it when Terminated arrives.
@@ -279,16 +279,14 @@ func (c *cell) childTerminated(child *cell) {
 		return
 	}
 	x.mu.Lock()
-	if x.children[child.name] == child {
-		delete(x.children, child.name)
-	}
-	left := len(x.children)
+	x.children.remove(child)
+	left := x.children.count()
 	x.mu.Unlock()
 	delete(x.stats, child)
 	if left > 0 {
 		return
 	}
-	switch c.state.Load() {
+	switch c.lifecycle() {
 	case stateStopping:
 		c.finishStop()
 	case stateRestarting:
@@ -303,7 +301,7 @@ func (c *cell) hasChild(child *cell) bool {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.children[child.name] == child
+	return x.children.has(child)
 }
 
 func (c *cell) childCells() []*cell {
@@ -313,14 +311,7 @@ func (c *cell) childCells() []*cell {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if len(x.children) == 0 {
-		return nil
-	}
-	kids := make([]*cell, 0, len(x.children))
-	for _, k := range x.children {
-		kids = append(kids, k)
-	}
-	return kids
+	return x.children.all()
 }
 
 // failureObserver is implemented by runtime actors (the backoff supervisor) that choose

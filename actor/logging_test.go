@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/testkit"
@@ -123,4 +126,38 @@ func TestSuppressedDeadLettersAreCountedNotLogged(t *testing.T) {
 	if n := sys.DeadLetterCount(); n != 2 {
 		t.Fatalf("DeadLetterCount = %d, want 2", n)
 	}
+}
+
+// After a burst, the count of dead letters that were not logged is written when the
+// window ends, even if no dead letter follows.
+func TestDeadLetterBurstIsSummarized(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		logged, summary := 0, int64(-1)
+		sys := testkit.NewSystem(t, actor.Config{Slog: slog.New(handlerFunc(func(r slog.Record) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch r.Message {
+			case "dead letter":
+				logged++
+			case "dead letters not logged":
+				r.Attrs(func(a slog.Attr) bool {
+					if a.Key == "count" {
+						summary = a.Value.Int64()
+					}
+					return true
+				})
+			}
+		}))})
+		for range 50 {
+			_ = sys.DeadLetters().Tell("lost")
+		}
+		time.Sleep(2 * time.Second) // virtual: the window (1s) ends
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if logged != 10 || summary != 40 {
+			t.Fatalf("logged %d dead letters and summarised %d, want 10 and 40", logged, summary)
+		}
+	})
 }

@@ -2,8 +2,6 @@ package actor
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"strconv"
 	"strings"
 
 	"github.com/troupe-go/troupe/mailbox"
@@ -17,52 +15,39 @@ func (c *cell) spawnChild(props *Props, name string) (Ref, error) {
 	if err := props.Validate(); err != nil {
 		return Ref{}, err
 	}
-	anonymous := name == ""
-	if anonymous {
-		// Unique by construction: '$' is reserved for these names, and the id is
-		// unique in the system.
-		var buf [16]byte
-		name = string(strconv.AppendUint(append(buf[:0], '$'), c.sys.nextID.Add(1), 36))
-	} else if err := validateName(name); err != nil {
-		return Ref{}, err
+	child := &cell{sys: c.sys, parent: c, props: props}
+	if name != "" {
+		if err := validateName(name); err != nil {
+			return Ref{}, err
+		}
+		named := name // allocated only here: &name would move every call's name to the heap
+		child.name = &named
 	}
-	child := &cell{sys: c.sys, parent: c, props: props, name: name, uid: newUID()}
 	if props.hasCustomMailbox() {
 		box, err := props.newMailbox()
 		if err != nil {
 			return Ref{}, err
 		}
-		child.box = box
+		child.x.Store(&extras{box: box})
+		child.state.Store(stateNew | stateBox)
 	}
 	x := c.extras()
 	x.mu.Lock()
-	if x.closed || (!c.isGuardian() && c.state.Load() >= stateStopping) {
+	if x.closed || (!c.isGuardian() && c.lifecycle() >= stateStopping) {
 		x.mu.Unlock()
 		return Ref{}, fmt.Errorf("%w: %s", ErrStopping, c.path())
 	}
-	if !anonymous {
-		if _, taken := x.children[name]; taken {
-			x.mu.Unlock()
-			return Ref{}, fmt.Errorf("%w: %q under %s", ErrNameTaken, name, c.path())
-		}
+	if child.name != nil && x.children.named[name] != nil {
+		x.mu.Unlock()
+		return Ref{}, fmt.Errorf("%w: %q under %s", ErrNameTaken, name, c.path())
 	}
-	if x.children == nil {
-		x.children = make(map[string]*cell)
-	}
-	x.children[name] = child
+	// Drawn under the lock, so that anonymous siblings are indexed in id order.
+	child.id = c.sys.newID()
+	x.children.add(child)
 	x.mu.Unlock()
 	child.sched.Store(schedRunning)
 	c.sys.disp.submit(child)
 	return Ref{child}, nil
-}
-
-// newUID returns a random nonzero actor uid.
-func newUID() uint64 {
-	for {
-		if u := rand.Uint64(); u != 0 {
-			return u
-		}
-	}
 }
 
 // validateName accepts names made of letters, digits and "-_.:@+=~" that do not start

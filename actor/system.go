@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +25,8 @@ type System struct {
 	sysDone          chan struct{}
 	rootDone         chan struct{}
 
-	nextID      atomic.Uint64
+	nextID      atomic.Uint64 // ids of actors and futures
+	uidKey      uint64        // random: makes actor uids differ between systems
 	deadLetters Ref
 	events      *EventStream
 	dl          deadLetterLog
@@ -63,21 +65,24 @@ func New(name string, cfg Config) (*System, error) {
 		exts:     make(map[any]*extensionSlot),
 		disp:     newDispatcher(),
 		jan:      newJanitor(),
+		uidKey:   rand.Uint64(),
 	}
 	s.asks.done = make(chan struct{})
 	s.deadLetters = Ref{&deadLetterSink{sys: s}}
 	s.events = newEventStream()
-	s.dl.init(cfg)
+	s.dl.init(cfg, s.log)
 	s.shutdown = newCoordinatedShutdown(s)
 
 	guardian := &Props{Producer: func() Actor { return ReceiveFunc(func(Context) {}) }}
-	s.root = &cell{sys: s, props: guardian}
-	s.user = &cell{sys: s, parent: s.root, props: guardian, name: "user"}
-	s.sysg = &cell{sys: s, parent: s.root, props: guardian, name: "system"}
+	userName, sysName := "user", "system"
+	s.root = &cell{sys: s, props: guardian, id: s.newID()}
+	s.user = &cell{sys: s, parent: s.root, props: guardian, name: &userName, id: s.newID()}
+	s.sysg = &cell{sys: s, parent: s.root, props: guardian, name: &sysName, id: s.newID()}
 	for _, g := range []*cell{s.root, s.user, s.sysg} {
 		g.x.Store(&extras{})
 	}
-	s.root.x.Load().children = map[string]*cell{"user": s.user, "system": s.sysg}
+	s.root.x.Load().children.add(s.user)
+	s.root.x.Load().children.add(s.sysg)
 	for _, g := range []*cell{s.root, s.user, s.sysg} {
 		g.sched.Store(schedRunning)
 		s.disp.submit(g)
@@ -96,6 +101,29 @@ func validateSystemName(name string) error {
 		}
 	}
 	return nil
+}
+
+// newID returns a new id for an actor: never the one whose uid would be 0.
+func (s *System) newID() uint64 {
+	for {
+		if id := s.nextID.Add(1); id != s.uidKey {
+			return id
+		}
+	}
+}
+
+// uidOf returns the uid of the actor with the given id: the id mixed with the system's
+// random key by a bijection (murmur3's finalizer), so uids look random, differ between
+// systems, and never repeat within one, which random draws could not promise. It is 0
+// only for id == uidKey, which newID never returns.
+func (s *System) uidOf(id uint64) uint64 {
+	x := id ^ s.uidKey
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
 }
 
 // Name returns the system's name.
@@ -187,14 +215,14 @@ func (s *System) resolveLocal(path string, uid uint64) (Ref, error) {
 			return Ref{}, fmt.Errorf("%w: %s", ErrNotFound, path)
 		}
 		x.mu.Lock()
-		next := x.children[name]
+		next := x.children.get(name)
 		x.mu.Unlock()
 		if next == nil {
 			return Ref{}, fmt.Errorf("%w: %s", ErrNotFound, path)
 		}
 		c = next
 	}
-	if c.isDead() || uid != 0 && c.uid != uid {
+	if c.isDead() || uid != 0 && c.uid() != uid {
 		return Ref{}, fmt.Errorf("%w: %s", ErrNotFound, path)
 	}
 	return Ref{c}, nil
@@ -219,6 +247,7 @@ func (s *System) cellStopped(c *cell) {
 	case s.sysg:
 		close(s.sysDone)
 	case s.root:
+		s.dl.stop()
 		s.asks.stop()
 		s.disp.close()
 		s.jan.close()

@@ -21,7 +21,7 @@ func (c *cell) StartPeriodicTimer(key, msg any, interval time.Duration) {
 }
 
 func (c *cell) startTimer(key, msg any, d, interval time.Duration) {
-	switch c.state.Load() {
+	switch c.lifecycle() {
 	case stateStopping, stateDead:
 		return
 	}
@@ -109,7 +109,7 @@ func (c *cell) SetReceiveTimeout(d time.Duration) {
 		c.cancelReceiveTimeout()
 		return
 	}
-	switch c.state.Load() {
+	switch c.lifecycle() {
 	case stateStopping, stateDead:
 		return
 	}

@@ -130,15 +130,16 @@ func (r Ref) Address() Address {
 	}
 }
 
-// UID returns the actor's incarnation uid: a spawned actor gets a random nonzero uid,
-// so a path plus uid names one incarnation. It is 0 for the zero Ref and for Refs
+// UID returns the actor's incarnation uid: a spawned actor gets a nonzero uid that
+// looks random and differs between systems, and that no other actor of its system
+// ever gets, so a path plus uid names one incarnation. It is 0 for the zero Ref and for Refs
 // whose incarnation is not known (a remote path resolved without a uid).
 func (r Ref) UID() uint64 {
 	switch p := r.p.(type) {
 	case *cell:
-		return p.uid
+		return p.uid()
 	case *Future:
-		return p.id
+		return p.uid()
 	case foreign:
 		return p.p.UID()
 	}

@@ -53,7 +53,7 @@ func (c *cell) watchedDied(m sysDeath) {
 		return
 	}
 	delete(x.watching, m.ref)
-	switch c.state.Load() {
+	switch c.lifecycle() {
 	case stateStopping, stateDead:
 		return
 	}

@@ -4,16 +4,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hashicorp/memberlist"
-	"github.com/troupe-go/troupe/remote"
+	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/internal/sbr"
+	"github.com/troupe-go/troupe/lease"
 )
 
-// Config configures a node's cluster membership. Remote is required; zero fields mean
-// their documented defaults.
+// Config configures a node's cluster membership. Zero fields mean their documented
+// defaults; the zero Config is valid and forms a cluster of one with keep-majority
+// downing.
 type Config struct {
-	// Remote is the system's transport; the member's address is its address.
-	Remote *remote.Remote
-
 	// GossipHost and GossipPort are where serf gossips (UDP and TCP). Defaults: the
 	// remote address's host, and a free port.
 	GossipHost string
@@ -26,8 +25,8 @@ type Config struct {
 	// SeedNodes are gossip addresses ("host:port") to join through. A node retries
 	// them every JoinRetryInterval until one answers or JoinTimeout passes, and stays
 	// Joining (never Up, never oldest) until it has joined, so that it cannot form a
-	// cluster of its own by mistake. Only a node that is itself the first seed, or
-	// has no seeds, forms a new cluster.
+	// cluster of its own by mistake. Only a node that is itself the first seed, or has
+	// no seeds, forms a new cluster.
 	SeedNodes []string
 	// JoinRetryInterval defaults to 1s; JoinTimeout to 30s.
 	JoinRetryInterval time.Duration
@@ -41,8 +40,7 @@ type Config struct {
 	MinNrOfMembers       int
 	MinNrOfMembersOfRole map[string]int
 
-	// Downing configures the split-brain resolver (keep-majority, stable-after 20s
-	// by default).
+	// Downing configures the split-brain resolver.
 	Downing DowningConfig
 	// KeepSystemWhenDowned, when set, leaves the actor system running after this node
 	// is downed; by default a downed node shuts its system down, as Akka does, since
@@ -54,49 +52,84 @@ type Config struct {
 	// is the primary. Empty: gossip is not encrypted.
 	Keyring [][]byte
 
-	// Timing tunes serf's failure detection and gossip; zero values keep serf's LAN
-	// defaults. TestTiming returns settings that make a test take seconds.
+	// Timing tunes gossip and failure detection; zero fields keep the defaults.
+	// TestTiming returns settings that make a test take seconds.
 	Timing Timing
-
-	// WrapTransport, when set, wraps serf's network transport, for fault injection in
-	// tests (testkit/multinode).
-	WrapTransport func(memberlist.NodeAwareTransport) memberlist.NodeAwareTransport
 }
 
-// Timing tunes gossip and failure detection; a zero field keeps serf's default.
-type Timing struct {
-	GossipInterval time.Duration // default 200ms
-	ProbeInterval  time.Duration // default 1s
-	ProbeTimeout   time.Duration // default 500ms
-	SuspicionMult  int           // default 4
-	// SuspicionMaxTimeoutMult bounds how far a suspicion's timeout stretches while
-	// few other members confirm it; default 6. 1 makes detection times uniform.
-	SuspicionMaxTimeoutMult int
-	PushPullInterval        time.Duration // default 30s
-	// LeavePropagateDelay is how long a leaving node waits for its leave to spread.
-	// Default 1s.
-	LeavePropagateDelay time.Duration
+// DowningConfig configures the split-brain resolver. The zero value is keep-majority
+// with a stable-after of 20s.
+type DowningConfig struct {
+	// Strategy chooses the side that survives a partition. Default KeepMajority.
+	Strategy Strategy
+	// StableAfter is how long membership and reachability must be unchanged before
+	// the resolver decides. Default 20s. It must be at least twice
+	// Timing.DetectionSpread. Akka's guidance by cluster size: 7s for 5 members, 10s
+	// for 10, 13s for 20, 17s for 50, 20s for 100, 30s for 1,000.
+	StableAfter time.Duration
+	// DownAllWhenUnstable downs every member when reachability keeps changing for
+	// StableAfter plus this long after the first change without a decision. 0 means
+	// three quarters of StableAfter; negative turns it off (not recommended: the sides
+	// of a partition that never settles could decide differently).
+	DownAllWhenUnstable time.Duration
+	// DownRemovalMargin is how long after removing a downed member this node waits
+	// before it publishes RemovalMarginPassed, the event on which the layers above
+	// take over the member's work. The downed side must have stopped by then. 0 means
+	// StableAfter; it must be at least Timing.DetectionSpread.
+	DownRemovalMargin time.Duration
+	// Role, when set, makes the strategies count only members with the role. Members
+	// without it are still downed with their side.
+	Role string
+	// QuorumSize is StaticQuorum's minimum side size; required for StaticQuorum.
+	QuorumSize int
+	// KeepOldestIfAlone, for KeepOldest, keeps the oldest's side even when the oldest is
+	// alone on it. By default a lone oldest is downed and the other side survives.
+	KeepOldestIfAlone bool
+	// Lease is the lease LeaseMajority competes for; required for LeaseMajority. Every
+	// node gives it the same lease name and its own owner name (its address, say).
+	Lease lease.Lease
+	// AcquireLeaseDelayForMinority is how long the minority side waits before it
+	// tries to acquire the lease, so that the majority normally gets it. Default 2s.
+	AcquireLeaseDelayForMinority time.Duration
 }
 
-// TestTiming returns timing for tests: failures are detected in about a second.
-func TestTiming() Timing {
-	return Timing{
-		GossipInterval: 20 * time.Millisecond,
-		ProbeInterval:  100 * time.Millisecond,
-		ProbeTimeout:   50 * time.Millisecond,
-		SuspicionMult:  2,
-		// A fixed suspicion timeout keeps the members' failure detections close
-		// together, well inside the test stable-after of about a second.
-		SuspicionMaxTimeoutMult: 1,
-		PushPullInterval:        500 * time.Millisecond,
-		LeavePropagateDelay:     100 * time.Millisecond,
+// Defaults of DowningConfig.
+const (
+	defaultStableAfter       = 20 * time.Second
+	defaultLeaseMinorityWait = 2 * time.Second
+)
+
+// withDefaults fills in the zero fields.
+func (d DowningConfig) withDefaults() DowningConfig {
+	if d.StableAfter == 0 {
+		d.StableAfter = defaultStableAfter
+	}
+	if d.DownAllWhenUnstable == 0 {
+		d.DownAllWhenUnstable = d.StableAfter * 3 / 4
+	}
+	if d.DownRemovalMargin == 0 {
+		d.DownRemovalMargin = d.StableAfter
+	}
+	if d.AcquireLeaseDelayForMinority == 0 {
+		d.AcquireLeaseDelayForMinority = defaultLeaseMinorityWait
+	}
+	return d
+}
+
+// resolverConfig returns the resolver's settings (after withDefaults).
+func (d DowningConfig) resolverConfig() sbr.Config {
+	return sbr.Config{
+		Strategy:                     d.Strategy,
+		StableAfter:                  d.StableAfter,
+		DownAllWhenUnstable:          d.DownAllWhenUnstable,
+		Role:                         d.Role,
+		QuorumSize:                   d.QuorumSize,
+		KeepOldestIfAlone:            d.KeepOldestIfAlone,
+		AcquireLeaseDelayForMinority: d.AcquireLeaseDelayForMinority,
 	}
 }
 
 func (c Config) withDefaults() Config {
-	if c.GossipHost == "" && c.Remote != nil {
-		c.GossipHost = c.Remote.Address().Host
-	}
 	if c.AdvertiseGossipHost == "" {
 		c.AdvertiseGossipHost = c.GossipHost
 	}
@@ -106,45 +139,61 @@ func (c Config) withDefaults() Config {
 	if c.JoinTimeout == 0 {
 		c.JoinTimeout = 30 * time.Second
 	}
-	if c.Timing.LeavePropagateDelay == 0 {
-		c.Timing.LeavePropagateDelay = time.Second
-	}
+	c.Timing = c.Timing.withDefaults()
+	c.Downing = c.Downing.withDefaults()
 	return c
 }
 
-// Validate reports missing or out-of-range fields.
+// Validate reports the first field that is out of range, wrapping ErrInvalidConfig:
+// ports, negative durations or counts, keys that are not 16, 24 or 32 bytes, roles
+// that are not plain names, an unknown strategy or one missing its setting
+// (QuorumSize, Lease), and a StableAfter or DownRemovalMargin too short for the
+// timing (see Timing.DetectionSpread).
 func (c Config) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
+	t := c.Timing
 	switch {
-	case c.Remote == nil:
-		return bad("Remote is required")
 	case c.GossipPort < 0 || c.GossipPort > 65535:
 		return bad("GossipPort %d", c.GossipPort)
 	case c.AdvertiseGossipPort < 0 || c.AdvertiseGossipPort > 65535:
 		return bad("AdvertiseGossipPort %d", c.AdvertiseGossipPort)
 	case c.JoinRetryInterval < 0 || c.JoinTimeout < 0:
 		return bad("negative join interval or timeout")
-	case c.Timing.SuspicionMult < 0 || c.Timing.SuspicionMaxTimeoutMult < 0 || c.Timing.GossipInterval < 0 || c.Timing.ProbeInterval < 0 ||
-		c.Timing.ProbeTimeout < 0 || c.Timing.PushPullInterval < 0 || c.Timing.LeavePropagateDelay < 0:
+	case t.SuspicionMult < 0 || t.SuspicionMaxTimeoutMult < 0 || t.GossipInterval < 0 || t.ProbeInterval < 0 ||
+		t.ProbeTimeout < 0 || t.PushPullInterval < 0 || t.LeavePropagateDelay < 0 ||
+		t.HeartbeatInterval < 0 || t.AcceptableHeartbeatPause < 0:
 		return bad("negative timing")
+	case c.Downing.StableAfter < 0 || c.Downing.DownRemovalMargin < 0 || c.Downing.AcquireLeaseDelayForMinority < 0:
+		return bad("negative downing duration")
+	case c.Downing.Strategy == LeaseMajority && c.Downing.Lease == nil:
+		return bad("lease-majority needs a Lease")
 	}
 	for i, k := range c.Keyring {
 		if n := len(k); n != 16 && n != 24 && n != 32 {
 			return bad("keyring key %d has %d bytes (16, 24 or 32)", i, n)
 		}
 	}
-	if err := (MembershipConfig{MinNrOfMembers: c.MinNrOfMembers, MinNrOfMembersOfRole: c.MinNrOfMembersOfRole}).Validate(); err != nil {
-		return err
-	}
-	if err := c.Downing.Validate(); err != nil {
-		return err
+	if err := (membership.MembershipConfig{MinNrOfMembers: c.MinNrOfMembers, MinNrOfMembersOfRole: c.MinNrOfMembersOfRole}).Validate(); err != nil {
+		return bad("%v", err)
 	}
 	for _, r := range c.Roles {
-		if err := checkRole(r); err != nil {
-			return fmt.Errorf("%w: role %q: %w", ErrInvalidConfig, r, err)
+		if err := membership.CheckRole(r); err != nil {
+			return bad("role %q: %v", r, err)
 		}
+	}
+	d := c.Downing.withDefaults()
+	if err := d.resolverConfig().Validate(); err != nil {
+		return bad("%v", err)
+	}
+	spread := c.Timing.DetectionSpread()
+	switch {
+	case d.StableAfter < 2*spread:
+		return bad("StableAfter %v is below twice the failure detection spread of the timing (%v): use at least %v",
+			d.StableAfter, spread, 2*spread)
+	case d.DownRemovalMargin < spread:
+		return bad("DownRemovalMargin %v is below the failure detection spread of the timing (%v)", d.DownRemovalMargin, spread)
 	}
 	return nil
 }

@@ -9,6 +9,9 @@ import (
 
 	"github.com/hashicorp/serf/serf"
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/internal/reachability"
+	"github.com/troupe-go/troupe/internal/sbr"
 	"go.uber.org/zap"
 )
 
@@ -26,45 +29,139 @@ type (
 		err   error
 		reply chan error
 	}
-	tick struct{}
+	joinedNotice struct{}
 )
 
-// tickInterval is how often the core checks the split-brain resolver and its own
-// move to Up.
-const tickInterval = 50 * time.Millisecond
+// Keys of the core's timers.
+const (
+	timerHeartbeat = "heartbeat"
+	timerGossip    = "gossip"
+	timerCheck     = "check"
+	timerResolver  = "resolver"
+	timerMargin    = "margin"
+	timerLease     = "lease"
+)
 
-// core is the actor around Membership and the Resolver: it feeds them serf's events,
-// acts on their decisions (tags, downing, quarantine) and publishes the events.
+// core is the actor around the pure cores: Membership (the member view), the
+// reachability Table and heartbeat Monitor, the split-brain Resolver and the removal
+// Margins. It feeds them serf's events, heartbeat answers and gossip, acts on their
+// decisions (tags, downing, quarantine, lease) and publishes the events. Every input
+// ends with settle, which brings the derived state up to date and sets the timers to
+// the next moment something can be due.
 type core struct {
-	c    *Cluster
-	ms   *Membership
-	res  *Resolver
-	subs map[actor.Ref]struct{}
+	c       *Cluster
+	ms      *membership.Membership
+	table   *reachability.Table
+	mon     *reachability.Monitor
+	res     *sbr.Resolver
+	margins *membership.Margins
+	subs    map[actor.Ref]struct{}
+
+	// serfFailed holds the members serf declared failed, with when (see
+	// refreshReachability for when it counts). serf keeps a failed member dead until
+	// it reconnects to it, which takes a while after a link heals: an answer to a
+	// heartbeat sent after the failure ends the observation sooner.
+	serfFailed map[UniqueAddress]time.Time
+	peers      map[UniqueAddress]peer // Refs to other members' cluster actors
+	heartbeat  actor.Ref              // this node's heartbeat responder
+	reachKey   string                 // the unreachable and indirectly connected members last seen
 
 	leaving, downed bool
+	servicesStopped bool            // timers cancelled and responder stopped
 	badTags         map[string]bool // node names whose malformed tags were logged
+	drops           dropLog         // events and gossip this node could not deliver or use
+
+	lease leaseState
+}
+
+func newCore(cfg Config, self Member) (*core, error) {
+	ms, err := membership.NewMembership(membership.MembershipConfig{MinNrOfMembers: cfg.MinNrOfMembers, MinNrOfMembersOfRole: cfg.MinNrOfMembersOfRole}, self)
+	if err != nil {
+		return nil, err
+	}
+	res, err := sbr.NewResolver(cfg.Downing.resolverConfig(), time.Now())
+	if err != nil {
+		return nil, err
+	}
+	mon, err := reachability.NewMonitor(cfg.Timing.monitorConfig(), self.Unique)
+	if err != nil {
+		return nil, err
+	}
+	return &core{
+		ms:         ms,
+		table:      reachability.NewTable(self.Unique),
+		mon:        mon,
+		res:        res,
+		margins:    membership.NewMargins(cfg.Downing.DownRemovalMargin),
+		subs:       make(map[actor.Ref]struct{}),
+		serfFailed: make(map[UniqueAddress]time.Time),
+		peers:      make(map[UniqueAddress]peer),
+	}, nil
 }
 
 func (k *core) Receive(ctx actor.Context) {
+	now := time.Now()
+	if done, ok := ctx.Message().(leaveDone); ok {
+		k.apply(k.ms.SetStatus(k.c.self.Unique, Exiting))
+		k.apply(k.ms.Remove(k.c.self.Unique))
+		k.c.stop()
+		done.reply <- done.err
+	}
+	if k.c.isStopped() {
+		k.receiveStopped(ctx)
+		return
+	}
+	// changed: the input may have changed the view (membership, reachability), which
+	// is then brought up to date and decided on. Heartbeats, the bulk of the traffic,
+	// change it only when a monitored member changes reachability.
+	changed := true
 	switch m := ctx.Message().(type) {
 	case actor.Started:
-		ctx.StartPeriodicTimer("tick", tick{}, tickInterval)
+		k.started(ctx)
 	case serfEvent:
-		k.onSerf(m.ev)
-	case tick:
-		k.maybeUp()
-		k.decide()
+		k.onSerf(ctx, m.ev)
+	case joinedNotice:
+	case heartbeatTick:
+		k.sendHeartbeats(ctx, now)
+		changed = k.checkMonitor(now)
+	case heartbeatRsp:
+		changed = k.onHeartbeatRsp(m, now)
+		changed = k.checkMonitor(now) || changed
+	case checkTimer:
+		changed = k.checkMonitor(now)
+	case gossipTick:
+		k.gossip(ctx)
+		changed = false
+	case reachGossip:
+		changed = k.onGossip(m)
+	case resolverTimer:
+		changed = false
+		k.decide(ctx, now)
+	case marginTimer:
+		k.publish(k.margins.Due(now), now)
+		k.maybeReleaseLease(now)
+	case leaseTimer:
+		k.maybeReleaseLease(now)
+		changed = false
+	case leaseResult:
+		k.onLeaseResult(ctx, m, now)
+	case leaseLost:
+		k.onLeaseLost(m)
+		changed = false
 	case subscribe:
 		if _, ok := k.subs[m.ref]; !ok {
 			k.subs[m.ref] = struct{}{}
 			ctx.Watch(m.ref)
-			_ = m.ref.Tell(k.ms.State())
+			k.tell(m.ref, k.snapshot())
 		}
+		changed = false
 	case unsubscribe:
 		delete(k.subs, m.ref)
 		ctx.Unwatch(m.ref)
+		changed = false
 	case actor.Terminated:
 		delete(k.subs, m.Ref)
+		changed = false
 	case downRequest:
 		u := m.u
 		if m.addr != "" {
@@ -74,18 +171,101 @@ func (k *core) Receive(ctx actor.Context) {
 				}
 			}
 		}
-		k.down(u, true)
+		k.down(ctx, []UniqueAddress{u}, true)
+	case downNotice:
+		if len(m.Down) > maxGossipRows {
+			k.drops.note(k.c.log, "down notice refused: too many members", nil)
+			return
+		}
+		k.down(ctx, m.Down, false)
 	case leaveRequest:
 		k.leave(ctx, m.reply)
-	case leaveDone:
-		k.apply(k.ms.SetStatus(k.c.self.Unique, Exiting))
-		k.apply(k.ms.Remove(k.c.self.Unique))
-		k.c.stop()
-		m.reply <- m.err
+	default:
+		return
+	}
+	k.settle(ctx, now, changed)
+}
+
+// receiveStopped handles a message once this node has stopped its cluster services
+// (it left, was downed, crashed or shut down): the heartbeats and gossip end, and only
+// subscriptions and leave requests are still answered.
+func (k *core) receiveStopped(ctx actor.Context) {
+	if !k.servicesStopped {
+		k.servicesStopped = true
+		ctx.CancelAllTimers()
+		if !k.heartbeat.IsZero() {
+			_ = ctx.Stop(k.heartbeat)
+		}
+	}
+	switch m := ctx.Message().(type) {
+	case subscribe:
+		if _, ok := k.subs[m.ref]; !ok {
+			k.subs[m.ref] = struct{}{}
+			ctx.Watch(m.ref)
+			k.tell(m.ref, k.snapshot())
+		}
+	case unsubscribe:
+		delete(k.subs, m.ref)
+		ctx.Unwatch(m.ref)
+	case actor.Terminated:
+		delete(k.subs, m.Ref)
+	case leaveRequest:
+		m.reply <- nil
+	case leaseResult:
+		k.onLeaseResult(ctx, m, time.Now())
+	case marginTimer:
 	}
 }
 
-func (k *core) onSerf(ev serf.Event) {
+// started begins the heartbeats and the gossip.
+func (k *core) started(ctx actor.Context) {
+	t := k.c.cfg.Timing
+	ref, err := ctx.Spawn(actor.PropsOf(func() actor.Actor { return &heartbeatResponder{self: k.c.self.Unique} }), heartbeatName)
+	if err != nil {
+		k.c.log.Error("starting the heartbeat responder", zap.Error(err))
+	}
+	k.heartbeat = ref
+	ctx.StartPeriodicTimer(timerHeartbeat, heartbeatTick{}, t.HeartbeatInterval)
+	ctx.StartPeriodicTimer(timerGossip, gossipTick{}, t.HeartbeatInterval)
+}
+
+// settle brings the derived state up to date after an input that changed it: the
+// member's own move to Up, its reachability observations and their consequences, and
+// the resolver's decision. Then it sets the timers to the next moment something can be
+// due.
+func (k *core) settle(ctx actor.Context, now time.Time, changed bool) {
+	if k.downed || k.c.isStopped() {
+		return // the next message stops the services (receiveStopped)
+	}
+	if changed {
+		k.maybeUp()
+		k.refreshReachability(ctx, now)
+		k.decide(ctx, now)
+		if k.downed || k.c.isStopped() {
+			return
+		}
+	}
+	k.armTimers(ctx, now)
+}
+
+// armTimers sets the one-shot timers to the monitor's next check and the next margin.
+func (k *core) armTimers(ctx actor.Context, now time.Time) {
+	arm := func(key string, msg any, at time.Time, ok bool) {
+		if !ok {
+			ctx.CancelTimer(key)
+			return
+		}
+		ctx.StartSingleTimer(key, msg, max(at.Sub(now), time.Millisecond))
+	}
+	at, ok := k.mon.NextCheck()
+	arm(timerCheck, checkTimer{}, at, ok)
+	at, ok = k.margins.Next()
+	arm(timerMargin, marginTimer{}, at, ok)
+	at, ok = k.lease.releaseAt, k.lease.held
+	arm(timerLease, leaseTimer{}, at, ok)
+}
+
+func (k *core) onSerf(ctx actor.Context, ev serf.Event) {
 	switch e := ev.(type) {
 	case serf.MemberEvent:
 		for _, sm := range e.Members {
@@ -97,17 +277,17 @@ func (k *core) onSerf(ev serf.Event) {
 		}
 		u, err := parseUnique(string(e.Payload))
 		if err != nil {
-			k.c.log.Warn("malformed down event", zap.Error(err))
+			k.drops.note(k.c.log, "malformed down event ignored", err)
 			return
 		}
-		k.down(u, false)
+		k.down(ctx, []UniqueAddress{u}, false)
 	}
 }
 
 func (k *core) onMember(t serf.EventType, sm serf.Member) {
-	m, err := DecodeTags(sm.Tags)
-	if err == nil && m.Unique.Addr != sm.Name {
-		err = errors.New("the address tag differs from the node name")
+	m, err := membership.DecodeTags(sm.Tags)
+	if err == nil && nodeName(m.Unique.Addr) != sm.Name {
+		err = errors.New("the address tag does not match the node name")
 	}
 	if err != nil {
 		if !k.badTags[sm.Name] {
@@ -128,9 +308,7 @@ func (k *core) onMember(t serf.EventType, sm serf.Member) {
 		if k.ms.WasRemoved(u) {
 			return
 		}
-		if k.ms.IsUnreachable(u) {
-			k.apply(k.ms.Reachable(u))
-		}
+		delete(k.serfFailed, u) // alive again, if it was failed
 		k.apply(k.ms.Observe(m))
 	case serf.EventMemberFailed:
 		if k.ms.WasRemoved(u) {
@@ -139,7 +317,7 @@ func (k *core) onMember(t serf.EventType, sm serf.Member) {
 		if _, known := k.ms.Member(u); !known {
 			k.apply(k.ms.Observe(m))
 		}
-		k.apply(k.ms.Unreachable(u))
+		k.serfFailed[u] = time.Now()
 	case serf.EventMemberLeave:
 		cur, known := k.ms.Member(u)
 		if !known {
@@ -162,19 +340,22 @@ func (k *core) onMember(t serf.EventType, sm serf.Member) {
 }
 
 // apply publishes events from the membership and acts on them.
-func (k *core) apply(evs []Event, err error) {
+func (k *core) apply(evs []membership.Event, err error) {
 	if err != nil {
 		k.c.log.Debug("membership input ignored", zap.Error(err))
 	}
 	if len(evs) == 0 {
 		return
 	}
-	k.c.publishState(k.ms) // before the events: a subscriber reading State sees them
 	now := time.Now()
 	var downed []UniqueAddress
+	var follow []membership.Event
 	for _, ev := range evs {
-		if _, ok := ev.(OldestChanged); !ok {
-			k.res.Changed(now)
+		switch ev.(type) {
+		case OldestChanged, UnreachableMember, ReachableMember:
+			// Not membership changes; reachability is tracked by refreshReachability.
+		default:
+			k.res.MembershipChanged(now)
 		}
 		switch e := ev.(type) {
 		case MemberUp:
@@ -186,20 +367,54 @@ func (k *core) apply(evs []Event, err error) {
 				downed = append(downed, e.Member.Unique)
 			}
 		case MemberRemoved:
-			if e.Member.Unique != k.c.self.Unique {
-				if addr, err := actor.ParseAddress(e.Member.Unique.Addr); err == nil {
-					k.c.link.Quarantine(addr, e.Member.Unique.UID, "removed from the cluster")
-				}
+			u := e.Member.Unique
+			if u == k.c.self.Unique {
+				break
 			}
-		}
-		for s := range k.subs {
-			_ = s.Tell(ev)
+			delete(k.serfFailed, u)
+			delete(k.peers, u)
+			k.table.Remove(u)
+			if addr, err := actor.ParseAddress(u.Addr); err == nil {
+				k.c.link.Quarantine(addr, u.UID, "removed from the cluster")
+			}
+			follow = append(follow, k.margins.Removed(e, now)...)
 		}
 	}
+	k.publish(evs, now)
+	k.publish(follow, now)
 	// A downed member is removed at once (a downed node stops its cluster services);
-	// this also removes an old incarnation that a restarted node replaced.
+	// this also removes an old incarnation that a restarted node replaced. Its work is
+	// taken over only after the removal margin (RemovalMarginPassed).
 	for _, u := range downed {
 		k.apply(k.ms.Remove(u))
+	}
+}
+
+// publish refreshes the snapshot and sends the events to the subscribers, in order.
+func (k *core) publish(evs []membership.Event, _ time.Time) {
+	if len(evs) == 0 {
+		return
+	}
+	k.c.publishState(k.snapshot()) // before the events: a subscriber reading State sees them
+	for _, ev := range evs {
+		for s := range k.subs {
+			k.tell(s, ev)
+		}
+	}
+}
+
+// snapshot returns the current state with the members awaiting their margin.
+func (k *core) snapshot() CurrentClusterState {
+	st := k.ms.State()
+	st.AwaitingRemovalMargin = k.margins.Pending()
+	return st
+}
+
+// tell sends a subscriber a message; a failure (a full mailbox, a remote subscriber
+// that cannot be reached) has become a dead letter, and is counted and logged here too.
+func (k *core) tell(to actor.Ref, msg any) {
+	if err := to.Tell(msg); err != nil {
+		k.drops.note(k.c.log, "cluster event not delivered to a subscriber", err)
 	}
 }
 
@@ -210,7 +425,7 @@ func (k *core) apply(evs []Event, err error) {
 // forms.
 func (k *core) maybeUp() {
 	self, ok := k.ms.Member(k.c.self.Unique)
-	if !ok || self.Status != Joining || k.leaving || k.downed || !k.c.joined.Load() || !k.ms.MinMembersMet() {
+	if !ok || self.Status != Joining || k.leaving || k.downed || !k.c.isJoined() || !k.ms.MinMembersMet() {
 		return
 	}
 	if !k.c.founder {
@@ -230,7 +445,7 @@ func (k *core) publishSelf() {
 	if !ok {
 		return
 	}
-	tags, err := EncodeTags(self)
+	tags, err := membership.EncodeTags(self)
 	if err == nil {
 		err = k.c.serf.SetTags(tags)
 	}
@@ -239,54 +454,54 @@ func (k *core) publishSelf() {
 	}
 }
 
-// decide runs the split-brain resolver once membership has been stable long enough.
-func (k *core) decide() {
-	if k.downed || k.leaving {
+// down declares the members Down and then, if it is listed, this node. With spread it
+// first tells every member: a serf user event per member, which gossip carries around
+// broken links, and a notice over the remote transport to each member, which arrives
+// at once and is sent even by a node that downs itself (its transport flushes what is
+// queued before it closes). Members this node does not know are skipped.
+func (k *core) down(ctx actor.Context, us []UniqueAddress, spread bool) {
+	if k.downed || len(us) == 0 {
 		return
 	}
-	d := k.res.Decide(time.Now(), k.ms.DowningInput())
-	if d.Action == NoAction {
-		return
-	}
-	k.c.log.Warn("split-brain resolver decided", zap.Stringer("action", d.Action), zap.Int("downing", len(d.Down)))
-	for _, u := range d.Down {
-		if u != k.c.self.Unique {
-			k.down(u, true)
-		}
-	}
-	if d.Downs(k.c.self.Unique) {
-		k.down(k.c.self.Unique, false)
-	}
-}
-
-// down declares u Down; spread tells the other members too.
-func (k *core) down(u UniqueAddress, spread bool) {
-	if k.downed {
-		return
-	}
-	if u == k.c.self.Unique {
-		k.downSelf()
-		return
-	}
-	if _, known := k.ms.Member(u); !known {
-		return
-	}
-	k.apply(k.ms.Down(u))
 	if spread {
-		if err := k.c.serf.UserEvent(userEventDown, []byte(u.String()), false); err != nil {
-			k.c.log.Warn("spreading a down decision", zap.Error(err))
+		for _, u := range us {
+			if err := k.c.serf.UserEvent(userEventDown, []byte(u.String()), false); err != nil {
+				k.c.log.Warn("spreading a down decision", zap.Error(err))
+			}
+		}
+		notice := downNotice{Down: us}
+		for _, m := range k.ms.Members() {
+			if m.Unique == k.c.self.Unique || m.Status == Down {
+				continue
+			}
+			if p, ok := k.peerOf(m.Unique); ok {
+				_ = ctx.Send(p.core, notice)
+			}
 		}
 	}
-	// apply removed it. serf keeps the member as failed (it never answers again: a
-	// downed node stops its serf) until ReconnectTimeout reaps it; serf's own removal
-	// would block on a broadcast and leave a sleeping goroutine behind.
+	self := false
+	for _, u := range us {
+		if u == k.c.self.Unique {
+			self = true
+			continue
+		}
+		if _, known := k.ms.Member(u); known {
+			k.apply(k.ms.Down(u))
+		}
+	}
+	// apply removed them. serf keeps each as failed (it never answers again: a downed
+	// node stops its serf) until ReconnectTimeout reaps it; serf's own removal would
+	// block on a broadcast and leave a sleeping goroutine behind.
+	if self {
+		k.downSelf()
+	}
 }
 
 // downSelf stops this node's cluster services: it was downed, by the resolver on its
 // own side or by another member. Unless configured otherwise the system shuts down.
 func (k *core) downSelf() {
 	k.downed = true
-	k.c.log.Warn("this member was downed; leaving the cluster services")
+	k.c.log.Warn("this member was downed; stopping the cluster services")
 	k.apply(k.ms.Down(k.c.self.Unique))
 	k.c.stop()
 	k.apply(k.ms.Remove(k.c.self.Unique))
@@ -327,44 +542,4 @@ func parseUnique(s string) (UniqueAddress, error) {
 		return UniqueAddress{}, errors.New("bad uid")
 	}
 	return UniqueAddress{Addr: s[:i], UID: uid}, nil
-}
-
-// publishState refreshes the snapshot behind State and the transport's member list.
-func (c *Cluster) publishState(ms *Membership) {
-	st := ms.State()
-	managed := make(map[actor.Address]bool, len(st.Members))
-	for _, m := range st.Members {
-		if addr, err := actor.ParseAddress(m.Unique.Addr); err == nil {
-			managed[addr] = true
-		}
-	}
-	c.managed.Store(&managed)
-	c.mu.Lock()
-	c.state = st
-	c.mu.Unlock()
-}
-
-// markUp runs the RegisterOnMemberUp callbacks once.
-func (c *Cluster) markUp() {
-	c.mu.Lock()
-	if c.up {
-		c.mu.Unlock()
-		return
-	}
-	c.up = true
-	fs := c.onUp
-	c.onUp = nil
-	c.mu.Unlock()
-	for _, f := range fs {
-		go f()
-	}
-}
-
-func (c *Cluster) isStopped() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
 }

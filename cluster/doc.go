@@ -1,59 +1,103 @@
 // Package cluster is Troupe's cluster membership: Akka's member model (status, roles,
 // app version, age and reachability) carried on hashicorp/serf, cluster events, and a
-// split-brain resolver that downs members instead of serf's timers.
+// split-brain resolver that downs members instead of serf's timers, with the margins
+// that keep a singleton or a shard from running on both sides of a partition.
 //
 // # A node
 //
-// Start joins an actor system with remoting to a cluster:
+// Start joins an actor system, with remoting started, to a cluster; Get finds it again:
 //
-//	r, _ := remote.Start(sys, remote.Config{Registry: reg, ListenPort: 2552})
+//	remote.Start(sys, remote.Config{Registry: reg, ListenPort: 2552})
 //	c, err := cluster.Start(sys, cluster.Config{
-//		Remote:    r,
 //		SeedNodes: []string{"10.0.0.5:7946"}, // gossip addresses of running members
 //	})
-//	c.Subscribe(ref) // CurrentClusterState first, then every event in order
+//	err = c.WaitUp(ctx)    // this member is Up (or why not: the join failed, ctx ended)
+//	err = c.Subscribe(ref) // a CurrentClusterState first, then every event in order
 //
-// serf gossips on its own port (GossipPort) and carries each member in its tags:
-// the remote address, the incarnation uid, the status the member reports for itself,
-// its age, roles and app version (EncodeTags, versioned). A member with malformed tags
-// is ignored with a log line.
+// The member's address is the transport's (troupe://system@host:port); serf gossips on
+// a port of its own (GossipPort), and every member carries in its serf tags its address,
+// incarnation uid, the status it reports for itself, its age, roles and app version.
+// Joining through the seed nodes happens in the background: JoinProgress says how it
+// goes, WaitUp waits for it, and failed attempts are logged.
 //
 // # Member lifecycle
 //
 // A member starts Joining and moves itself Up once MinNrOfMembers (overall and per
-// role) have joined; RegisterOnMemberUp callbacks run then. When it becomes Up it picks
-// its age (NextUpNumber: its clock in milliseconds, but above every age it has seen) and
-// never changes it, so every node that sees the same members agrees on the oldest
-// (Oldest, OldestChanged), overall and per role: the singleton and the sharding
-// coordinator live there. Leave (run by coordinated shutdown in the cluster-leave
-// phase) makes the member Leaving, then serf's leave makes it Exiting and Removed on
-// every node, in that order.
+// role) have joined; RegisterOnMemberUp callbacks run then. When it becomes Up it
+// picks its age and never changes it, so every node that sees the same members agrees
+// on the oldest (OldestChanged, CurrentClusterState.Oldest), overall and per role: the
+// singleton and the sharding coordinator live there. Leave (run by coordinated
+// shutdown in the cluster-leave phase) makes the member Leaving, then Exiting and
+// Removed on every node, in that order. A removed identity never comes back; a node
+// restarted on the same address is a new incarnation and a new member.
 //
-// serf's failure detector makes a member Unreachable, never Removed: an unreachable
-// member stays until the split-brain resolver (or Down by hand) downs it. A removed
-// identity never comes back; a node restarted on the same address is a new
-// incarnation (a new uid) and a new member.
+// # Reachability
+//
+// Two failure detectors run side by side. serf probes every member (with indirect
+// probes through others), and each member heartbeats about five others over the remote
+// transport, the path the application's messages take, chosen on a ring so that every
+// member is watched by about five; a phi-accrual detector judges the answers. Each
+// member gossips what it observes (Akka's reachability table: observer, subject and a
+// version per observer) to the others over the remote transport. A member is
+// unreachable (UnreachableMember) when one of its heartbeat observers says so, or the
+// serf of a member that does not heartbeat it; it is reachable again when none does.
+// A member that some observers cannot reach while it still observes others (its
+// observations arrive, so some links work) is indirectly connected: a link fails in one
+// direction, say, which serf's indirect probes hide.
 //
 // # Split-brain resolver
 //
-// When some members are unreachable and membership has not changed for StableAfter,
-// Decide picks the surviving side: keep-majority (the default; an exactly equal split
-// keeps the side with the lowest address), static-quorum, keep-oldest or down-all. The
-// surviving side downs the others and spreads the decision; a node on the losing side
-// downs itself, stops its cluster services and, unless KeepSystemWhenDowned, shuts its
-// actor system down. With no unreachable member nothing is ever downed.
+// An unreachable member is never removed by a timer alone. When membership and
+// reachability have not changed for StableAfter, the resolver on every node decides
+// which side survives (keep-majority by default; static-quorum, keep-oldest, down-all,
+// lease-majority): the surviving side downs the others and spreads the decision; a node
+// on the losing side downs itself, stops its cluster services and, unless
+// KeepSystemWhenDowned, shuts its actor system down. Indirectly connected members are
+// downed, and the strategy decides the clean partition beside them. When reachability
+// keeps changing for StableAfter plus DownAllWhenUnstable (three quarters of it by
+// default), every member is downed rather than deciding on a view that never settles.
+// Validate refuses a StableAfter shorter than twice the timing's detection spread
+// (Timing.DetectionSpread).
 //
-// # Remote integration
+// # The down-removal margin
 //
-// Membership replaces the transport's heartbeat failure detector for members: when a
-// member is removed, its incarnation is quarantined in the remote transport, so every
-// watched actor there gets Terminated with AddressTerminated.
+// A downed member is removed at once, but the other side of a partition decides on its
+// own schedule and needs a moment to stop. So a removal is followed by
+// RemovalMarginPassed: at once after a graceful leave, and after DownRemovalMargin
+// (StableAfter by default) after a downing; meanwhile CurrentClusterState lists the
+// member under AwaitingRemovalMargin. Take a removed member's work over (start its
+// singleton, reallocate its shards) on RemovalMarginPassed, never on MemberRemoved.
+// What this promises: the downed side has stopped its cluster services by then, as long
+// as both sides' failure detection works within the detection spread (StableAfter is at
+// least twice it) and the downed node is not paused (a garbage collection, a stopped
+// VM) for longer than the margin; a lease (lease-majority) removes the reliance on
+// timing for the decision itself.
 //
-// # Pure state machines
+// # What can be lost, and when
 //
-// The protocols are plain types without goroutines or I/O, tested with table tests:
-// Membership (the view and the events it implies), Decide and Resolver (downing),
-// EncodeTags and DecodeTags (fuzzed). The node (Start) is a thin actor around them that
-// does serf's I/O. testkit/multinode runs several nodes in one test process and
-// injects partitions and crashes.
+//   - Messages to a removed member: when a member is removed (after a leave or a
+//     downing) its incarnation is quarantined in the transport, so every message to it
+//     fails with remote.ErrQuarantined and becomes a dead letter, and every actor
+//     watched there is reported Terminated with AddressTerminated. Watches fire at the
+//     removal, before the margin: do not take work over on them.
+//   - Messages to an unreachable member: the transport keeps them queued (bounded by
+//     its outbound queue) until the member answers again or is removed; the cluster's
+//     own heartbeats and gossip to it are lost the same way, which is how it is found
+//     unreachable.
+//   - Events to a subscriber: a subscriber whose Tell fails (a full mailbox, a remote
+//     subscriber that cannot be reached) misses that event; it has become a dead
+//     letter, and the cluster counts it and logs it (at most a line every 10s, with
+//     the count of the lines left out). A subscriber that stops is unsubscribed.
+//   - Gossip this node cannot use (malformed or oversized reachability gossip, a
+//     malformed down notice, a member with malformed tags) is dropped, counted and
+//     logged the same way.
+//
+// # Pure cores
+//
+// The protocols are plain types without goroutines or I/O, table-tested in internal
+// packages: the member view, tags and margins (internal/membership), the reachability
+// table and heartbeat monitor (internal/reachability), and the resolver
+// (internal/sbr). The node (Start) is a thin actor around them that does serf's and
+// the transport's I/O. testkit/multinode runs several nodes in one test process, or as
+// processes in network namespaces with real link faults.
 package cluster

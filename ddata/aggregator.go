@@ -65,8 +65,9 @@ func newFanout(l level, peers []peer, ordered bool, rng *rand.Rand, now time.Tim
 		start:   now,
 		timeout: l.timeout,
 	}
-	f.primary = all[:f.needed:f.needed]
-	f.secondary = slices.Clone(all[f.needed:min(len(all), f.needed+maxSecondaryNodes)])
+	first := min(f.needed, len(all)) // fewer when a From level asks for more nodes than there are
+	f.primary = all[:first:first]
+	f.secondary = slices.Clone(all[first:min(len(all), first+maxSecondaryNodes)])
 	for _, n := range f.primary {
 		f.asked[n] = true
 	}

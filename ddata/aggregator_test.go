@@ -202,3 +202,25 @@ func TestReadAggregator(t *testing.T) {
 		t.Fatal("alone: should be done")
 	}
 }
+
+// From levels ask for exactly n replicas: with fewer nodes the write cannot succeed
+// and fails at once, while Majority and All act as local.
+func TestFromNeedsItsReplicas(t *testing.T) {
+	w := newWriteAggregator(WriteTo(2, time.Second), nil, false, nil, false, t0)
+	if w.outcome != writeTimedOut {
+		t.Fatalf("WriteTo(2) alone: outcome %d, want timed out", w.outcome)
+	}
+	w = newWriteAggregator(WriteTo(3, time.Second), peers([]cluster.UniqueAddress{n2}, nil, nil), false, nil, false, t0)
+	if w.outcome != writeTimedOut || len(w.primary) != 1 {
+		t.Fatalf("WriteTo(3) with 2 nodes: outcome %d, primary %v", w.outcome, w.primary)
+	}
+	for _, c := range []WriteConsistency{WriteMajority(time.Second, 0), WriteAll(time.Second)} {
+		if w := newWriteAggregator(c, nil, false, nil, false, t0); w.outcome != writeSucceeded {
+			t.Fatalf("%v alone: outcome %d, want success", c, w.outcome)
+		}
+	}
+	r := newReadAggregator(ReadFrom(2, time.Second), nil, nil, nil, t0)
+	if r.outcome != readTimedOut {
+		t.Fatalf("ReadFrom(2) alone: outcome %d", r.outcome)
+	}
+}

@@ -47,12 +47,14 @@ func (l level) validate() error {
 }
 
 // required returns how many replicas, the local one included, must take part when
-// n nodes count (the local one included, n >= 1). It is at least 1 and at most n.
+// n nodes count (the local one included, n >= 1). It is at least 1, and at most n
+// except for levelFrom, which asks for exactly l.n replicas (as Akka's ReadFrom and
+// WriteTo do): with fewer nodes it cannot succeed.
 func (l level) required(n int) int {
 	n = max(n, 1)
 	switch l.kind {
 	case levelFrom:
-		return min(l.n, n)
+		return l.n
 	case levelMajority:
 		return majority(n, l.additional, l.minCap)
 	case levelAll:
@@ -94,8 +96,8 @@ func (l level) String() string {
 // ReadFrom, ReadMajority, ReadMajorityPlus or ReadAll; the zero value is ReadLocal.
 //
 // Counts include the local replica and only Up nodes; ReadAll and ReadMajorityPlus
-// also leave out Exiting nodes. When the local node is the only Up node, every level
-// acts as ReadLocal.
+// also leave out Exiting nodes. When the local node is the only Up node, the
+// majority and All levels act as ReadLocal; ReadFrom(n) still needs n replicas.
 type ReadConsistency struct{ l level }
 
 // WriteConsistency says how many replicas must have an Update before it succeeds.
@@ -106,7 +108,8 @@ type WriteConsistency struct{ l level }
 // ReadLocal reads the local replica only.
 func ReadLocal() ReadConsistency { return ReadConsistency{} }
 
-// ReadFrom reads n replicas (n >= 2, the local one included) and merges them.
+// ReadFrom reads n replicas (n >= 2, the local one included) and merges them. n
+// counts exactly: while fewer than n nodes count, the read fails.
 func ReadFrom(n int, timeout time.Duration) ReadConsistency {
 	return ReadConsistency{level{kind: levelFrom, n: n, timeout: timeout}}
 }
@@ -132,7 +135,7 @@ func ReadAll(timeout time.Duration) ReadConsistency {
 func (c ReadConsistency) Timeout() time.Duration { return c.l.timeout }
 
 // Required returns how many replicas, the local one included, the read needs when
-// n nodes count (n includes the local node).
+// n nodes count (n includes the local node): at most n, except for ReadFrom.
 func (c ReadConsistency) Required(n int) int { return c.l.required(n) }
 
 // IsLocal reports whether c is ReadLocal.
@@ -147,7 +150,9 @@ func (c ReadConsistency) String() string { return "Read" + c.l.String() }
 // WriteLocal writes the local replica only.
 func WriteLocal() WriteConsistency { return WriteConsistency{} }
 
-// WriteTo writes n replicas (n >= 2, the local one included).
+// WriteTo writes n replicas (n >= 2, the local one included). n counts exactly:
+// while fewer than n nodes count, the write times out (it is still applied
+// locally).
 func WriteTo(n int, timeout time.Duration) WriteConsistency {
 	return WriteConsistency{level{kind: levelFrom, n: n, timeout: timeout}}
 }
@@ -173,7 +178,7 @@ func WriteAll(timeout time.Duration) WriteConsistency {
 func (c WriteConsistency) Timeout() time.Duration { return c.l.timeout }
 
 // Required returns how many replicas, the local one included, must have the write
-// when n nodes count (n includes the local node).
+// when n nodes count (n includes the local node): at most n, except for WriteTo.
 func (c WriteConsistency) Required(n int) int { return c.l.required(n) }
 
 // IsLocal reports whether c is WriteLocal.

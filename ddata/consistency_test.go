@@ -26,7 +26,7 @@ func TestMajorityFormula(t *testing.T) {
 	}{
 		{"local", WriteLocal(), 7, 1},
 		{"to 3 of 7", WriteTo(3, time.Second), 7, 3},
-		{"to 3 of 2", WriteTo(3, time.Second), 2, 2},
+		{"to 3 of 2 asks for 3", WriteTo(3, time.Second), 2, 3},
 		{"majority of 1 acts local", WriteMajority(time.Second, 0), 1, 1},
 		{"majority of 2", WriteMajority(time.Second, 0), 2, 2},
 		{"majority of 4", WriteMajority(time.Second, 0), 4, 3},

@@ -104,6 +104,17 @@ func (p *deltaPropagation) update(key string, d Delta) uint64 {
 	return s
 }
 
+// bump records a local change of key that no node is sent as a delta (there is
+// no node to send it to) and returns its sequence number. It forgets the key's
+// pending entries: a node that later gets the key's next delta sees the gap and
+// asks for the full value, which holds the change.
+func (p *deltaPropagation) bump(key string) uint64 {
+	s := p.seq[key] + 1
+	p.seq[key] = s
+	delete(p.entries, key)
+	return s
+}
+
 // currentVersion returns the last sequence number given for key.
 func (p *deltaPropagation) currentVersion(key string) uint64 { return p.seq[key] }
 

@@ -127,3 +127,27 @@ func TestCheckDelta(t *testing.T) {
 		t.Fatal("a counter delta applied to a set")
 	}
 }
+
+// bump numbers a change that no node is sent: the next delta shows the gap.
+func TestDeltaPropagationBump(t *testing.T) {
+	p := newDeltaPropagation(0)
+	p.update("k", orAdd(n1, 1, "a"))
+	if s := p.bump("k"); s != 2 {
+		t.Fatalf("bump gave seq %d, want 2", s)
+	}
+	if len(p.entries["k"]) != 0 {
+		t.Fatalf("bump kept entries %v", p.entries["k"])
+	}
+	p.setNodes([]cluster.UniqueAddress{n2})
+	p.update("k", orAdd(n1, 3, "b"))
+	sent := p.collect()[n2]
+	if len(sent) != 1 || sent[0].fromSeq != 3 {
+		t.Fatalf("sent %+v", sent)
+	}
+	// A receiver that has seq 1 finds the gap and needs the full value.
+	e := newEnvelope(NewORSet[string]())
+	e.deltaVersions = map[cluster.UniqueAddress]uint64{n1: 1}
+	if v := checkDelta(e, n1, sent[0].delta, sent[0].fromSeq, sent[0].toSeq); v != deltaNeedFull {
+		t.Fatalf("verdict %d, want deltaNeedFull", v)
+	}
+}

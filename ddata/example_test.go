@@ -1,9 +1,13 @@
 package ddata_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
+	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/ddata"
 	"github.com/troupe-go/troupe/serialization"
@@ -68,4 +72,109 @@ func ExampleReadMajority() {
 	}
 	fmt.Println()
 	// Output: 1 3 5 7
+}
+
+// The replicator from plain Go code: blocking calls with a context, typed by the
+// key. (Without a Cluster the replicator runs alone and every majority acts as
+// local; a real node passes its cluster.Cluster and remote registry.)
+func Example_replicator() {
+	sys, err := actor.New("shop", actor.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = sys.Shutdown(context.Background()) }()
+	repl, err := ddata.Start(sys, ddata.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	self := repl.SelfUniqueAddress()
+	cart := ddata.NewKey[*ddata.ORSet[string]]("cart-42")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	add := func(item string) func(*ddata.ORSet[string]) (*ddata.ORSet[string], error) {
+		return func(s *ddata.ORSet[string]) (*ddata.ORSet[string], error) {
+			s.Add(self, item)
+			return s, nil
+		}
+	}
+	// nil initial: an absent key starts from an empty set.
+	if err := ddata.Update(ctx, repl, cart, ddata.WriteMajority(3*time.Second, 0), nil, add("apples")); err != nil {
+		fmt.Println(err)
+	}
+	if err := ddata.Update(ctx, repl, cart, ddata.WriteLocal(), nil, add("pears")); err != nil {
+		fmt.Println(err)
+	}
+	items, err := ddata.Read(ctx, repl, cart, ddata.ReadMajority(3*time.Second, 0))
+	if err != nil {
+		fmt.Println(err)
+	}
+	list := items.Elements()
+	slices.Sort(list)
+	fmt.Println(list)
+
+	_, err = ddata.Read(ctx, repl, ddata.NewKey[*ddata.GCounter]("hits"), ddata.ReadLocal())
+	fmt.Println(errors.Is(err, ddata.ErrNotFound))
+	// Output:
+	// [apples pears]
+	// true
+}
+
+// counter counts page hits from inside an actor: SendUpdate returns at once, and
+// the reply arrives as a message carrying the request context.
+type counter struct {
+	repl *ddata.Replicator
+	done chan string
+}
+
+var hits = ddata.NewKey[*ddata.GCounter]("hits")
+
+type hit struct{ page string }
+
+func (c *counter) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case hit:
+		self := c.repl.SelfUniqueAddress()
+		inc := func(g *ddata.GCounter) (*ddata.GCounter, error) { g.Increment(self, 1); return g, nil }
+		if err := ddata.SendUpdate(ctx, c.repl, hits, ddata.WriteLocal(), nil, inc, m.page); err != nil {
+			c.done <- err.Error()
+		}
+	case ddata.UpdateResponse[*ddata.GCounter]:
+		if m.Err != nil {
+			c.done <- m.Err.Error()
+			return
+		}
+		_ = ddata.SendRead(ctx, c.repl, hits, ddata.ReadLocal(), m.Context)
+	case ddata.ReadResponse[*ddata.GCounter]:
+		c.done <- fmt.Sprintf("%v: %d hits", m.Context, m.Value.Value())
+	}
+}
+
+func ExampleSendUpdate() {
+	sys, err := actor.New("site", actor.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = sys.Shutdown(context.Background()) }()
+	repl, err := ddata.Start(sys, ddata.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	done := make(chan string, 1)
+	ref, err := sys.Spawn(actor.PropsOf(func() actor.Actor { return &counter{repl: repl, done: done} }), "counter")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = ref.Tell(hit{page: "/home"})
+	fmt.Println(<-done)
+	_ = ref.Tell(hit{page: "/cart"})
+	fmt.Println(<-done)
+	// Output:
+	// /home: 1 hits
+	// /cart: 2 hits
 }

@@ -6,12 +6,13 @@ import (
 	"strings"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/wiretypes"
 	"github.com/troupe-go/troupe/serialization"
 )
 
 // The runtime's own messages cross the wire without the application registering
-// them, under reserved manifests that start with '$' (a registered name cannot). An
-// actor.Failure travels as its error's text and arrives as an actor.Failure whose
+// them. An actor.Failure travels as its error's text, under a reserved manifest that
+// starts with '$' (a registered name cannot), and arrives as an actor.Failure whose
 // error has that text and matches ErrRemoteFailure.
 
 // ErrRemoteFailure is matched (errors.Is) by the error of an actor.Failure that came
@@ -30,66 +31,46 @@ const (
 	manifestFailure = "$troupe.Failure"
 )
 
-// runtimeTypes holds the runtime's messages that msgpack encodes as they are.
-var runtimeTypes = func() *serialization.Registry {
-	reg := serialization.NewRegistry()
-	for _, err := range []error{
-		serialization.Register[actor.PoisonPill](reg, "troupe.PoisonPill"),
-		serialization.Register[actor.Kill](reg, "troupe.Kill"),
-		serialization.Register[actor.Terminated](reg, "troupe.Terminated"),
-		serialization.Register[actor.GetCurrentChild](reg, "troupe.GetCurrentChild"),
-		serialization.Register[actor.CurrentChild](reg, "troupe.CurrentChild"),
-		serialization.Register[actor.GetRestartCount](reg, "troupe.GetRestartCount"),
-		serialization.Register[actor.RestartCount](reg, "troupe.RestartCount"),
-	} {
-		if err != nil {
-			panic(err) // a programming error in this list, caught by every test
-		}
-	}
-	return reg
-}()
-
-// runtimeManifests maps a runtime type's registered name to its reserved manifest.
-var runtimeManifests = map[string]string{}
-
+// The runtime's messages that msgpack encodes as they are are Troupe's own wire types
+// (internal/wiretypes): every registry knows them, so the application's registry
+// encodes and decodes them like its own types.
 func init() {
-	for _, name := range []string{"troupe.PoisonPill", "troupe.Kill", "troupe.Terminated",
-		"troupe.GetCurrentChild", "troupe.CurrentChild", "troupe.GetRestartCount", "troupe.RestartCount"} {
-		runtimeManifests[name] = runtimePrefix + name
-	}
+	wiretypes.MustRegister[actor.PoisonPill]("troupe.actor.PoisonPill")
+	wiretypes.MustRegister[actor.Kill]("troupe.actor.Kill")
+	wiretypes.MustRegister[actor.Terminated]("troupe.actor.Terminated")
+	wiretypes.MustRegister[actor.GetCurrentChild]("troupe.actor.GetCurrentChild")
+	wiretypes.MustRegister[actor.CurrentChild]("troupe.actor.CurrentChild")
+	wiretypes.MustRegister[actor.GetRestartCount]("troupe.actor.GetRestartCount")
+	wiretypes.MustRegister[actor.RestartCount]("troupe.actor.RestartCount")
 }
 
-// appendRuntime encodes one of the runtime's messages; it fails with the registry's
-// ErrUnregistered for any other type.
+// appendRuntime encodes the runtime's messages that no registry can: an actor.Failure,
+// as its error's text. Any other type fails with serialization.ErrUnregistered.
 func appendRuntime(dst []byte, msg any) (manifest string, out []byte, err error) {
-	if f, ok := msg.(actor.Failure); ok {
-		text := "nil error"
-		if f.Err != nil {
-			text = f.Err.Error()
-		}
-		if len(text) > maxStringLen {
-			text = text[:maxStringLen]
-		}
-		return manifestFailure, append(dst, text...), nil
+	f, ok := msg.(actor.Failure)
+	if !ok {
+		return "", dst, fmt.Errorf("%w: %T", serialization.ErrUnregistered, msg)
 	}
-	name, out, err := runtimeTypes.AppendMarshal(dst, msg, nil)
-	if err != nil {
-		return "", dst, err
+	text := "nil error"
+	if f.Err != nil {
+		text = f.Err.Error()
 	}
-	return runtimeManifests[name], out, nil
+	if len(text) > maxStringLen {
+		text = text[:maxStringLen]
+	}
+	return manifestFailure, append(dst, text...), nil
 }
 
 // isRuntimeManifest reports whether a manifest names one of the runtime's messages.
 func isRuntimeManifest(m string) bool { return strings.HasPrefix(m, runtimePrefix) }
 
-// decodeRuntime decodes one of the runtime's messages; refs inside resolve through
-// resolver.
-func decodeRuntime(manifest string, payload []byte, resolver serialization.RefResolver) (any, error) {
-	if manifest == manifestFailure {
-		if len(payload) > maxStringLen {
-			return nil, fmt.Errorf("%w: failure text of %d bytes", serialization.ErrDecode, len(payload))
-		}
-		return actor.Failure{Err: &remoteFailure{text: string(payload)}}, nil
+// decodeRuntime decodes what appendRuntime encodes.
+func decodeRuntime(manifest string, payload []byte, _ serialization.RefResolver) (any, error) {
+	if manifest != manifestFailure {
+		return nil, fmt.Errorf("%w: %q", serialization.ErrUnknownManifest, manifest)
 	}
-	return runtimeTypes.UnmarshalContext(strings.TrimPrefix(manifest, runtimePrefix), payload, resolver)
+	if len(payload) > maxStringLen {
+		return nil, fmt.Errorf("%w: failure text of %d bytes", serialization.ErrDecode, len(payload))
+	}
+	return actor.Failure{Err: &remoteFailure{text: string(payload)}}, nil
 }

@@ -7,19 +7,22 @@ import (
 	"testing"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/serialization"
 )
 
-// The runtime's own messages round-trip under their reserved manifests.
+// The runtime's own messages round-trip through any registry, without registering
+// them; a Failure under its reserved manifest.
 func TestRuntimeMessagesRoundTrip(t *testing.T) {
+	reg := serialization.NewRegistry()
 	for _, msg := range []any{
 		actor.PoisonPill{}, actor.Kill{}, actor.GetCurrentChild{}, actor.GetRestartCount{},
 		actor.RestartCount{Count: 3}, actor.CurrentChild{}, actor.Terminated{AddressTerminated: true},
 	} {
-		manifest, payload, err := appendRuntime(nil, msg)
-		if err != nil || !isRuntimeManifest(manifest) {
+		manifest, payload, err := reg.Marshal(msg)
+		if err != nil || !strings.HasPrefix(manifest, "troupe.actor.") {
 			t.Fatalf("%T: %q, %v", msg, manifest, err)
 		}
-		got, err := decodeRuntime(manifest, payload, nil)
+		got, err := reg.UnmarshalContext(manifest, payload, nil)
 		if err != nil || !reflect.DeepEqual(got, msg) {
 			t.Errorf("%T came back as %#v, %v", msg, got, err)
 		}

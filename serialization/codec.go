@@ -55,7 +55,7 @@ func (c *Codec) Decode(manifest string, data []byte) (any, error) {
 	e := c.last
 	if e == nil || e.name != manifest {
 		var ok bool
-		if e, ok = c.reg.tables.Load().byName[manifest]; !ok {
+		if e, ok = c.reg.byName(manifest); !ok {
 			return nil, fmt.Errorf("%w: %q", ErrUnknownManifest, truncate(manifest))
 		}
 		c.last = e

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/troupe-go/troupe/internal/wiretypes"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -84,6 +85,12 @@ func (r *Registry) register(t reflect.Type, name string) error {
 	}
 	e.fast = planFor(e.base)
 
+	if wiretypes.Reserved(name) {
+		return fmt.Errorf("%w: name %q is in Troupe's reserved namespace %q", ErrDuplicate, name, wiretypes.Prefix)
+	}
+	if own, ok := wiretypes.NameOf(e.base); ok {
+		return fmt.Errorf("%w: type %v is Troupe's own, known as %q", ErrDuplicate, t, own)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.tables.Load()
@@ -142,11 +149,39 @@ func (r *Registry) Manifest(v any) (string, bool) {
 	if v == nil {
 		return "", false
 	}
-	e, ok := r.tables.Load().byType[reflect.TypeOf(v)]
+	e, ok := r.byType(reflect.TypeOf(v))
 	if !ok {
 		return "", false
 	}
 	return e.name, true
+}
+
+// byType returns the registration of t: the registry's own, or one of Troupe's own
+// wire types (internal/wiretypes), which every registry knows.
+func (r *Registry) byType(t reflect.Type) (*entry, bool) {
+	if e, ok := r.tables.Load().byType[t]; ok {
+		return e, true
+	}
+	name, ok := wiretypes.NameOf(t)
+	if !ok {
+		return nil, false
+	}
+	return r.byName(name)
+}
+
+// byName returns the registration of name, as byType does.
+func (r *Registry) byName(name string) (*entry, bool) {
+	if e, ok := r.tables.Load().byName[name]; ok {
+		return e, true
+	}
+	t, ok := wiretypes.Lookup(name)
+	if !ok {
+		return nil, false
+	}
+	if t.Kind() == reflect.Pointer {
+		return &entry{name: name, base: t.Elem(), ptr: true}, true
+	}
+	return &entry{name: name, base: t}, true
 }
 
 // encState is a pooled encoder writing into its own buffer.
@@ -239,7 +274,7 @@ func (r *Registry) entryOf(v any) (*entry, error) {
 		return nil, ErrNilMessage
 	}
 	t := reflect.TypeOf(v)
-	e, ok := r.tables.Load().byType[t]
+	e, ok := r.byType(t)
 	if !ok {
 		return nil, fmt.Errorf("%w: %v", ErrUnregistered, t)
 	}
@@ -327,7 +362,7 @@ func (r *Registry) Unmarshal(manifest string, data []byte) (any, error) {
 // UnmarshalContext is Unmarshal that hands ctx to custom msgpack codecs through
 // DecoderContext.
 func (r *Registry) UnmarshalContext(manifest string, data []byte, ctx any) (any, error) {
-	e, ok := r.tables.Load().byName[manifest]
+	e, ok := r.byName(manifest)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownManifest, truncate(manifest))
 	}

@@ -120,7 +120,7 @@ func compareRegions(a, b RegionInfo) int {
 	case ua != ub:
 		return cmp.Compare(ua, ub)
 	}
-	if c := cluster.CompareAddress(a.Node.Address, b.Node.Address); c != 0 {
+	if c := a.Node.Address.Compare(b.Node.Address); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.Region, b.Region)

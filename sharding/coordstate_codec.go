@@ -1,10 +1,9 @@
 package sharding
 
 import (
-	"errors"
 	"fmt"
 
-	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/internal/wiretypes"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -21,21 +20,18 @@ const (
 	manifestCoordInitialized      = "troupe.sharding.CoordinatorInitialized.v1"
 )
 
-// registerCoordinatorTypes registers the coordinator state (as *coordState) and its
-// events (as values) with reg, so that a distributed-data register or a journal can
-// store them. It registers all or reports the first failure (a duplicate registration
-// when called twice on one registry).
-func registerCoordinatorTypes(reg *serialization.Registry) error {
-	return errors.Join(
-		serialization.Register[*coordState](reg, manifestCoordState),
-		serialization.Register[evRegionRegistered](reg, manifestRegionRegistered),
-		serialization.Register[evRegionProxyRegistered](reg, manifestRegionProxyRegistered),
-		serialization.Register[evRegionTerminated](reg, manifestRegionTerminated),
-		serialization.Register[evRegionProxyTerminated](reg, manifestRegionProxyTerminated),
-		serialization.Register[evShardHomeAllocated](reg, manifestShardHomeAllocated),
-		serialization.Register[evShardHomeDeallocated](reg, manifestShardHomeDeallocated),
-		serialization.Register[evCoordinatorInitialized](reg, manifestCoordInitialized),
-	)
+// The coordinator's state (decoded as *coordState) and its events (as values) are
+// Troupe's own wire types: every registry knows them, so a distributed-data register
+// or a journal stores them without the application registering them.
+func init() {
+	wiretypes.MustRegister[*coordState](manifestCoordState)
+	wiretypes.MustRegister[evRegionRegistered](manifestRegionRegistered)
+	wiretypes.MustRegister[evRegionProxyRegistered](manifestRegionProxyRegistered)
+	wiretypes.MustRegister[evRegionTerminated](manifestRegionTerminated)
+	wiretypes.MustRegister[evRegionProxyTerminated](manifestRegionProxyTerminated)
+	wiretypes.MustRegister[evShardHomeAllocated](manifestShardHomeAllocated)
+	wiretypes.MustRegister[evShardHomeDeallocated](manifestShardHomeDeallocated)
+	wiretypes.MustRegister[evCoordinatorInitialized](manifestCoordInitialized)
 }
 
 // coordStateWire is the stored form of coordState: sorted slices instead of maps, so

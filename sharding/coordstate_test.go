@@ -168,13 +168,7 @@ func sampleState() *coordState {
 }
 
 func TestCoordStateRoundTripAndDeterminism(t *testing.T) {
-	reg := serialization.NewRegistry()
-	if err := registerCoordinatorTypes(reg); err != nil {
-		t.Fatal(err)
-	}
-	if err := registerCoordinatorTypes(reg); !errors.Is(err, serialization.ErrDuplicate) {
-		t.Fatalf("second registration: %v, want ErrDuplicate", err)
-	}
+	reg := serialization.NewRegistry() // knows them without registration
 	s := sampleState()
 	man, b1, err := reg.Marshal(s)
 	if err != nil {
@@ -223,9 +217,6 @@ func TestCoordStateRoundTripAndDeterminism(t *testing.T) {
 
 func TestCoordEventsRoundTrip(t *testing.T) {
 	reg := serialization.NewRegistry()
-	if err := registerCoordinatorTypes(reg); err != nil {
-		t.Fatal(err)
-	}
 	events := []coordEvent{
 		evRegionRegistered{Region: "a"}, evRegionProxyRegistered{Proxy: "p"},
 		evRegionTerminated{Region: "a"}, evRegionProxyTerminated{Proxy: "p"},
@@ -249,9 +240,6 @@ func TestCoordEventsRoundTrip(t *testing.T) {
 
 func TestCoordStateDecodeRejectsCorruptState(t *testing.T) {
 	reg := serialization.NewRegistry()
-	if err := registerCoordinatorTypes(reg); err != nil {
-		t.Fatal(err)
-	}
 	cases := map[string]coordStateWire{
 		"shard in two regions": {Regions: []coordRegionWire{{Region: "a", Shards: []ShardID{"1"}}, {Region: "b", Shards: []ShardID{"1"}}}},
 		"shard twice in one":   {Regions: []coordRegionWire{{Region: "a", Shards: []ShardID{"1", "1"}}}},

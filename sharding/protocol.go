@@ -1,10 +1,6 @@
 package sharding
 
-import (
-	"errors"
-
-	"github.com/troupe-go/troupe/serialization"
-)
+import "github.com/troupe-go/troupe/internal/wiretypes"
 
 // The messages between regions and the coordinator (Akka's ShardCoordinator.Internal
 // protocol, with the two additions Troupe needs to lose no message in a hand-off:
@@ -112,25 +108,23 @@ type msgStopShards struct {
 	Shards []ShardID `msgpack:"shards"`
 }
 
-// registerProtocolTypes registers the coordinator protocol messages with reg, for the
-// remote transport.
-func registerProtocolTypes(reg *serialization.Registry) error {
-	return errors.Join(
-		serialization.Register[msgRegister](reg, "troupe.sharding.Register.v1"),
-		serialization.Register[msgRegisterProxy](reg, "troupe.sharding.RegisterProxy.v1"),
-		serialization.Register[msgRegisterAck](reg, "troupe.sharding.RegisterAck.v1"),
-		serialization.Register[msgGetShardHome](reg, "troupe.sharding.GetShardHome.v1"),
-		serialization.Register[msgShardHome](reg, "troupe.sharding.ShardHome.v1"),
-		serialization.Register[msgShardHomes](reg, "troupe.sharding.ShardHomes.v1"),
-		serialization.Register[msgHostShard](reg, "troupe.sharding.HostShard.v1"),
-		serialization.Register[msgShardStarted](reg, "troupe.sharding.ShardStarted.v1"),
-		serialization.Register[msgBeginHandOff](reg, "troupe.sharding.BeginHandOff.v1"),
-		serialization.Register[msgBeginHandOffAck](reg, "troupe.sharding.BeginHandOffAck.v1"),
-		serialization.Register[msgHandOff](reg, "troupe.sharding.HandOff.v1"),
-		serialization.Register[msgShardStopped](reg, "troupe.sharding.ShardStopped.v1"),
-		serialization.Register[msgGracefulShutdownReq](reg, "troupe.sharding.GracefulShutdownReq.v1"),
-		serialization.Register[msgRegionStopped](reg, "troupe.sharding.RegionStopped.v1"),
-		serialization.Register[msgStopShards](reg, "troupe.sharding.StopShards.v1"),
-		serialization.Register[msgHandOverTo](reg, "troupe.sharding.HandOverTo.v1"),
-	)
+// The coordinator protocol's messages are Troupe's own wire types: every registry
+// knows them, so they cross remote without the application registering them.
+func init() {
+	wiretypes.MustRegister[msgRegister]("troupe.sharding.Register.v1")
+	wiretypes.MustRegister[msgRegisterProxy]("troupe.sharding.RegisterProxy.v1")
+	wiretypes.MustRegister[msgRegisterAck]("troupe.sharding.RegisterAck.v1")
+	wiretypes.MustRegister[msgGetShardHome]("troupe.sharding.GetShardHome.v1")
+	wiretypes.MustRegister[msgShardHome]("troupe.sharding.ShardHome.v1")
+	wiretypes.MustRegister[msgShardHomes]("troupe.sharding.ShardHomes.v1")
+	wiretypes.MustRegister[msgHostShard]("troupe.sharding.HostShard.v1")
+	wiretypes.MustRegister[msgShardStarted]("troupe.sharding.ShardStarted.v1")
+	wiretypes.MustRegister[msgBeginHandOff]("troupe.sharding.BeginHandOff.v1")
+	wiretypes.MustRegister[msgBeginHandOffAck]("troupe.sharding.BeginHandOffAck.v1")
+	wiretypes.MustRegister[msgHandOff]("troupe.sharding.HandOff.v1")
+	wiretypes.MustRegister[msgShardStopped]("troupe.sharding.ShardStopped.v1")
+	wiretypes.MustRegister[msgGracefulShutdownReq]("troupe.sharding.GracefulShutdownReq.v1")
+	wiretypes.MustRegister[msgRegionStopped]("troupe.sharding.RegionStopped.v1")
+	wiretypes.MustRegister[msgStopShards]("troupe.sharding.StopShards.v1")
+	wiretypes.MustRegister[msgHandOverTo]("troupe.sharding.HandOverTo.v1")
 }

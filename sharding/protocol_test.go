@@ -8,10 +8,7 @@ import (
 )
 
 func TestProtocolRoundTrip(t *testing.T) {
-	reg := serialization.NewRegistry()
-	if err := registerProtocolTypes(reg); err != nil {
-		t.Fatal(err)
-	}
+	reg := serialization.NewRegistry() // knows them without registration
 	msgs := []any{
 		msgRegister{}, msgRegisterProxy{}, msgRegisterAck{},
 		msgGetShardHome{Shard: "s"}, msgShardHome{Shard: "s", Region: reg1},

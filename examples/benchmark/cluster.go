@@ -19,9 +19,9 @@ type clusterNode struct {
 	c   *cluster.Cluster
 }
 
-// stableAfter is the split-brain resolver's stable-after in the cluster scenarios, as
-// in testkit/multinode.
-const stableAfter = time.Second
+// stableAfter is the split-brain resolver's stable-after in the cluster scenarios: the
+// shortest that cluster.TestTiming allows (twice its detection spread of about 0.66s).
+const stableAfter = 1400 * time.Millisecond
 
 func startClusterNode(i int, seed string) (*clusterNode, error) {
 	sys, err := actor.New(fmt.Sprintf("node%d", i), actor.Config{})
@@ -34,7 +34,6 @@ func startClusterNode(i int, seed string) (*clusterNode, error) {
 		return nil, err
 	}
 	cfg := cluster.Config{
-		Remote:            r,
 		JoinRetryInterval: 50 * time.Millisecond,
 		Timing:            cluster.TestTiming(),
 		Downing:           cluster.DowningConfig{StableAfter: stableAfter},

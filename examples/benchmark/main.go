@@ -1,6 +1,8 @@
 // Command benchmark measures Troupe's headline figures. Each scenario prints exactly
 // one JSON line with the keys scenario, n, seconds, ops_per_sec, ns_per_op and
-// allocs_per_op (plus scenario-specific keys such as bytes_per_actor).
+// allocs_per_op (plus scenario-specific keys such as bytes_per_actor). A scenario
+// measured against a floor measures the floor in the same process: tell-vs-chan
+// alternates tell and a buffered channel and adds floor_ops_per_sec and the ratio.
 //
 //	go run ./examples/benchmark -scenario all
 //	go run ./examples/benchmark -scenario tell -n 2000000
@@ -13,6 +15,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strings"
 	"time"
@@ -32,8 +35,12 @@ var scenarios = map[string]scenario{
 	"chan-roundtrip":   {200_000, runChanRoundTrip},
 	"tell":             {2_000_000, runTell},
 	"tell-parallel":    {2_000_000, runTellParallel},
-	"ask":              {200_000, runAsk},
+	"tell-vs-chan":     {2_000_000, runTellVsChan},
+	"ask":              {2_000_000, runAsk}, // 200,000 ran 50 ms, most of it the heap's first growth
 	"spawn":            {100_000, runSpawn},
+	"spawn-1m":         {1_000_000, runSpawn},
+	"spawn-warm":       {1_000_000, runSpawnWarm},
+	"alloc-floor":      {1_000_000, runAllocFloor},
 	"persist":          {200_000, runPersist},
 	"persist-latency":  {1_000, runPersistLatency},
 	"recover":          {1_000_000, runRecover},
@@ -53,7 +60,24 @@ func main() {
 	name := flag.String("scenario", "all", "scenario to run, or all: "+strings.Join(names(), ", "))
 	n := flag.Int("n", 0, "operations (0: the scenario's default)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	memprofile := flag.String("memprofile", "", "record every allocation and write the allocation profile to this file")
+	traceFile := flag.String("trace", "", "write an execution trace (runtime/trace) of the run to this file")
 	flag.Parse()
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err == nil {
+			err = trace.Start(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchmark:", err)
+			os.Exit(1)
+		}
+		defer trace.Stop()
+	}
+	if *memprofile != "" {
+		runtime.MemProfileRate = 1
+		defer writeAllocs(*memprofile)
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -92,6 +116,20 @@ func main() {
 		r["scenario"] = s
 		line, _ := json.Marshal(r)
 		fmt.Println(string(line))
+	}
+}
+
+// writeAllocs writes the allocation profile to path.
+func writeAllocs(path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchmark:", err)
 	}
 }
 

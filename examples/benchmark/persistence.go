@@ -66,13 +66,19 @@ type writer struct {
 
 type startWriting struct{}
 
+// recovered is answered once the writer has recovered (commands wait for recovery).
+type recovered struct{}
+
 func (w *writer) PersistenceID() string { return w.id }
 
 func (w *writer) Recover(persistence.Context) {}
 
 func (w *writer) Receive(ctx persistence.Context) {
-	if _, ok := ctx.Message().(startWriting); ok {
+	switch ctx.Message().(type) {
+	case startWriting:
 		w.next(ctx)
+	case recovered:
+		_ = ctx.Respond(recovered{})
 	}
 }
 

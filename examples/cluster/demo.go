@@ -33,6 +33,7 @@ type demo struct {
 	children []*child
 	up       map[[2]string]bool // [observer, member] host:ports seen "up"
 	removed  map[[2]string]bool // [observer, member] host:ports seen "removed"
+	passed   map[[2]string]bool // [observer, member] host:ports seen "margin-passed"
 	changed  chan struct{}      // signalled after every line and every exit
 }
 
@@ -51,7 +52,8 @@ func runDemo(o options) error {
 	if err != nil {
 		return err
 	}
-	d := &demo{up: make(map[[2]string]bool), removed: make(map[[2]string]bool), changed: make(chan struct{}, 1)}
+	d := &demo{up: make(map[[2]string]bool), removed: make(map[[2]string]bool), passed: make(map[[2]string]bool),
+		changed: make(chan struct{}, 1)}
 	defer d.stopAll()
 	start := time.Now()
 
@@ -93,7 +95,7 @@ func runDemo(o options) error {
 	// with the lowest address survives, so there is always a survivor to watch.
 	victim := rest[0]
 	for _, c := range rest[1:] {
-		if cluster.CompareAddress(c.unique, victim.unique) > 0 {
+		if c.unique.Compare(victim.unique) > 0 {
 			victim = c
 		}
 	}
@@ -111,8 +113,20 @@ func runDemo(o options) error {
 	if err := d.waitRemoved(ctx, survivors, victim, false); err != nil {
 		return err
 	}
+	say("%s was downed and removed; its work may be taken over once the down-removal margin (%v) has passed",
+		victim.hostPort, o.stableAfter)
+	if err := d.wait(ctx, 60*time.Second, "the margin to pass", func() bool {
+		for _, c := range survivors {
+			if !d.passed[[2]string{c.hostPort, victim.hostPort}] {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return err
+	}
 
-	say("%s was downed and removed; stopping the survivors with SIGTERM", victim.hostPort)
+	say("the margin passed; stopping the survivors with SIGTERM")
 	for _, c := range survivors {
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	}
@@ -203,7 +217,15 @@ func (d *demo) follow(c *child, lines *bufio.Scanner) {
 		line := lines.Text()
 		fmt.Println(line)
 		f := strings.Fields(line)
-		if len(f) >= 3 {
+		if len(f) >= 3 && f[1] == "state:" { // "state: members hp=Up(up for 2s) ...; oldest hp"
+			d.mu.Lock()
+			for _, m := range f[3:] {
+				if hp, status, ok := strings.Cut(strings.TrimSuffix(m, ";"), "="); ok && strings.HasPrefix(status, "Up") {
+					d.up[[2]string{strings.Trim(f[0], "[]"), hp}] = true
+				}
+			}
+			d.mu.Unlock()
+		} else if len(f) >= 3 {
 			key := [2]string{strings.Trim(f[0], "[]"), f[2]}
 			d.mu.Lock()
 			switch f[1] {
@@ -211,6 +233,8 @@ func (d *demo) follow(c *child, lines *bufio.Scanner) {
 				d.up[key] = true
 			case "removed":
 				d.removed[key] = true
+			case "margin-passed":
+				d.passed[key] = true
 			}
 			d.mu.Unlock()
 		}

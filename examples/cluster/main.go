@@ -6,8 +6,9 @@
 // starts four nodes (this program again, with -node), waits until every node sees
 // every node Up, stops one gracefully (SIGTERM: it leaves the cluster during
 // coordinated shutdown), then kills another with SIGKILL, so that the survivors see it
-// unreachable and the split-brain resolver downs and removes it after stable-after.
-// At the end the survivors leave too. It takes about three seconds after the build
+// unreachable and the split-brain resolver downs and removes it after stable-after, and
+// publishes that its work may be taken over once the down-removal margin has passed.
+// At the end the survivors leave too. It takes about ten seconds after the build
 // (-nodes 3 shows the equal-split rule instead: the side with the lowest address stays).
 //
 // To run nodes by hand, one per terminal:
@@ -23,7 +24,8 @@
 //	[127.0.0.1:25520] node troupe://cluster@127.0.0.1:25520 uid 8817263… gossip 127.0.0.1:7946
 //
 // then comes the current cluster state, then one line per event ("joined", "up",
-// "leaving", "exiting", "unreachable", "reachable", "downed", "removed", "oldest").
+// "leaving", "exiting", "unreachable", "reachable", "downed", "removed", "margin-passed",
+// "oldest"). Ages are shown as how long a member has been Up.
 package main
 
 import (

@@ -68,7 +68,6 @@ func runNode(o options) error {
 		stop()
 		return err
 	}
-	cfg.Remote = r
 	cl, err := cluster.Start(sys, cfg)
 	if err != nil {
 		stop()
@@ -94,7 +93,10 @@ func runNode(o options) error {
 		stop()
 		return err
 	}
-	cl.Subscribe(sub)
+	if err := cl.Subscribe(sub); err != nil {
+		stop()
+		return err
+	}
 	cl.RegisterOnMemberUp(func() { out.printf("this node is Up (RegisterOnMemberUp)") })
 
 	select {
@@ -113,8 +115,7 @@ func runNode(o options) error {
 	return nil
 }
 
-// clusterConfig builds the cluster configuration from the flags; Remote is left to
-// the caller.
+// clusterConfig builds the cluster configuration from the flags.
 func clusterConfig(o options) (cluster.Config, error) {
 	strategy, err := cluster.ParseStrategy(o.strategy)
 	if err != nil {
@@ -172,12 +173,26 @@ func short(u cluster.UniqueAddress) string {
 	return u.Addr
 }
 
+// upFor returns how long ago the member became Up, from its age (UpNumber: its clock in
+// milliseconds when it became Up, or a little more when it had to be younger than a
+// member it saw).
+func upFor(m cluster.Member) time.Duration {
+	d := time.Since(time.UnixMilli(m.UpNumber))
+	if d < 0 {
+		d = 0
+	}
+	return d.Round(100 * time.Millisecond)
+}
+
 // describeState returns the one-line form of a cluster state.
 func describeState(st cluster.CurrentClusterState) string {
 	var b strings.Builder
 	b.WriteString("state: members")
 	for _, m := range st.Members {
 		fmt.Fprintf(&b, " %s=%s", short(m.Unique), m.Status)
+		if m.UpNumber > 0 {
+			fmt.Fprintf(&b, "(up for %s)", upFor(m))
+		}
 	}
 	if len(st.Unreachable) > 0 {
 		b.WriteString("; unreachable")
@@ -202,7 +217,7 @@ func describeEvent(ev cluster.Event) string {
 		}
 		return s
 	case cluster.MemberUp:
-		return fmt.Sprintf("up %s age %d", short(e.Member.Unique), e.Member.UpNumber)
+		return fmt.Sprintf("up %s (up for %s)", short(e.Member.Unique), upFor(e.Member))
 	case cluster.MemberLeft:
 		return "leaving " + short(e.Member.Unique)
 	case cluster.MemberExited:
@@ -211,6 +226,8 @@ func describeEvent(ev cluster.Event) string {
 		return "downed " + short(e.Member.Unique)
 	case cluster.MemberRemoved:
 		return fmt.Sprintf("removed %s (was %s)", short(e.Member.Unique), e.PreviousStatus)
+	case cluster.RemovalMarginPassed:
+		return fmt.Sprintf("margin-passed %s (was %s): its work may be taken over now", short(e.Member.Unique), e.PreviousStatus)
 	case cluster.UnreachableMember:
 		return "unreachable " + short(e.Member.Unique)
 	case cluster.ReachableMember:

@@ -1,22 +1,43 @@
 // Package multinode runs several Troupe nodes (actor system, remoting and cluster
-// membership) in one test process on 127.0.0.1, and injects faults between them, as
-// Akka's multi-node test kit does with its test conductor.
+// membership) and injects faults between them, as Akka's multi-node test kit does with
+// its test conductor. It has three modes.
 //
-// Start starts N nodes on free ports, the first as the seed, and waits until every
-// node sees every node Up. Partition cuts two groups of nodes apart in both serf's
-// gossip (through a wrapping memberlist transport that drops packets and refuses
-// dials) and the remote transport (its fault-injection hooks); Heal removes the cuts. Crash
-// kills a node without a leave, and Restart starts it again on the same addresses as a
-// new incarnation. Await waits for a condition on a node's view of the cluster,
-// re-checking at each cluster event.
+// # Nodes in the test process
 //
-// A few tests should also run real OS processes: BuildNode builds the example node
-// (examples/cluster), StartNode runs it on free loopback ports and reads its
-// addresses, and a Process can be waited on for output lines, stopped gracefully
-// (SIGTERM) or killed with SIGKILL.
+// Start starts N nodes on 127.0.0.1 in the test process, the first as the seed, and
+// waits until every node sees every node Up. Partition cuts two groups of nodes apart in
+// both serf's gossip (through a wrapping memberlist transport, installed with
+// internal/hooks) and the remote transport; HealPartition and Heal remove the cuts;
+// CutOneWay drops what one node sends another in serf's gossip and cuts their remote
+// connection (as TCP fails both ways when one direction drops). Crash kills a node
+// without a leave, and Restart starts it again on the same addresses as a new
+// incarnation. Await waits for a condition on a node's view of the cluster, re-checking
+// at each cluster event. Nodes use cluster.TestTiming and a stable-after of 3s.
 //
-// Nodes use cluster.TestTiming and a stable-after of 2s, so a failure is detected and
-// resolved in a few seconds. (With 1s, on a loaded two-core machine under -race, the
-// members of one side sometimes detected the other side's members more than a second
-// apart, and a side decided on half a picture.) Everything is shut down at the end of the test.
+// # Node processes
+//
+// BuildNode builds the test kit's own node program (NodePackage, not an example, so
+// that changing an example cannot break the test kit), StartNode runs it on free
+// loopback ports, and a NodeProcess can be waited on (WaitLine, WaitEvent, WaitKind),
+// stopped gracefully (SIGTERM) or killed with SIGKILL. The program writes one JSON
+// object per line on its standard output, a Line: first a KindNode line naming the
+// node, then a KindState line, one KindEvent line per cluster event, KindUp when the
+// node is Up, KindDowned when it learns it was downed, KindStopped when its cluster
+// services stop, and KindTerminated, last, when its actor system has terminated. Every
+// line carries the wall-clock time it was written, so that lines of several processes
+// on one machine can be compared: the netns tests check that a downed node stopped
+// before the other side published that its margin passed.
+//
+// # Node processes in network namespaces
+//
+// StartNet runs the node program in one Linux network namespace per node, connected by
+// veth pairs to one bridge per segment (NetOptions.Segments), and injects real kernel
+// faults: SetLink takes the link between two segments down (a partition) and up again,
+// and Blackhole makes one node's namespace drop every packet from another (a one-way
+// fault, which serf's indirect probes hide). Namespaces, links and bridges get names
+// with a random prefix, so concurrent test packages do not collide, and are deleted
+// when the test ends, passed or failed. It needs root (CI runs these tests as root);
+// elsewhere the tests skip, with a log line saying why (NetAvailable).
+//
+// Everything is shut down at the end of the test.
 package multinode

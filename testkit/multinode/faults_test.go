@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/serf/serf"
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/testkit"
@@ -45,7 +46,7 @@ func TestMemberWithMalformedTagsIsIgnored(t *testing.T) {
 	p := subscribe(t, c, 0)
 	conf := serf.DefaultConfig()
 	conf.NodeName = "stranger"
-	conf.Tags = map[string]string{cluster.TagVersion: "1", cluster.TagAddr: "troupe://x@127.0.0.1:1", cluster.TagUID: "not a number"}
+	conf.Tags = map[string]string{membership.TagVersion: "1", membership.TagAddr: "troupe://x@127.0.0.1:1", membership.TagUID: "not a number"}
 	conf.MemberlistConfig.BindAddr = "127.0.0.1"
 	conf.MemberlistConfig.BindPort = 0
 	conf.MemberlistConfig.AdvertiseAddr = "127.0.0.1"
@@ -99,12 +100,11 @@ func TestSecondNodeOnALiveMembersAddressIsRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shutdownSystem(t, sys)
-	r, err := remote.Start(sys, remote.Config{Registry: serialization.NewRegistry(), AdvertisedPort: victim.Remote.Address().Port})
+	_, err = remote.Start(sys, remote.Config{Registry: serialization.NewRegistry(), AdvertisedPort: victim.Remote.Address().Port})
 	if err != nil {
 		t.Fatal(err)
 	}
 	impostor, err := cluster.Start(sys, cluster.Config{
-		Remote:            r,
 		SeedNodes:         []string{c.Node(0).Cluster.GossipAddress()},
 		JoinRetryInterval: 50 * time.Millisecond,
 		JoinTimeout:       time.Second,
@@ -144,12 +144,11 @@ func TestANodeThatCannotJoinStaysJoining(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shutdownSystem(t, sys)
-	r, err := remote.Start(sys, remote.Config{Registry: serialization.NewRegistry()})
+	_, err = remote.Start(sys, remote.Config{Registry: serialization.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, err := cluster.Start(sys, cluster.Config{
-		Remote:            r,
 		SeedNodes:         []string{"127.0.0.1:1"}, // nobody there
 		JoinRetryInterval: 20 * time.Millisecond,
 		Timing:            cluster.TestTiming(),

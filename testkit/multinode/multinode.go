@@ -24,7 +24,10 @@ type Options struct {
 	Nodes int
 	// Registry is shared by every node's transport; default an empty registry.
 	Registry *serialization.Registry
-	// StableAfter is the split-brain resolver's stable-after. Default 2s.
+	// StableAfter is the split-brain resolver's stable-after. Default 3s: with
+	// cluster.TestTiming under -race on a loaded machine, the heartbeat detector (which
+	// adapts to the jitter of each link) detected the members of one partition up to 2s
+	// apart.
 	StableAfter time.Duration
 	// Configure, when set, adjusts node i's cluster config before it starts.
 	Configure func(i int, c *cluster.Config)
@@ -69,7 +72,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		opts.Registry = serialization.NewRegistry()
 	}
 	if opts.StableAfter == 0 {
-		opts.StableAfter = 2 * time.Second
+		opts.StableAfter = 3 * time.Second
 	}
 	c := &Cluster{t: t, opts: opts, net: &network{}}
 	t.Cleanup(c.shutdownAll)
@@ -118,20 +121,19 @@ func (c *Cluster) boot(n *Node, seeds []string) {
 	}
 	node := n
 	cfg := cluster.Config{
-		Remote:            r,
 		GossipPort:        gossipPort,
 		SeedNodes:         seeds,
 		JoinRetryInterval: 50 * time.Millisecond,
 		Timing:            cluster.TestTiming(),
 		Downing:           cluster.DowningConfig{StableAfter: c.opts.StableAfter},
-		WrapTransport: func(inner memberlist.NodeAwareTransport) memberlist.NodeAwareTransport {
-			self := ""
-			if nt, ok := inner.(*memberlist.NetTransport); ok {
-				self = "127.0.0.1:" + strconv.Itoa(nt.GetAutoBindPort())
-			}
-			return &faultTransport{NodeAwareTransport: inner, net: c.net, self: func() string { return self }}
-		},
 	}
+	hooks.SetGossipWrapper(sys, func(inner memberlist.NodeAwareTransport) memberlist.NodeAwareTransport {
+		self := ""
+		if nt, ok := inner.(*memberlist.NetTransport); ok {
+			self = "127.0.0.1:" + strconv.Itoa(nt.GetAutoBindPort())
+		}
+		return &faultTransport{NodeAwareTransport: inner, net: c.net, self: func() string { return self }}
+	})
 	if c.opts.Configure != nil {
 		c.opts.Configure(n.Index, &cfg)
 	}
@@ -192,6 +194,33 @@ func (c *Cluster) Partition(sideA, sideB []int) {
 			hooks.RemoteOf(b.System).SetBlocked(a.Remote.Address(), true)
 		}
 	}
+}
+
+// HealPartition removes the cuts Partition(sideA, sideB) made, and only those.
+func (c *Cluster) HealPartition(sideA, sideB []int) {
+	for _, i := range sideA {
+		for _, j := range sideB {
+			a, b := c.Node(i), c.Node(j)
+			c.net.set(a.gossip, b.gossip, false)
+			if !a.crashed {
+				hooks.RemoteOf(a.System).SetBlocked(b.Remote.Address(), false)
+			}
+			if !b.crashed {
+				hooks.RemoteOf(b.System).SetBlocked(a.Remote.Address(), false)
+			}
+		}
+	}
+}
+
+// CutOneWay drops what node from sends to node to, in serf's gossip, until Heal; serf
+// routes around such a cut with its indirect probes and sees nothing. The remote
+// transport between the two is cut both ways, as a TCP connection fails both ways when
+// one direction drops its packets (its acknowledgements are lost), so that each node's
+// heartbeats to the other go unanswered.
+func (c *Cluster) CutOneWay(from, to int) {
+	a, b := c.Node(from), c.Node(to)
+	c.net.cutOneWay(a.gossip, b.gossip)
+	hooks.RemoteOf(a.System).SetBlocked(b.Remote.Address(), true)
 }
 
 // Heal removes every cut.
@@ -273,8 +302,14 @@ func (c *Cluster) Await(i int, timeout time.Duration, what string, cond func(clu
 	if err != nil {
 		c.t.Fatalf("multinode: %v", err)
 	}
-	defer n.System.Stop(sub)
-	n.Cluster.Subscribe(sub)
+	defer func() { _ = n.System.Stop(sub) }()
+	if err := n.Cluster.Subscribe(sub); err != nil && !n.crashed {
+		select {
+		case <-n.Cluster.Stopped():
+		default:
+			c.t.Fatalf("multinode: subscribe on node %d: %v", i, err)
+		}
+	}
 	deadline := time.After(timeout)
 	for !cond(n.Cluster.State()) {
 		select {

@@ -36,6 +36,16 @@ func (n *network) set(a, b string, cut bool) {
 	}
 }
 
+// cutOneWay drops what from sends to to, but not the other way.
+func (n *network) cutOneWay(from, to string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cut == nil {
+		n.cut = make(map[[2]string]bool)
+	}
+	n.cut[[2]string{from, to}] = true
+}
+
 func (n *network) heal() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -43,8 +53,8 @@ func (n *network) heal() {
 }
 
 // faultTransport wraps a node's memberlist transport: packets to a cut address are
-// dropped and dials to it fail. Every node's transport applies the same cuts, so a cut
-// pair exchanges nothing in either direction.
+// dropped and dials to it fail. Every node's transport applies the same cuts: a pair cut
+// both ways exchanges nothing, a pair cut one way only what the other end sends.
 type faultTransport struct {
 	memberlist.NodeAwareTransport
 	net  *network

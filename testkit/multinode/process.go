@@ -9,18 +9,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/troupe-go/troupe/cluster"
 )
 
-// NodePackage is the program BuildNode builds: the cluster example, whose -node mode
-// runs one node and prints its membership changes.
-const NodePackage = "github.com/troupe-go/troupe/examples/cluster"
+// NodePackage is the program BuildNode builds: the test kit's node program, which runs
+// one cluster node and reports what it sees as JSON lines (see Line).
+const NodePackage = "github.com/troupe-go/troupe/testkit/multinode/internal/nodeproc"
 
 // BuildNode builds NodePackage with the go command into a temporary directory of the
 // test and returns the binary's path. The go build cache makes every build after the
@@ -60,6 +57,13 @@ type Process struct {
 // StartProcess starts bin with args and fails the test if it cannot.
 func StartProcess(t testing.TB, bin string, args ...string) *Process {
 	t.Helper()
+	return startProcess(t, filepath.Base(bin), bin, args...)
+}
+
+// startProcess is StartProcess with the label its log lines start with (the pid is
+// added).
+func startProcess(t testing.TB, label, bin string, args ...string) *Process {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -75,7 +79,7 @@ func StartProcess(t testing.TB, bin string, args ...string) *Process {
 	p := &Process{
 		t:       t,
 		cmd:     cmd,
-		name:    filepath.Base(bin) + "[" + strconv.Itoa(cmd.Process.Pid) + "]",
+		name:    label + "[" + strconv.Itoa(cmd.Process.Pid) + "]",
 		changed: make(chan struct{}),
 		exited:  make(chan struct{}),
 	}
@@ -207,69 +211,4 @@ func (p *Process) Stop(timeout time.Duration) error {
 		<-p.exited
 		return fmt.Errorf("multinode: %s did not stop within %v of SIGTERM; killed", p.name, timeout)
 	}
-}
-
-// NodeProcess is a node of the cluster example (NodePackage) running as an OS
-// process. Its lines are "[host:port] kind member details", for example
-// "[127.0.0.1:40001] removed 127.0.0.1:40003 (was Down)".
-type NodeProcess struct {
-	*Process
-	// Unique is the node's remote address and incarnation uid.
-	Unique cluster.UniqueAddress
-	// HostPort is the node's remote host:port: the prefix of its lines (in brackets)
-	// and how its lines name it.
-	HostPort string
-	// Gossip is the node's gossip address, to pass to other nodes with -seed.
-	Gossip string
-}
-
-// StartNode starts the node binary bin (see BuildNode) in its -node mode on 127.0.0.1,
-// on free ports it picks itself, with args after those settings (so args may override
-// them, for example with -remote-port and -gossip-port to restart a node on the same
-// addresses). It waits up to 10s for the node's first line, which names its addresses.
-func StartNode(t testing.TB, bin string, args ...string) *NodeProcess {
-	t.Helper()
-	all := append([]string{"-node", "-host", "127.0.0.1", "-remote-port", "0", "-gossip-port", "0"}, args...)
-	p := StartProcess(t, bin, all...)
-	first := p.WaitFor(10*time.Second, "first line", func(string) bool { return true })
-	n, err := parseNodeLine(first)
-	if err != nil {
-		t.Fatalf("multinode: %s: %v", p.name, err)
-	}
-	n.Process = p
-	return n
-}
-
-// parseNodeLine reads "[host:port] node ADDRESS uid UID gossip HOST:PORT".
-func parseNodeLine(line string) (*NodeProcess, error) {
-	f := strings.Fields(line)
-	if len(f) != 7 || f[1] != "node" || f[3] != "uid" || f[5] != "gossip" {
-		return nil, fmt.Errorf("unexpected first line %q", line)
-	}
-	uid, err := strconv.ParseUint(f[4], 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("first line %q: %w", line, err)
-	}
-	return &NodeProcess{
-		Unique:   cluster.UniqueAddress{Addr: f[2], UID: uid},
-		HostPort: strings.Trim(f[0], "[]"),
-		Gossip:   f[6],
-	}, nil
-}
-
-// IsEvent reports whether line is this node's report of an event of kind ("joined",
-// "up", "leaving", "exiting", "unreachable", "reachable", "downed" or "removed") about
-// the member at hostPort.
-func (n *NodeProcess) IsEvent(line, kind, hostPort string) bool {
-	f := strings.Fields(line)
-	return len(f) >= 3 && f[0] == "["+n.HostPort+"]" && f[1] == kind && f[2] == hostPort
-}
-
-// WaitEvent waits until the node reports an event of kind about the member at
-// hostPort (see IsEvent) and returns the line; it fails the test after timeout.
-func (n *NodeProcess) WaitEvent(timeout time.Duration, kind, hostPort string) string {
-	n.t.Helper()
-	return n.WaitFor(timeout, kind+" "+hostPort, func(line string) bool {
-		return n.IsEvent(line, kind, hostPort)
-	})
 }

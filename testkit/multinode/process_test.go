@@ -1,7 +1,6 @@
 package multinode_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -10,13 +9,14 @@ import (
 )
 
 // Three node processes form a cluster; one is killed with SIGKILL, and the split-brain
-// resolver on the other two downs and removes it. Then one survivor leaves gracefully.
+// resolver on the other two downs and removes it, and publishes that its margin has
+// passed. Then one survivor leaves gracefully.
 func TestProcessKilledWithSIGKILLIsRemoved(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the cluster example and runs it as OS processes")
+		t.Skip("builds the node program and runs it as OS processes")
 	}
 	bin := multinode.BuildNode(t)
-	args := []string{"-timing", "test", "-stable-after", "1s"}
+	args := []string{"-timing", "test", "-stable-after", "2s", "-margin", "1s"}
 	a := multinode.StartNode(t, bin, args...)
 	b := multinode.StartNode(t, bin, append(args, "-seed", a.Gossip)...)
 	c := multinode.StartNode(t, bin, append(args, "-seed", a.Gossip)...)
@@ -24,9 +24,14 @@ func TestProcessKilledWithSIGKILLIsRemoved(t *testing.T) {
 
 	timeout := testkit.Dilated(10 * time.Second)
 	up := make(map[string]bool)
-	a.WaitFor(timeout, "all three members up", func(line string) bool {
+	a.WaitLine(timeout, "all three members up", func(l multinode.Line) bool {
+		for _, m := range l.Members { // the state when the node subscribed
+			if m.Status == "Up" {
+				up[m.HostPort] = true
+			}
+		}
 		for _, n := range nodes {
-			if a.IsEvent(line, "up", n.HostPort) {
+			if multinode.IsEvent(l, multinode.EventUp, n.HostPort) {
 				up[n.HostPort] = true
 			}
 		}
@@ -35,19 +40,26 @@ func TestProcessKilledWithSIGKILLIsRemoved(t *testing.T) {
 
 	c.Kill()
 	for _, n := range []*multinode.NodeProcess{a, b} {
-		n.WaitEvent(timeout, "unreachable", c.HostPort)
-		n.WaitEvent(timeout, "downed", c.HostPort)
-		removed := n.WaitEvent(timeout, "removed", c.HostPort)
-		if !strings.HasSuffix(removed, "(was Down)") {
-			t.Errorf("%s: %q, want removed after Down", n.HostPort, removed)
+		n.WaitEvent(timeout, multinode.EventUnreachable, c.HostPort)
+		n.WaitEvent(timeout, multinode.EventDowned, c.HostPort)
+		removed := n.WaitEvent(timeout, multinode.EventRemoved, c.HostPort)
+		if removed.Previous != "Down" {
+			t.Errorf("%s: removed %+v, want removed after Down", n.HostPort, removed)
+		}
+		margin := n.WaitEvent(timeout, multinode.EventMarginPassed, c.HostPort)
+		if d := time.Duration(margin.Time - removed.Time); d < 900*time.Millisecond { // lines are written a little after the events
+			t.Errorf("%s: margin passed %v after the removal, want at least 1s", n.HostPort, d)
 		}
 	}
 
 	if err := b.Stop(timeout); err != nil {
 		t.Fatalf("graceful stop: %v", err)
 	}
-	b.WaitFor(timeout, "stopped", func(line string) bool { return line == "["+b.HostPort+"] stopped" })
-	for _, kind := range []string{"leaving", "exiting", "removed"} {
-		a.WaitEvent(timeout, kind, b.HostPort)
+	if l := b.WaitKind(timeout, multinode.KindStopped); l.Reason != multinode.ReasonLeft {
+		t.Errorf("stopped %+v, want left", l)
+	}
+	b.WaitKind(timeout, multinode.KindTerminated)
+	for _, event := range []string{multinode.EventLeaving, multinode.EventExiting, multinode.EventRemoved, multinode.EventMarginPassed} {
+		a.WaitEvent(timeout, event, b.HostPort)
 	}
 }

@@ -1,0 +1,285 @@
+package cluster
+
+import (
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/internal/reachability"
+	"github.com/troupe-go/troupe/internal/sbr"
+	"github.com/troupe-go/troupe/internal/wiretypes"
+	"go.uber.org/zap"
+)
+
+// The messages members exchange over the remote transport, between their cluster
+// actors. They are Troupe's own wire types: every registry knows them.
+type (
+	// heartbeat asks the member ToUID at its heartbeat responder for an answer.
+	heartbeat struct {
+		From   membership.UniqueAddress
+		ToUID  uint64
+		SentAt int64 // the sender's clock, in Unix nanoseconds; echoed in the answer
+	}
+	// heartbeatRsp answers a heartbeat.
+	heartbeatRsp struct {
+		From   membership.UniqueAddress
+		SentAt int64
+	}
+	// reachGossip carries the sender's reachability table (or its own row).
+	reachGossip struct {
+		From membership.UniqueAddress
+		Rows []reachability.Row
+	}
+	// downNotice spreads a down decision (as serf's user events do, by another path).
+	downNotice struct {
+		Down []membership.UniqueAddress
+	}
+)
+
+func init() {
+	wiretypes.MustRegister[heartbeat]("troupe.cluster.Heartbeat")
+	wiretypes.MustRegister[heartbeatRsp]("troupe.cluster.HeartbeatRsp")
+	wiretypes.MustRegister[reachGossip]("troupe.cluster.Reachability")
+	wiretypes.MustRegister[downNotice]("troupe.cluster.Down")
+}
+
+// Timer messages of the core.
+type (
+	heartbeatTick struct{}
+	gossipTick    struct{}
+	checkTimer    struct{}
+)
+
+// Limits on gossip from other nodes: larger tables are refused.
+const (
+	maxGossipRows     = 10_000
+	maxGossipSubjects = 10_000
+	gossipFanout      = 3 // members the table goes to every HeartbeatInterval
+)
+
+// heartbeatName is the name of the heartbeat responder, a child of the cluster actor.
+const heartbeatName = "heartbeat"
+
+// peer holds Refs to another member's cluster actor and heartbeat responder.
+type peer struct {
+	core, heartbeat actor.Ref
+}
+
+// peerOf resolves (once) the Refs to member u's actors.
+func (k *core) peerOf(u UniqueAddress) (peer, bool) {
+	if p, ok := k.peers[u]; ok {
+		return p, true
+	}
+	core, err := k.c.sys.Resolve(u.Addr + "/system/cluster")
+	if err != nil {
+		k.drops.note(k.c.log, "cannot address a member's cluster actor", err)
+		return peer{}, false
+	}
+	hb, err := k.c.sys.Resolve(u.Addr + "/system/cluster/" + heartbeatName)
+	if err != nil {
+		k.drops.note(k.c.log, "cannot address a member's heartbeat responder", err)
+		return peer{}, false
+	}
+	p := peer{core: core, heartbeat: hb}
+	k.peers[u] = p
+	return p, true
+}
+
+// sendHeartbeats sends a heartbeat to every monitored member. One that cannot be
+// sent (the transport refused it and made it a dead letter) simply goes unanswered.
+func (k *core) sendHeartbeats(ctx actor.Context, now time.Time) {
+	for _, u := range k.mon.Targets() {
+		if p, ok := k.peerOf(u); ok {
+			_ = ctx.Send(p.heartbeat, heartbeat{From: k.c.self.Unique, ToUID: u.UID, SentAt: now.UnixNano()})
+		}
+	}
+}
+
+// onHeartbeatRsp records an answer; it reports whether it ended serf's observation
+// that the member failed (the member answered a heartbeat sent after serf said so).
+func (k *core) onHeartbeatRsp(m heartbeatRsp, now time.Time) bool {
+	sent := time.Unix(0, m.SentAt)
+	if !k.mon.Response(m.From, sent, now) {
+		return false
+	}
+	if failed, ok := k.serfFailed[m.From]; ok && sent.After(failed) {
+		delete(k.serfFailed, m.From)
+		return true
+	}
+	return false
+}
+
+// checkMonitor judges the monitored members at now and reports whether one changed
+// reachability.
+func (k *core) checkMonitor(now time.Time) bool {
+	down, up := k.mon.Check(now)
+	return len(down)+len(up) > 0
+}
+
+// live reports whether u is a member that is neither Down nor Removed.
+func (k *core) live(u UniqueAddress) bool {
+	m, ok := k.ms.Member(u)
+	return ok && m.Status != Down
+}
+
+// refreshReachability brings the reachability state up to date: the monitored
+// members, this node's own observations (its heartbeats and serf), the table, the
+// unreachable flags of the membership, and the resolver's notion of change.
+func (k *core) refreshReachability(ctx actor.Context, now time.Time) {
+	// This node's observations first (Check has run on the members monitored so far).
+	var own []UniqueAddress
+	for _, u := range k.mon.Unreachable() {
+		if k.live(u) {
+			own = append(own, u)
+		}
+	}
+	// serf's report counts for the members this node does not heartbeat itself: for
+	// those it does, the heartbeats decide. serf probes members one at a time, round
+	// robin, so its detections of the members of a partition spread over several probe
+	// intervals, and its UDP probes with short timeouts are easily missed on a loaded
+	// host; the heartbeats go to every monitored member at once.
+	for u := range k.serfFailed {
+		if k.live(u) && !k.mon.Monitors(u) {
+			own = append(own, u)
+		}
+	}
+	if k.table.SetOwn(own) {
+		k.pushOwnRow(ctx)
+		serfSays := make([]string, 0, len(k.serfFailed))
+		for u := range k.serfFailed {
+			serfSays = append(serfSays, u.String())
+		}
+		k.c.log.Info("this node's reachability observations changed",
+			zap.Stringers("heartbeats", k.mon.Unreachable()), zap.Strings("serf", serfSays))
+	}
+	ownSet := make(map[UniqueAddress]bool, len(own))
+	for _, u := range own {
+		ownSet[u] = true
+	}
+
+	// Then whom to monitor: the ring over the live members.
+	var ring []UniqueAddress
+	for _, m := range k.ms.Members() {
+		if m.Status != Down && m.Unique != k.c.self.Unique {
+			ring = append(ring, m.Unique)
+		}
+	}
+	k.mon.SetTargets(reachability.Ring(k.c.self.Unique, ring, func(u UniqueAddress) bool { return ownSet[u] }, heartbeatMonitors), now)
+
+	// The aggregated view: unreachable for any observer.
+	unreachable := k.table.Unreachable(k.live)
+	set := make(map[UniqueAddress]bool, len(unreachable))
+	for _, u := range unreachable {
+		set[u] = true
+	}
+	for _, m := range k.ms.Members() {
+		u := m.Unique
+		switch {
+		case u == k.c.self.Unique || m.Status == Down:
+		case set[u] && !k.ms.IsUnreachable(u):
+			k.apply(k.ms.Unreachable(u))
+		case !set[u] && k.ms.IsUnreachable(u):
+			k.apply(k.ms.Reachable(u))
+		}
+	}
+	if key := k.reachabilityKey(); key != k.reachKey {
+		k.reachKey = key
+		k.res.ReachabilityChanged(now)
+		k.c.log.Debug("reachability changed", zap.String("observations", key))
+	}
+}
+
+// reachabilityKey describes the members the resolver considers unreachable and, among
+// them, the indirectly connected ones; the resolver is told of a change whenever it
+// changes. Another observer confirming what is already known is no change, so that
+// the observers' detection times do not drag the wait out.
+func (k *core) reachabilityKey() string {
+	unreachable, indirect := sbr.Summary(k.input())
+	var b strings.Builder
+	for _, u := range unreachable {
+		b.WriteString(u.String())
+		b.WriteByte(' ')
+	}
+	b.WriteString("| indirectly connected:")
+	for _, u := range indirect {
+		b.WriteByte(' ')
+		b.WriteString(u.String())
+	}
+	return b.String()
+}
+
+// pushOwnRow sends this node's changed row to every live member at once, so that a
+// new observation spreads in one hop wherever the links allow; the periodic gossip
+// repairs what this misses.
+func (k *core) pushOwnRow(ctx actor.Context) {
+	msg := reachGossip{From: k.c.self.Unique, Rows: []reachability.Row{k.table.Own()}}
+	for _, m := range k.ms.Members() {
+		if m.Unique == k.c.self.Unique || m.Status == Down {
+			continue
+		}
+		if p, ok := k.peerOf(m.Unique); ok {
+			_ = ctx.Send(p.core, msg)
+		}
+	}
+}
+
+// gossip sends the whole table to a few live members this node can reach itself.
+// Rows travel through any member that has them, so an observation reaches a member
+// whose direct link to the observer is broken.
+func (k *core) gossip(ctx actor.Context) {
+	own := make(map[UniqueAddress]bool)
+	for _, u := range k.table.Own().Unreachable {
+		own[u] = true
+	}
+	var to []UniqueAddress
+	for _, m := range k.ms.Members() {
+		if m.Unique != k.c.self.Unique && m.Status != Down && !own[m.Unique] {
+			to = append(to, m.Unique)
+		}
+	}
+	if len(to) == 0 {
+		return
+	}
+	rand.Shuffle(len(to), func(i, j int) { to[i], to[j] = to[j], to[i] })
+	msg := reachGossip{From: k.c.self.Unique, Rows: k.table.Rows()}
+	for _, u := range to[:min(gossipFanout, len(to))] {
+		if p, ok := k.peerOf(u); ok {
+			_ = ctx.Send(p.core, msg)
+		}
+	}
+}
+
+// onGossip merges another node's rows. Rows of members this node does not know (yet)
+// are left out: the periodic gossip brings them again.
+// It reports whether the table changed.
+func (k *core) onGossip(m reachGossip) bool {
+	if len(m.Rows) > maxGossipRows {
+		k.drops.note(k.c.log, "reachability gossip refused: too many rows", nil)
+		return false
+	}
+	for _, r := range m.Rows {
+		if len(r.Unreachable) > maxGossipSubjects || r.Observer.UID == 0 || r.Observer.Addr == "" {
+			k.drops.note(k.c.log, "reachability gossip refused: malformed row", nil)
+			return false
+		}
+	}
+	known := func(u UniqueAddress) bool {
+		_, ok := k.ms.Member(u)
+		return ok
+	}
+	return k.table.Merge(m.Rows, known)
+}
+
+// heartbeatResponder answers heartbeats addressed to this incarnation. It is a child
+// of the cluster actor, so that a busy cluster actor does not delay the answers.
+type heartbeatResponder struct {
+	self UniqueAddress
+}
+
+func (h *heartbeatResponder) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(heartbeat); ok && m.ToUID == h.self.UID {
+		_ = ctx.Respond(heartbeatRsp{From: h.self, SentAt: m.SentAt})
+	}
+}

@@ -1,0 +1,153 @@
+package cluster
+
+import (
+	"fmt"
+
+	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/internal/sbr"
+)
+
+// The member model is defined in an internal package, where it is table-tested as a
+// pure state machine; these names are the same types.
+
+// UniqueAddress identifies one incarnation of a node: Addr, the remote address it is
+// reached at (troupe://system@host:port), and UID, the incarnation uid its transport
+// drew when it started (never 0). A node restarted on the same address is a new
+// incarnation and a new member. String returns "addr#uid"; u.Compare(o) orders two
+// identities by host, then port (numerically), then uid, the order of the equal-split
+// and equal-age rules.
+type UniqueAddress = membership.UniqueAddress
+
+// MemberStatus is where a member is in its lifecycle: Joining, Up, Leaving, Exiting,
+// Down, Removed, in that order. Statuses only move forward, may skip steps, and reach
+// Removed only from Exiting or Down. String returns the name.
+type MemberStatus = membership.MemberStatus
+
+// The member statuses.
+const (
+	// Joining is a member that has been seen but is not Up yet: it waits for
+	// min-nr-of-members, or for its own move to Up to reach this node.
+	Joining = membership.Joining
+	// Up is a full member, with an age.
+	Up = membership.Up
+	// Leaving is a member leaving gracefully; it still serves while the layers above
+	// hand its work over.
+	Leaving = membership.Leaving
+	// Exiting is a member that has handed its work over and is about to be removed.
+	Exiting = membership.Exiting
+	// Down is a member declared dead, by the split-brain resolver or by hand; it is
+	// removed at once and never comes back.
+	Down = membership.Down
+	// Removed is a member that is gone; its identity never comes back.
+	Removed = membership.Removed
+)
+
+// Member is one node of the cluster as this node sees it. Its fields:
+//
+//   - Unique UniqueAddress: its identity.
+//   - Status MemberStatus: where it is in its lifecycle.
+//   - Roles []string: its roles, sorted, without duplicates.
+//   - AppVersion string: the application version it runs, as its Config says.
+//   - UpNumber int64: its age, chosen once when it becomes Up and never changed; 0
+//     before. Lower is older; equal ages are ordered by address.
+//
+// m.HasRole(role) reports whether it has the role ("" is every member's), and
+// m.IsOlderThan(o) compares ages: every node that sees the same members agrees on
+// the oldest, where the singleton and the sharding coordinator live.
+type Member = membership.Member
+
+// Event is a cluster event, as a subscriber receives it (see Cluster.Subscribe):
+// MemberJoined, MemberUp, MemberLeft, MemberExited, MemberDowned, MemberRemoved,
+// RemovalMarginPassed, UnreachableMember, ReachableMember or OldestChanged.
+type Event = membership.Event
+
+// MemberJoined says a member was seen for the first time, Joining. Field: Member.
+type MemberJoined = membership.MemberJoined
+
+// MemberUp says a member became Up (or was first seen Up); Member.UpNumber is its age.
+// Field: Member.
+type MemberUp = membership.MemberUp
+
+// MemberLeft says a member is Leaving. Field: Member.
+type MemberLeft = membership.MemberLeft
+
+// MemberExited says a member is Exiting: it has handed its work over. Field: Member.
+type MemberExited = membership.MemberExited
+
+// MemberDowned says a member was declared Down. Field: Member.
+type MemberDowned = membership.MemberDowned
+
+// MemberRemoved says a member is gone for good. Fields: Member (status Removed) and
+// PreviousStatus, Exiting after a graceful leave and Down otherwise.
+//
+// A downed member may still be running on the other side of a partition when it is
+// removed here: do not start its work elsewhere on this event, wait for
+// RemovalMarginPassed.
+type MemberRemoved = membership.MemberRemoved
+
+// RemovalMarginPassed says a removed member's work may be taken over: it follows
+// MemberRemoved at once after a graceful leave, and after the down-removal margin
+// (DowningConfig.DownRemovalMargin) when the member was downed, by which time the
+// downed member has stopped its cluster services (see the package documentation).
+// Fields: Member (status Removed) and PreviousStatus (Exiting or Down).
+type RemovalMarginPassed = membership.RemovalMarginPassed
+
+// UnreachableMember says a member became unreachable: serf, or an observer's
+// heartbeats, lost contact with it. Field: Member.
+type UnreachableMember = membership.UnreachableMember
+
+// ReachableMember says an unreachable member is reachable again: no observer reports
+// it unreachable any more. Field: Member.
+type ReachableMember = membership.ReachableMember
+
+// OldestChanged says the oldest Up or Leaving member changed, overall (Role "") or
+// among the members with Role. Fields: Role, and Oldest (nil when there is none).
+type OldestChanged = membership.OldestChanged
+
+// CurrentClusterState is the snapshot a subscriber receives before any event, and what
+// Cluster.State returns. Fields:
+//
+//   - Members []Member: every member that is not Removed, ordered by address.
+//   - Unreachable []Member: the members unreachable for some observer (never this
+//     node itself), ordered by address.
+//   - Oldest *Member: the oldest Up or Leaving member, nil when none.
+//   - OldestByRole map[string]Member: the oldest member of each role that has one.
+//   - MinMembersMet bool: whether min-nr-of-members (overall and per role) is met.
+//   - AwaitingRemovalMargin []Member: members removed after being downed whose
+//     down-removal margin has not passed yet; a RemovalMarginPassed event follows for
+//     each.
+type CurrentClusterState = membership.CurrentClusterState
+
+// Strategy is the split-brain resolver's rule for choosing the side of a partition
+// that survives; see the package documentation. String returns the configuration name
+// ("keep-majority" and so on). The zero value is KeepMajority.
+type Strategy = sbr.Strategy
+
+// The downing strategies.
+const (
+	// KeepMajority keeps the side with more members (of DowningConfig.Role when set);
+	// on an equal split, the side holding the member with the lowest address.
+	KeepMajority = sbr.KeepMajority
+	// StaticQuorum keeps a side with at least DowningConfig.QuorumSize members; with
+	// more than 2*QuorumSize-1 members everything is downed.
+	StaticQuorum = sbr.StaticQuorum
+	// KeepOldest keeps the side with the oldest member; a lone oldest is downed
+	// instead, unless DowningConfig.KeepOldestIfAlone.
+	KeepOldest = sbr.KeepOldest
+	// DownAll downs every member whenever one is unreachable.
+	DownAll = sbr.DownAll
+	// LeaseMajority keeps the side that acquires DowningConfig.Lease; the minority side
+	// tries only after DowningConfig.AcquireLeaseDelayForMinority.
+	LeaseMajority = sbr.LeaseMajority
+)
+
+// ParseStrategy returns the strategy with the configuration name: "keep-majority",
+// "static-quorum", "keep-oldest", "down-all" or "lease-majority"; "" is KeepMajority.
+// An unknown name is an error wrapping ErrInvalidConfig.
+func ParseStrategy(name string) (Strategy, error) {
+	s, err := sbr.ParseStrategy(name)
+	if err != nil {
+		return 0, fmt.Errorf("%w: unknown downing strategy %q", ErrInvalidConfig, name)
+	}
+	return s, nil
+}

@@ -1,0 +1,74 @@
+// Package pgjournal is a persistence plug-in on PostgreSQL: a
+// persistence.Journal, persistence.SnapshotStore and persistence.TagQuerier
+// in one Store, through a pgx (github.com/jackc/pgx/v5) connection pool.
+// Every node of a cluster opens its own Store on the same database, so a
+// persistent entity keeps its state when it moves between machines.
+//
+//	store, err := pgjournal.Open(ctx, pgjournal.Config{ConnString: "postgres://app@db/app"})
+//
+// Give the store to persistence as both journal and snapshot store, and
+// close it after the actor system has shut down.
+//
+// # Schema
+//
+// Open creates the tables, and migrates them when a newer version of this
+// package needs it, from SQL embedded in the package (migrations/*.sql),
+// recording each version in troupe_schema_version. Teams that migrate
+// themselves set Config.ManualMigration and run Migrate, or the SQL of
+// Migrations, with their own tools; Open then only checks the version. A
+// database migrated by a newer version of this package is refused with
+// ErrSchemaTooNew. Config.Schema puts the tables in a PostgreSQL schema of
+// their own. The tables and indexes are described in docs/persistence.md
+// and in the migration files.
+//
+// # Group commit
+//
+// Concurrent writes of many entities share one transaction: whatever is
+// queued while earlier commits run goes to the server as one pipeline of
+// array-valued statements (one round trip) and commits once; every writer
+// is answered after the commit. Config.WriteConcurrency commits may be in
+// flight at once. Each atomic write is stored all or none, and a write
+// rejected on its own (a sequence-number conflict, an invalid or too large
+// write) does not affect the others in the transaction.
+//
+// # Two writers of one persistence id
+//
+// The highest sequence number of each persistence id lives in one row,
+// which every write advances in its transaction only when the write's first
+// sequence number is above it; (persistence id, sequence number) is also
+// the events' primary key. If two nodes ever run the same entity (a split
+// brain the resolver did not stop), the second write of a sequence number
+// fails with persistence.ErrSequenceConflict and that entity stops, instead
+// of the two histories interleaving.
+//
+// # Reading
+//
+// Replays and EventsByTag read in pages of Config.ReplayPageSize events,
+// one query each, so no history is held in memory whole. Deleting events
+// removes their rows but keeps the highest sequence number, so a restarted
+// entity never reuses one. Every row carries a CRC-32C over its columns: a
+// damaged or hand-edited row fails the replay with a
+// *persistence.CorruptRecordError naming its persistence id and sequence
+// number. Tag offsets are handed out in commit order across all nodes, so a
+// reader resuming from the last offset it saw plus one misses nothing.
+//
+// # Failures
+//
+// Open fails within Config.ConnectTimeout, with ErrUnavailable, when the
+// server cannot be reached, and with ErrInvalidConfig for a connection
+// string that does not parse. When the connection breaks or the server
+// stops, the calls in progress fail with ErrUnavailable: the writers of the
+// group commit in flight cannot know whether it committed, and their
+// entities stop, as persistence's rules say. The pool drops its
+// connections and opens new ones for later calls, which succeed again once
+// the server is back.
+//
+// # What can be lost, and when
+//
+// Nothing acknowledged: a write is answered only after its transaction
+// committed, as durably as the server's synchronous_commit setting makes a
+// commit. A write whose call fails as a whole (ErrUnavailable, a timeout, a
+// server error) may or may not have been stored; the entity stops and its
+// next incarnation replays what the database holds. A WriteMessages call
+// whose context ends before its batch is sent is not written.
+package pgjournal

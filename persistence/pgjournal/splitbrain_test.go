@@ -1,0 +1,282 @@
+package pgjournal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/troupe-go/troupe/persistence"
+)
+
+// Two stores with two pools on one schema are two nodes: these tests are
+// what happens when both write the same persistence id, as after a split
+// brain the resolver did not stop.
+
+// TestSplitBrainConflict: the second node's write of sequence numbers the
+// first one used fails with ErrSequenceConflict, and stores nothing.
+func TestSplitBrainConflict(t *testing.T) {
+	node1, cfg := openFresh(t, nil)
+	node2 := openIn(t, cfg)
+	ctx := testContext(t)
+
+	if res, err := node1.WriteMessages(ctx, []persistence.AtomicWrite{aw("cart", 1, 3)}); err != nil || res[0] != nil {
+		t.Fatal(res, err)
+	}
+	// node2 started the entity before node1's events existed and believes
+	// it is at 0.
+	res, err := node2.WriteMessages(ctx, []persistence.AtomicWrite{aw("cart", 1, 2), aw("other", 1, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(res[0], persistence.ErrSequenceConflict) || res[1] != nil {
+		t.Errorf("node2's writes: %v, want [ErrSequenceConflict, nil]", res)
+	}
+	if got := seqsOf(t, node2, "cart"); !slices.Equal(got, span(1, 3)) {
+		t.Errorf("cart: %v, want node1's 1..3", got)
+	}
+	if h, err := node2.HighestSequenceNr(ctx, "cart"); err != nil || h != 3 {
+		t.Errorf("node2 sees highest %d, %v, want 3", h, err)
+	}
+}
+
+// TestSplitBrainRace: two nodes race to extend the same persistence ids,
+// in opposite orders, for many rounds. Every sequence number is won by
+// exactly one write, histories never interleave (each successful write's
+// events are its own, contiguously), no call fails as a whole (no
+// deadlock), and each node learns of every write it lost.
+func TestSplitBrainRace(t *testing.T) {
+	node1, cfg := openFresh(t, nil)
+	node2 := openIn(t, cfg)
+	ctx := testContext(t)
+	const pids, rounds = 12, 25
+
+	type won struct {
+		pid         string
+		first, last uint64
+	}
+	var mu sync.Mutex
+	wins := map[string][]won{} // by node name
+	lost := 0
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for n, node := range []*Store{node1, node2} {
+		name := fmt.Sprintf("node%d", n+1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(n), 7))
+			believed := map[string]uint64{}
+			for r := range rounds {
+				order := rng.Perm(pids)
+				if n == 1 {
+					slices.Reverse(order)
+				}
+				var writes []persistence.AtomicWrite
+				for _, i := range order {
+					pid := fmt.Sprintf("p%d", i)
+					size := uint64(1 + (r+i)%3)
+					w := aw(pid, believed[pid]+1, believed[pid]+size)
+					for k := range w.Events {
+						w.Events[k].WriterID = name
+					}
+					writes = append(writes, w)
+				}
+				res, err := node.WriteMessages(ctx, writes)
+				if err != nil {
+					errs <- fmt.Errorf("%s round %d: %w", name, r, err)
+					return
+				}
+				for i, w := range writes {
+					first, last := w.Events[0].SequenceNr, w.Events[len(w.Events)-1].SequenceNr
+					switch {
+					case res[i] == nil:
+						believed[w.PersistenceID] = last
+						mu.Lock()
+						wins[name] = append(wins[name], won{w.PersistenceID, first, last})
+						mu.Unlock()
+					case errors.Is(res[i], persistence.ErrSequenceConflict):
+						// The entity would stop; a new incarnation reads
+						// the highest and goes on from there.
+						h, err := node.HighestSequenceNr(ctx, w.PersistenceID)
+						if err != nil {
+							errs <- err
+							return
+						}
+						if h < first {
+							errs <- fmt.Errorf("%s: %q #%d rejected while the highest is %d", name, w.PersistenceID, first, h)
+							return
+						}
+						believed[w.PersistenceID] = h
+						mu.Lock()
+						lost++
+						mu.Unlock()
+					default:
+						errs <- fmt.Errorf("%s: %w", name, res[i])
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// Every stored event belongs to exactly one won write, of the node
+	// named in it.
+	owner := map[string]map[uint64]string{}
+	for name, ws := range wins {
+		for _, w := range ws {
+			if owner[w.pid] == nil {
+				owner[w.pid] = map[uint64]string{}
+			}
+			for seq := w.first; seq <= w.last; seq++ {
+				if prev, dup := owner[w.pid][seq]; dup {
+					t.Fatalf("%q #%d won by %s and %s", w.pid, seq, prev, name)
+				}
+				owner[w.pid][seq] = name
+			}
+		}
+	}
+	for i := range pids {
+		pid := fmt.Sprintf("p%d", i)
+		var seqs []uint64
+		err := node1.ReplayMessages(ctx, pid, 1, persistence.MaxSequenceNr, 0, func(r persistence.Record) error {
+			seqs = append(seqs, r.SequenceNr)
+			if owner[pid][r.SequenceNr] != r.WriterID {
+				return fmt.Errorf("%q #%d written by %q, won by %q", pid, r.SequenceNr, r.WriterID, owner[pid][r.SequenceNr])
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(seqs) == 0 || !slices.Equal(seqs, span(1, uint64(len(seqs)))) || len(seqs) != len(owner[pid]) {
+			t.Errorf("%q: stored %v, %d won", pid, seqs, len(owner[pid]))
+		}
+	}
+	st1, st2 := node1.Stats(), node2.Stats()
+	if st1.FailedCommits+st2.FailedCommits != 0 || int(st1.Conflicts+st2.Conflicts) != lost {
+		t.Errorf("stats %+v and %+v, %d writes lost", st1, st2, lost)
+	}
+	t.Logf("%d writes won by node1, %d by node2, %d lost", len(wins["node1"]), len(wins["node2"]), lost)
+}
+
+// TestTagOffsetsAcrossNodes: while two nodes write tagged events, a reader
+// that polls from the last offset it saw plus one misses nothing: offsets
+// appear in commit order across nodes.
+func TestTagOffsetsAcrossNodes(t *testing.T) {
+	node1, cfg := openFresh(t, nil)
+	node2 := openIn(t, cfg)
+	reader := openIn(t, cfg)
+	ctx := testContext(t)
+	const writers, each = 8, 25
+
+	written := make(chan struct{}, 2*writers*each)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*writers)
+	for n, node := range []*Store{node1, node2} {
+		for g := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pid := fmt.Sprintf("n%d-w%d", n, g)
+				for seq := uint64(1); seq <= each; seq++ {
+					res, err := node.WriteMessages(ctx, []persistence.AtomicWrite{{PersistenceID: pid, Events: []persistence.Record{ev(pid, seq, "all")}}})
+					if err == nil {
+						err = res[0]
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					written <- struct{}{}
+				}
+			}()
+		}
+	}
+	go func() {
+		wg.Wait()
+		close(written)
+	}()
+
+	// Poll after each acknowledged write, and once more at the end.
+	seen := map[string]uint64{}
+	var next uint64
+	total := 0
+	poll := func() error {
+		return reader.EventsByTag(ctx, "all", next, 0, func(tr persistence.TaggedRecord) error {
+			r := tr.Record
+			if seen[r.PersistenceID]+1 != r.SequenceNr {
+				return fmt.Errorf("%s #%d after #%d: an event was missed", r.PersistenceID, r.SequenceNr, seen[r.PersistenceID])
+			}
+			seen[r.PersistenceID] = r.SequenceNr
+			next = tr.Offset + 1
+			total++
+			return nil
+		})
+	}
+	for range written {
+		if err := poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := poll(); err != nil {
+		t.Fatal(err)
+	}
+	if total != 2*writers*each {
+		t.Errorf("the polling reader saw %d events, want %d", total, 2*writers*each)
+	}
+}
+
+// TestSplitBrainSameBatchDeadlockFree: two nodes commit batches that touch
+// the same persistence ids in opposite orders at the same time; rows are
+// locked in one order, so neither waits for the other in a cycle.
+func TestSplitBrainSameBatchDeadlockFree(t *testing.T) {
+	node1, cfg := openFresh(t, nil)
+	node2 := openIn(t, cfg)
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	// Enough other persistence ids that PostgreSQL looks each written
+	// one up by index, in the order of the statement's arrays, instead of
+	// scanning the table in its own order.
+	execIn(t, cfg.Schema, `INSERT INTO troupe_persistence_id (persistence_id, highest_sequence_nr)
+		SELECT ('filler' || i)::bytea, 1 FROM generate_series(1, 20000) i`)
+	execIn(t, cfg.Schema, `ANALYZE troupe_persistence_id`)
+	const pids = 50
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for n, node := range []*Store{node1, node2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range 10 {
+				var writes []persistence.AtomicWrite
+				for i := range pids {
+					if n == 1 {
+						i = pids - 1 - i
+					}
+					writes = append(writes, aw(fmt.Sprintf("d%d", i), uint64(100*r+n*50+1), uint64(100*r+n*50+1)))
+				}
+				if _, err := node.WriteMessages(ctx, writes); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,142 @@
+package singleton
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/troupe-go/troupe/cluster"
+)
+
+// memberTable is a core's view of the members: those not removed, and the identities
+// removed so far (which never come back).
+type memberTable struct {
+	role    string
+	members map[cluster.UniqueAddress]Member
+	removed map[cluster.UniqueAddress]bool
+}
+
+func newMemberTable(role string) memberTable {
+	return memberTable{
+		role:    role,
+		members: make(map[cluster.UniqueAddress]Member),
+		removed: make(map[cluster.UniqueAddress]bool),
+	}
+}
+
+// update records m; it reports false for a member already removed.
+func (t *memberTable) update(m Member) bool {
+	if t.removed[m.Node] {
+		return false
+	}
+	if m.Status == cluster.Removed {
+		t.remove(m.Node)
+		return true
+	}
+	m.Roles = slices.Clone(m.Roles)
+	t.members[m.Node] = m
+	return true
+}
+
+// remove forgets the member for good; it returns the member as it was known.
+func (t *memberTable) remove(n cluster.UniqueAddress) (Member, bool) {
+	m, ok := t.members[n]
+	delete(t.members, n)
+	t.removed[n] = true
+	return m, ok
+}
+
+// get returns the member n, if known and not removed.
+func (t *memberTable) get(n cluster.UniqueAddress) (Member, bool) {
+	m, ok := t.members[n]
+	return m, ok
+}
+
+// hasRole reports whether m has the table's role ("" is every member).
+func (t *memberTable) hasRole(m Member) bool {
+	return t.role == "" || slices.Contains(m.Roles, t.role)
+}
+
+// candidate reports whether m may be the oldest: it has the role and is Up or Leaving.
+func (t *memberTable) candidate(m Member) bool {
+	return (m.Status == cluster.Up || m.Status == cluster.Leaving) && m.UpNumber > 0 && t.hasRole(m)
+}
+
+// oldest returns the oldest candidate that skip does not exclude.
+func (t *memberTable) oldest(skip func(cluster.UniqueAddress) bool) (Member, bool) {
+	var best Member
+	found := false
+	for _, m := range t.members {
+		if !t.candidate(m) || skip(m.Node) {
+			continue
+		}
+		if !found || compareAge(m, best) < 0 {
+			best, found = m, true
+		}
+	}
+	return best, found
+}
+
+// compareAge orders members oldest first, as cluster.Member.IsOlderThan does: a lower
+// UpNumber is older, a member without one (0) is younger than every member with one,
+// and equal UpNumbers are ordered by address (compareAddress).
+func compareAge(a, b Member) int {
+	ua, ub := a.UpNumber, b.UpNumber
+	switch {
+	case ua > 0 && ub <= 0:
+		return -1
+	case ua <= 0 && ub > 0:
+		return 1
+	case ua < ub:
+		return -1
+	case ua > ub:
+		return 1
+	}
+	return compareAddress(a.Node, b.Node)
+}
+
+// compareAddress orders unique addresses by host, then numeric port, then the whole
+// address string, then uid, as cluster.CompareAddress does; it is repeated here so
+// that the cores depend on the cluster package's data types only.
+func compareAddress(a, b cluster.UniqueAddress) int {
+	if c := compareAddr(a.Addr, b.Addr); c != 0 {
+		return c
+	}
+	switch {
+	case a.UID < b.UID:
+		return -1
+	case a.UID > b.UID:
+		return 1
+	}
+	return 0
+}
+
+func compareAddr(a, b string) int {
+	ha, pa, oka := splitHostPort(a)
+	hb, pb, okb := splitHostPort(b)
+	if !oka || !okb {
+		return strings.Compare(a, b)
+	}
+	if c := strings.Compare(ha, hb); c != 0 {
+		return c
+	}
+	switch {
+	case pa < pb:
+		return -1
+	case pa > pb:
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+func splitHostPort(s string) (string, uint64, bool) {
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return "", 0, false
+	}
+	p, err := strconv.ParseUint(s[i+1:], 10, 32)
+	if err != nil {
+		return "", 0, false
+	}
+	return s[:i], p, true
+}
