@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"syscall"
@@ -30,6 +31,10 @@ import (
 // peerEnv, set in the environment, makes this program the peer process of the
 // two-process scenarios.
 const peerEnv = "TROUPE_BENCH_PEER"
+
+// peerTraceEnv names a file to which the peer process writes an execution trace
+// (runtime/trace) of its whole run, as -trace does for this process.
+const peerTraceEnv = "TROUPE_BENCH_PEER_TRACE"
 
 const (
 	twoProcRounds = 5      // interleaved rounds; figures are medians over them
@@ -61,6 +66,17 @@ func runPeerIfAsked() bool {
 // echo and a sink actor, prints "tcp-address echo-uri sink-uri" and runs until
 // standard input closes.
 func runPeer() error {
+	if name := os.Getenv(peerTraceEnv); name != "" {
+		f, err := os.Create(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
