@@ -49,6 +49,10 @@ var scenarios = map[string]scenario{
 	"cluster-form":     {5, runClusterForm},
 	"cluster-failover": {5, runClusterFailover},
 	"cluster-form-25":  {25, runClusterForm},
+
+	"singleton-handover": {1, runSingletonHandover},
+	"singleton-failover": {1, runSingletonFailover},
+	"singleton-proxy":    {1_000_000, runSingletonProxy},
 }
 
 func main() {
