@@ -3,19 +3,15 @@ package actor
 import (
 	"context"
 	"log/slog"
-	"os"
 
+	"github.com/troupe-go/troupe/internal/stderrlog"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
 // defaultLogger is the logger of a system configured without one: warnings and errors
 // to standard error, so that failures are never invisible by default.
-func defaultLogger() *zap.Logger {
-	enc := zap.NewDevelopmentEncoderConfig()
-	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(os.Stderr), zapcore.WarnLevel)
-	return zap.New(core)
-}
+func defaultLogger() *zap.Logger { return stderrlog.New() }
 
 // slogLogger returns a zap logger whose entries go to h, so that an application that
 // logs with log/slog receives Troupe's logs in its own handler.

@@ -3,6 +3,7 @@ package remote
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/troupe-go/troupe/actor"
@@ -55,6 +56,18 @@ type encDict struct {
 	frame [3]uint32 // entries the frame being written names
 	named int
 	undo  []undoRec
+
+	// The entries used last, checked before the maps: a stream names the same
+	// recipient, sender and type frame after frame.
+	hotStr [2]hotEntry
+	hotRef uint32 // entry index + 1 of the sender ref used last; 0 for none
+	hotIdx int    // the hotStr slot to replace next
+}
+
+// hotEntry remembers which entry a string was found in.
+type hotEntry struct {
+	s string
+	i uint32
 }
 
 func (d *encDict) capacity() uint32 {
@@ -69,6 +82,7 @@ func (d *encDict) clear() {
 	clear(d.strs)
 	clear(d.refs)
 	d.slots, d.hand, d.named, d.undo = d.slots[:0], 0, 0, d.undo[:0]
+	d.hotStr, d.hotRef = [2]hotEntry{}, 0
 }
 
 // startFrame begins a frame: its fields may replace any entry but those it names.
@@ -149,7 +163,16 @@ func (d *encDict) use(dst []byte, i uint32) []byte {
 
 // appendStr appends s as a field.
 func (d *encDict) appendStr(dst []byte, s string) []byte {
+	for k := range d.hotStr {
+		if h := &d.hotStr[k]; h.s == s && int(h.i) < len(d.slots) {
+			if slot := &d.slots[h.i]; slot.name == s && slot.ref.IsZero() {
+				return d.use(dst, h.i)
+			}
+		}
+	}
 	if i, ok := d.strs[s]; ok {
+		d.hotStr[d.hotIdx] = hotEntry{s: s, i: i}
+		d.hotIdx = (d.hotIdx + 1) % len(d.hotStr)
 		return d.use(dst, i)
 	}
 	i := d.take()
@@ -164,15 +187,50 @@ func (d *encDict) appendLiteral(dst []byte, s string) []byte {
 	return appendString(dst, s)
 }
 
+// appendRcpt appends a recipient as a field. A temporary actor (an ask's reply
+// address) is sent as a literal: it is used once, and would only crowd the
+// dictionary.
+func (d *encDict) appendRcpt(dst []byte, rcpt string) []byte {
+	if strings.HasPrefix(rcpt, tempPrefix) {
+		return d.appendLiteral(dst, rcpt)
+	}
+	return d.appendStr(dst, rcpt)
+}
+
+// tempPrefix starts the path of every temporary actor.
+const tempPrefix = "/temp/"
+
 // appendRef appends a sender ref as a field. Temporary refs (asks) are sent as
 // literals: each is used once, and would only crowd the dictionary. A ref whose path
 // is longer than a field may be is sent as no sender: it cannot be a reply address.
-func (d *encDict) appendRef(dst []byte, r actor.Ref) []byte {
+// self is this system's address, and selfStr its string, the start of the full path
+// of this system's actors.
+func (d *encDict) appendRef(dst []byte, r actor.Ref, self actor.Address, selfStr string) []byte {
 	if r.IsZero() {
 		return append(dst, 0)
 	}
+	if h := d.hotRef; h != 0 && int(h) <= len(d.slots) && d.slots[h-1].ref == r {
+		return d.use(dst, h-1)
+	}
 	if i, ok := d.refs[r]; ok {
+		d.hotRef = i + 1
 		return d.use(dst, i)
+	}
+	if selfStr != "" && r.IsLocal() && r.Address() == self {
+		if path := r.Path(); strings.HasPrefix(path, tempPrefix) {
+			// An ask's reply address: its full path goes straight into the frame,
+			// as Ref.URI would spell it, without making the string.
+			var digits [20]byte
+			uid := strconv.AppendUint(digits[:0], r.UID(), 10)
+			n := len(selfStr) + len(path) + 1 + len(uid)
+			if n > maxStringLen {
+				return append(dst, 0)
+			}
+			dst = binary.AppendUvarint(dst, 2*uint64(d.capacity())+1)
+			dst = binary.AppendUvarint(dst, uint64(n))
+			dst = append(append(append(append(dst, selfStr...), path...), '#'), uid...)
+			return dst
+		}
 	}
 	uri := r.URI()
 	if len(uri) > maxStringLen {
@@ -211,7 +269,7 @@ func (d *encDict) forget(k int) {
 func isTempURI(uri string) bool {
 	rest := strings.TrimPrefix(uri, actor.Scheme+"://")
 	i := strings.IndexByte(rest, '/')
-	return i >= 0 && strings.HasPrefix(rest[i:], "/temp/")
+	return i >= 0 && strings.HasPrefix(rest[i:], tempPrefix)
 }
 
 // userFields are the header fields of one queued user frame, read back with a table.

@@ -31,7 +31,9 @@
 // acknowledged and resent until acknowledged, for as long as the peer incarnation
 // lives (the protocol is a pair of pure state machines in internal/syslane). Writes
 // are batched: a writer goroutine per lane takes everything queued and writes it
-// whenever the socket is free.
+// whenever the socket is free. A sender that finds the user lane idle writes its
+// message itself, with one write that never waits, and leaves any rest to the
+// writer: a request after a pause costs no hand-off to the writer goroutine.
 //
 // The queue towards each peer is bounded in bytes (Config.OutboundQueueBytes). A send
 // that finds it full fails with ErrOverloaded, naming the recipient, and the message

@@ -444,7 +444,7 @@ func (in *inbound) resolve(uri string) (actor.Ref, error) {
 	case addr == r.addr:
 		return r.localRef(path, uid), nil
 	case addr == in.p.addr:
-		return newRemoteRef(in.p, path, uid).ref(), nil
+		return newRemoteRefIn(in.p, uri, path, uid).ref(), nil
 	case !addr.HasHost():
 		return actor.Ref{}, fmt.Errorf("%w: %s has no host", actor.ErrNotFound, addr)
 	}

@@ -1,9 +1,7 @@
 package remote
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -18,9 +16,9 @@ import (
 )
 
 // outLane is one outbound connection to a peer and its queue. Senders append encoded
-// frames to the queue under mu; the lane's writer goroutine swaps the queue out and
-// writes it, so frames batch by themselves whenever senders outpace the socket, and a
-// lone frame is written as soon as the writer is free.
+// frames to the queue under mu; the lane's writer goroutine takes the queue as a batch
+// and writes it, so frames batch by themselves whenever senders outpace the socket,
+// and a sender that finds the lane idle writes its frame itself (see writer.go).
 //
 // The user lane's queue is bounded in bytes (Config.OutboundQueueBytes, counting the
 // batch being written). The system lane carries the reliable system messages, whose
@@ -39,7 +37,18 @@ type outLane struct {
 	scratch  []byte // user lane: a message's payload before its header is known
 	codec    *serialization.Codec
 	conn     net.Conn
-	probe    bool // a send to a blocked peer asks the writer to look for a new incarnation
+	raw      *rawWriter // for writes that never wait; nil for TLS
+	probe    bool       // a send to a blocked peer asks the writer to look for a new incarnation
+
+	// The batch being written (see writer.go).
+	out        []byte
+	outOff     int           // bytes of out written
+	outFrames  int           // frames in out, until it is written whole
+	writing    bool          // someone writes out: the writer, or a sender directly
+	parked     bool          // the writer goroutine waits for l.wake
+	lastWrite  int64         // user lane: when the last write ended (monotonic)
+	directDone chan struct{} // closed when a direct write ends, for a writer waiting on it
+	written    uint64        // messages written on the current connection
 
 	// System lane only.
 	ctrl      []byte // control frames queued
@@ -49,14 +58,15 @@ type outLane struct {
 
 	// Connection attempts, used by the writer only (and by tests, under mu).
 	everConnected bool
-	written       uint64    // messages written on the current connection
 	failingSince  time.Time // first failure of the current run of failed attempts
 	backoff       time.Duration
 	nextDial      time.Time
 }
 
 func newOutLane(p *peer, lane byte) *outLane {
-	return &outLane{p: p, lane: lane, wake: make(chan struct{}, 1)}
+	l := &outLane{p: p, lane: lane, wake: make(chan struct{}, 1)}
+	l.q.self, l.q.selfStr = p.r.addr, p.r.self
+	return l
 }
 
 // signal wakes the lane's writer, starting it if it is not running: a peer that is
@@ -145,12 +155,8 @@ func (l *outLane) sendUser(rr remoteRef, msg any, sender actor.Ref, ctx context.
 		}
 		used := len(l.q.buf) + l.inflight
 		if used == 0 || used+len(payload)+len(rr.wire)+len(manifest)+frameOverhead <= r.cfg.OutboundQueueBytes {
-			first := len(l.q.buf) == 0
 			l.q.add(rr.wire, sender, manifest, payload)
-			l.mu.Unlock()
-			if first {
-				l.signal()
-			}
+			l.queued()
 			return nil
 		}
 		// The queue is full.
@@ -190,6 +196,26 @@ func (l *outLane) sendUser(rr remoteRef, msg any, sender actor.Ref, ctx context.
 			l.mu.Unlock()
 			return l.overloaded(rr, msg, sender, used, cause)
 		}
+	}
+}
+
+// queued gets a frame just queued written, with mu held, which it unlocks: by the
+// sender itself when the lane is idle, else by the writer, woken if it is parked and
+// nobody else writes, or started if it does not run.
+func (l *outLane) queued() {
+	if l.parked && !l.writing {
+		if l.directLocked() {
+			l.writeDirect()
+			return
+		}
+		l.parked = false
+		l.mu.Unlock()
+		l.wakeWriter()
+		return
+	}
+	l.mu.Unlock()
+	if !l.started.Load() {
+		l.signal()
 	}
 }
 
@@ -338,73 +364,6 @@ func (l *outLane) currentConn() net.Conn {
 	return l.conn
 }
 
-// take returns the bytes to write next, keeping spare as the new queue.
-func (l *outLane) take(spare []byte) (out []byte, frames int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.lane == laneUser {
-		out, frames = l.q.take(spare)
-		l.inflight = len(out)
-		return out, frames
-	}
-	out, l.ctrl, l.heartbeat = l.ctrl, spare[:0], false
-	if l.sys != nil && l.sys.HasNext() {
-		l.batch = l.sys.Next(time.Now(), l.batch[:0])
-		for _, m := range l.batch {
-			out = appendSystem(out, m.Seq, m.Msg)
-			frames++
-		}
-		clear(l.batch)
-	}
-	return out, frames
-}
-
-// wrote records n more bytes of the batch written: room for waiting senders.
-func (l *outLane) wrote(n int) {
-	if l.lane != laneUser || n == 0 {
-		return
-	}
-	l.mu.Lock()
-	l.inflight -= n
-	if l.waiters > 0 {
-		l.wakeWaitersLocked()
-	}
-	l.mu.Unlock()
-}
-
-// pending reports whether the writer has something to do.
-func (l *outLane) pending() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.lane == laneUser {
-		return len(l.q.buf) > 0 || l.probe
-	}
-	return len(l.ctrl) > 0 || l.probe || l.sys != nil && l.sys.HasNext()
-}
-
-// writeChunk bounds one write call: WriteTimeout applies to each, and waiting senders
-// get room as each completes.
-const writeChunk = 256 << 10
-
-// write writes out in chunks and returns how many bytes went out.
-func (l *outLane) write(conn net.Conn, out []byte) (int, error) {
-	timeout := l.p.r.cfg.WriteTimeout
-	off := 0
-	for off < len(out) {
-		end := min(off+writeChunk, len(out))
-		if timeout > 0 {
-			_ = conn.SetWriteDeadline(time.Now().Add(timeout))
-		}
-		n, err := conn.Write(out[off:end])
-		off += n
-		l.wrote(n)
-		if err != nil {
-			return off, err
-		}
-	}
-	return off, nil
-}
-
 // run is the lane's writer: it connects when there is something to send, writes
 // batches, and reconnects with backoff when the connection fails. It ends when the
 // transport closes, and when a connection attempt fails and nothing is left to send
@@ -414,7 +373,7 @@ func (l *outLane) run() {
 	defer r.wg.Done()
 	l.failingSince = time.Time{} // GiveUpAfter counts from the first failure of this run
 	for {
-		for !l.pending() {
+		for !l.parkUnlessPending() {
 			select {
 			case <-l.wake:
 			case <-r.done:
@@ -449,9 +408,21 @@ func (l *outLane) run() {
 		}
 		l.everConnected = true
 		l.failingSince, l.backoff, l.nextDial = time.Time{}, 0, time.Time{}
-		l.written = 0
 		l.serve(conn, br)
 	}
+}
+
+// parkUnlessPending reports whether the writer has something to do; when it has not,
+// it marks the writer parked, so that the next send wakes it.
+func (l *outLane) parkUnlessPending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pendingLocked() {
+		l.parked = false
+		return true
+	}
+	l.parked = true
+	return false
 }
 
 // waitBackoff waits until the next connection attempt is due; false when the
@@ -550,118 +521,4 @@ func (l *outLane) lost(n int, why string) {
 	l.p.stats.lost.Add(uint64(n))
 	l.p.stats.deadLetters.Add(uint64(n))
 	r.lossLog.log(r.log, why, zap.String("peer", l.p.self), zap.Int("count", n))
-}
-
-// serve writes batches until the connection fails or the transport closes. A reader
-// goroutine takes acks and heartbeat responses, and notices a closed connection.
-func (l *outLane) serve(conn net.Conn, br *bufio.Reader) {
-	r := l.p.r
-	readErr := make(chan error, 1)
-	go func() { readErr <- l.readControl(br) }()
-	var spare []byte
-	for {
-		out, frames := l.take(spare)
-		if len(out) == 0 {
-			spare = out
-			select {
-			case <-l.wake:
-				continue
-			case err := <-readErr:
-				l.broken(conn, err, nil, 0)
-				return
-			case <-r.done:
-				// Write what was queued last (death notices of stopping actors).
-				if out, frames := l.take(spare); len(out) > 0 {
-					_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
-					n, err := conn.Write(out)
-					r.stats.bytesOut.Add(uint64(n))
-					if err == nil {
-						r.stats.msgsOut.Add(uint64(frames))
-					} else if l.lane == laneUser {
-						l.lost(frames-framesWithin(out, n), "messages not sent before the transport closed")
-					}
-				}
-				_ = conn.Close()
-				<-readErr
-				return
-			}
-		}
-		n, err := l.write(conn, out)
-		r.stats.bytesOut.Add(uint64(n))
-		if err != nil {
-			_ = conn.Close()
-			l.broken(conn, err, out, n)
-			<-readErr
-			return
-		}
-		r.stats.msgsOut.Add(uint64(frames))
-		l.written += uint64(frames)
-		spare = out
-	}
-}
-
-// broken closes a failed connection and prepares the lane for the next one: batch,
-// the bytes the writer was writing (written of them went out), is lost where the
-// write reached it and requeued where it did not.
-func (l *outLane) broken(conn net.Conn, err error, batch []byte, written int) {
-	r := l.p.r
-	_ = conn.Close()
-	r.connectLog.info(r.log, "connection lost; what the system accepted last on it may not have arrived",
-		zap.String("peer", l.p.self), zap.Uint8("lane", l.lane), zap.Uint64("written_on_it", l.written), zap.Error(err))
-	l.mu.Lock()
-	l.conn = nil
-	if l.lane != laneUser {
-		if l.sys != nil {
-			l.sys.Disconnected()
-		}
-		l.ctrl, l.heartbeat = l.ctrl[:0], false
-		l.mu.Unlock()
-		return
-	}
-	var lost int
-	if r.isClosed() {
-		lost = framesWithin(batch, len(batch)) + l.q.frames
-		l.q.buf, l.q.frames = nil, 0
-	} else {
-		lost = l.q.restart(batch, written)
-	}
-	l.inflight = 0
-	l.wakeWaitersLocked()
-	l.mu.Unlock()
-	l.lost(lost, "messages lost with a broken connection")
-}
-
-// framesWithin counts the frames of b that its first n bytes contain whole.
-func framesWithin(b []byte, n int) int {
-	frames, off := 0, 0
-	for off+frameHeaderLen <= len(b) {
-		end := off + frameHeaderLen + int(binary.BigEndian.Uint32(b[off:]))
-		if end > n {
-			break
-		}
-		frames++
-		off = end
-	}
-	return frames
-}
-
-// readControl reads what the acceptor sends back: acks and heartbeat responses.
-func (l *outLane) readControl(br *bufio.Reader) error {
-	fr := frameReader{br: br, max: maxHandshakeFrame}
-	for {
-		body, err := fr.next()
-		if err != nil {
-			return err
-		}
-		kind, n, err := parseControl(body)
-		if err != nil {
-			return err
-		}
-		switch kind {
-		case kindAck:
-			l.acknowledge(n)
-		case kindHeartbeatRsp:
-			l.p.heartbeatFrom(n, time.Now())
-		}
-	}
 }

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/troupe-go/troupe/actor"
 )
@@ -17,6 +18,16 @@ type remoteRef struct {
 
 func newRemoteRef(p *peer, path string, uid uint64) remoteRef {
 	return remoteRef{peer: p, path: path, wire: localWire(path, uid), uid: uid}
+}
+
+// newRemoteRefIn is newRemoteRef for the path and uid parsed from uri, a full path
+// whose tail, when its uid is spelled canonically, is already the wire name.
+func newRemoteRefIn(p *peer, uri, path string, uid uint64) remoteRef {
+	if i := strings.LastIndexByte(uri, '#'); uid != 0 && i >= len(path) && i+1 < len(uri) &&
+		uri[i+1] != '0' && uri[i-len(path):i] == path {
+		return remoteRef{peer: p, path: path, wire: uri[i-len(path):], uid: uid}
+	}
+	return newRemoteRef(p, path, uid)
 }
 
 // ref returns the actor.Ref for rr.

@@ -16,6 +16,8 @@ import (
 // by the dictionary's undo log) and encoded again for the next connection, which
 // starts with an empty dictionary.
 type userQueue struct {
+	self     actor.Address // this system's address (see encDict.appendRef)
+	selfStr  string
 	buf      []byte
 	frames   int
 	dict     encDict
@@ -24,10 +26,11 @@ type userQueue struct {
 
 // add appends a frame.
 func (q *userQueue) add(rcpt string, sender actor.Ref, manifest string, payload []byte) {
+	q.reserve(frameOverhead + len(rcpt) + len(manifest) + len(payload))
 	buf, start := beginFrame(q.buf, kindUser)
 	q.dict.startFrame()
-	buf = q.dict.appendStr(buf, rcpt)
-	buf = q.dict.appendRef(buf, sender)
+	buf = q.dict.appendRcpt(buf, rcpt)
+	buf = q.dict.appendRef(buf, sender, q.self, q.selfStr)
 	buf = q.dict.appendStr(buf, manifest)
 	buf = append(buf, payload...)
 	endFrame(buf, start)
@@ -35,12 +38,24 @@ func (q *userQueue) add(rcpt string, sender actor.Ref, manifest string, payload 
 	q.frames++
 }
 
+// reserve makes room for n more bytes, doubling the buffer when it grows. (append
+// grows a large slice by a quarter at a time: a queue that fills up to megabytes
+// would be copied, and its fresh memory faulted in, dozens of times.)
+func (q *userQueue) reserve(n int) {
+	if len(q.buf)+n <= cap(q.buf) {
+		return
+	}
+	grown := make([]byte, len(q.buf), max(2*cap(q.buf), len(q.buf)+n, 4096))
+	copy(grown, q.buf)
+	q.buf = grown
+}
+
 // addFields appends a frame whose sender is given as a string (read back from an
 // earlier frame).
 func (q *userQueue) addFields(dst []byte, f userFields) []byte {
 	buf, start := beginFrame(dst, kindUser)
 	q.dict.startFrame()
-	buf = q.dict.appendStr(buf, f.rcpt)
+	buf = q.dict.appendRcpt(buf, f.rcpt)
 	switch {
 	case f.sender == "":
 		buf = append(buf, 0)

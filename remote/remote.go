@@ -70,6 +70,8 @@ type Remote struct {
 	senderLog   rateLog // refused senders
 	lossLog     rateLog // messages dropped from queues or lost in flight
 
+	directAfter time.Duration // idleBeforeDirect; tests force or forbid direct writes
+
 	dialSlots   chan struct{} // bounds dials to peers never reached
 	verifySlots chan struct{} // bounds dials that check an inbound incarnation
 
@@ -132,6 +134,7 @@ func Start(sys *actor.System, cfg Config) (*Remote, error) {
 		addr:        actor.Address{System: sys.Name(), Host: host, Port: port},
 		uid:         randomUID(),
 		ln:          ln,
+		directAfter: idleBeforeDirect,
 		dialSlots:   make(chan struct{}, maxUnverifiedDials),
 		verifySlots: make(chan struct{}, maxVerifyDials),
 		peers:       make(map[actor.Address]*peer),

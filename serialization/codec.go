@@ -10,7 +10,9 @@ import (
 // context for custom codecs (see EncoderContext and DecoderContext). It is what a
 // transport keeps per connection: unlike Marshal and Unmarshal it takes nothing from a
 // pool, and it remembers the last type it decoded, so a stream of one message type
-// costs no lookups. A Codec is not safe for concurrent use.
+// costs no lookups. A flat struct of numbers, booleans, strings and byte slices is
+// encoded and decoded without msgpack's reflection, to the same bytes and values
+// (see fastpath.go). A Codec is not safe for concurrent use.
 type Codec struct {
 	reg  *Registry
 	ctx  any
@@ -34,6 +36,11 @@ func (c *Codec) Append(dst []byte, v any) (manifest string, out []byte, err erro
 	if err != nil {
 		return "", dst, err
 	}
+	if e.fast != nil {
+		if out, ok := e.fast.appendValue(dst, v); ok {
+			return e.name, out, nil
+		}
+	}
 	out, err = encode(&c.enc, dst, v, c.ctx)
 	if err != nil {
 		c.enc.enc = msgpack.NewEncoder(&c.enc.w) // its state is unknown after a failure
@@ -52,6 +59,11 @@ func (c *Codec) Decode(manifest string, data []byte) (any, error) {
 			return nil, fmt.Errorf("%w: %q", ErrUnknownManifest, truncate(manifest))
 		}
 		c.last = e
+	}
+	if e.fast != nil {
+		if v, ok := e.fast.decode(data, e.ptr); ok {
+			return v, nil
+		}
 	}
 	v, err := decodeEntry(e, &c.dec, data, c.ctx)
 	if err != nil {

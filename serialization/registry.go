@@ -30,6 +30,7 @@ type entry struct {
 	name string
 	base reflect.Type // the registered type with its pointer, if any, removed
 	ptr  bool         // the registered type is *base
+	fast *fastPlan    // the Codec's fast path for base, nil when msgpack does it all
 }
 
 // tables is an immutable snapshot of the registrations.
@@ -82,6 +83,7 @@ func (r *Registry) register(t reflect.Type, name string) error {
 	case reflect.Interface, reflect.Func, reflect.Chan, reflect.UnsafePointer, reflect.Pointer, reflect.Invalid:
 		return fmt.Errorf("%w: %v", ErrInvalidType, t)
 	}
+	e.fast = planFor(e.base)
 
 	if wiretypes.Reserved(name) {
 		return fmt.Errorf("%w: name %q is in Troupe's reserved namespace %q", ErrDuplicate, name, wiretypes.Prefix)

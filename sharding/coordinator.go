@@ -165,7 +165,7 @@ type coordinator struct {
 	haveMembers bool
 
 	alive             map[RegionID]bool // regions registered with this incarnation
-	allRegistered     bool              // minMembers reached once
+	allRegistered     bool              // minMembers reached once (or shards had homes already)
 	graceful          map[RegionID]bool // regions shutting down gracefully
 	terminating       map[RegionID]bool // regions whose removal waits (margin) or is being stored
 	workers           map[ShardID]*handOffWorker
@@ -438,6 +438,12 @@ func (c *coordinator) stateLoaded(st *coordState) {
 	}
 	st.withRememberEntities(c.cfg.rememberEntities)
 	c.state = st
+	// min-nr-of-members holds back the first allocations of a cluster that starts; a
+	// coordinator that takes over a running cluster (shards have homes) does not wait
+	// for that many regions again: the cluster may have shrunk below it meanwhile.
+	if len(st.shards) > 0 {
+		c.allRegistered = true
+	}
 	if st.isEmpty() {
 		c.activate()
 		return

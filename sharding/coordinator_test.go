@@ -171,6 +171,30 @@ func TestCoordinatorMinMembers(t *testing.T) {
 	}
 }
 
+// A coordinator that takes over a running cluster (its state has shards with homes)
+// does not wait for min-nr-of-members regions again: the cluster may have shrunk.
+func TestCoordinatorMinMembersOnlyAtFirstStart(t *testing.T) {
+	st := newCoordState(false)
+	a := reg(1)
+	for _, e := range []coordEvent{evRegionRegistered{Region: a}, evShardHomeAllocated{Shard: "s1", Region: a}} {
+		if err := st.apply(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &coordHarness{t: t, c: newCoordinator(coordSettings{minMembers: 5}, nil), shadow: st.clone()}
+	h.step(inMembers{Members: testNodes(3)})
+	h.step(inStateLoaded{State: st})
+	h.fire(timerKey{kind: timerStateInit})
+	h.register(a)
+	d := h.from(a, msgGetShardHome{Shard: "s1"})
+	if !sent(d, a, msgShardHome{Shard: "s1", Region: a}) {
+		t.Fatalf("known home not answered: %+v", d.sends)
+	}
+	if got := h.allocate(a, "s2"); got != a {
+		t.Fatalf("new shard at %q, want %q", got, a)
+	}
+}
+
 func TestCoordinatorHostShardResend(t *testing.T) {
 	h := newCoordHarness(t, coordSettings{shardStartTimeout: 3 * time.Second}, nil, 2)
 	a := reg(1)

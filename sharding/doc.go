@@ -1,39 +1,93 @@
 // Package sharding is Troupe's cluster sharding: entities (actors with an identity)
 // spread over the cluster's nodes, reached by their ID wherever they live, moved when
-// nodes join and leave. It follows Akka's cluster sharding.
+// nodes join and leave, each alive in one place at a time. It follows Akka's cluster
+// sharding, and goes further in one respect: a shard that moves gracefully loses no
+// message.
 //
-// This is the first part of the package: the allocation strategy, which users may
-// replace, and the protocols of sharding as pure state machines. The actors that run
-// them (a region per node and entity type, shards as its children, entities as the
-// shards' children, a coordinator as a cluster singleton) come next; so do Start,
-// Config and typed entity references.
+// # Starting
+//
+// Start the extension once per actor system, then each entity type on every node that
+// runs it:
+//
+//	s, err := sharding.Start(sys, sharding.Config{Registry: reg})
+//	region, err := s.Start("Counter", sharding.EntityConfig{
+//		EntityFactory: func(id sharding.EntityID) *actor.Props { return counterProps(id) },
+//	})
+//	counter, err := sharding.EntityRefFor[CounterCommand](sys, "Counter", "42")
+//	err = counter.Tell(Increment{})
+//	n, err := sharding.Ask[int](ctx, counter, Get{})
+//
+// Get(sys) finds the extension, Sharding.Region a type's region. A node without the
+// type's role (EntityConfig.Role) gets a proxy-only region, as StartProxy gives: it
+// routes to the entities and hosts none. Regions live at /system/sharding/<type> (or
+// <type>Proxy), shards at /system/sharding/<type>/<shard>, entities below their shard,
+// named by their (escaped) IDs; an entity learns its ID from EntityIDOf(ctx) or from
+// its factory.
+//
+// Messages reach an entity through its type's region on the sender's node: as an
+// Envelope (or through an EntityRef, which sends Envelopes), or as any message the
+// type's Extractor places. The default extractor places Envelopes in 1000 shards by a
+// hash of the ID. Replies and asks work as with any actor: the entity's ctx.Respond
+// reaches the original sender.
 //
 // # How it works
 //
-// Each message for an entity names its entity ID and its shard ID; a shard is a group of
-// entities that live and move together, and an entity's shard must never change while
-// the cluster runs. A message goes to the region on the sender's node. The region
-// delivers it to the shard if it hosts it, forwards it to the region that does, or, when
-// it does not know, buffers it and asks the coordinator. The coordinator decides where
-// each shard lives (through an AllocationStrategy), remembers it in replicated or
-// persistent storage, and moves shards to even out the load (rebalancing) or away from
-// a node that leaves.
+// Each message for an entity names its entity ID and, through the extractor, its shard;
+// a shard is a group of entities that live and move together. The region delivers a
+// message to the shard if it hosts it, forwards it to the region that does, or, when it
+// does not know, buffers it and asks the coordinator. The coordinator, which runs on
+// the oldest member with the type's role, decides where each shard lives (through an
+// AllocationStrategy; LeastShardStrategy by default), keeps it in its state store, and
+// moves shards to even out the load (every RebalanceInterval) or away from a node that
+// leaves.
 //
 // Moving a shard is a hand-off: every region stops routing to the old home and buffers;
-// the old home stops the shard's entities; the coordinator places the shard again and
-// the buffered messages follow. Troupe's hand-off loses nothing Akka's would drop: what
-// the old home held back, and what the stopping shard had not delivered, reaches the new
-// home first, so each sender's messages arrive in the order sent.
+// the old home stops the shard's entities with the hand-off stop message; the
+// coordinator places the shard again and the buffered messages follow. What the old
+// home held back and what the stopping shard had not delivered reach the new home
+// first, so each sender's messages arrive in the order sent. Entities do not carry
+// their state across: persistent entities (persistence.Props) recover it from their
+// journal at the new home.
 //
-// # Allocation
+// # State stores
 //
-// AllocationStrategy decides where a shard without a home goes and which shards to move.
-// LeastShardStrategy, the default, puts a new shard on the region with the fewest shards
-// (preferring members that are not leaving, newer app versions, then older members) and
-// moves shards from the fullest regions to the emptiest, with Akka's classic algorithm or
-// its newer one that reaches an even spread in one or two rounds (LeastShardConfig). It
-// does not move shards during a rolling upgrade (app versions differ), while a member
-// is unreachable or joining, or while earlier moves still run (newer algorithm).
+// The coordinator's state (where shards live) is kept in distributed data
+// (StateStoreDistributedData, the default) or in the event journal
+// (StateStorePersistence: an event-sourced coordinator, persistence id
+// "/sharding/<type>Coordinator"). Remembered entities (RememberEntities) are kept in
+// distributed data with durable keys, or in the journal (RememberStoreJournal, one
+// history per shard, "/sharding/<type>Shard/<shard>"). RemoveInternalData removes both
+// histories for a cluster that is down.
+//
+// The distributed-data stores use the node's replicator (ddata.Start, before the entity
+// types start); for remembered entities to survive a restart of the whole cluster its
+// DurableKeys must include "shard-*". On a system without a cluster the coordinator's
+// state lives in the coordinator (it never moves) and remembered entities in memory.
+//
+// # Passivation and remembered entities
+//
+// An entity stops itself for good with Passivate(ctx, stopMessage); messages that come
+// meanwhile wait for its next incarnation. Passivation.IdleTimeout and
+// Passivation.ActiveEntityLimit (least recently used first) passivate automatically.
+// With RememberEntities the running entities of each shard are stored and start again
+// without a message wherever the shard starts (after a rebalance, a crash, a restart
+// of the whole cluster); an entity that stops without Passivate starts again after
+// EntityRestartBackoff.
+//
+// # Shutting down
+//
+// Coordinated shutdown hands every shard of the node's regions off (phase
+// cluster-sharding-shutdown-region) before the node leaves the cluster; GracefulShutdown
+// does it for one region. A node whose membership ends (downed by the split-brain
+// resolver, or crashed) stops its regions, shards and entities at once: the rest of the
+// cluster takes them over after the removal margin.
+//
+// # Observing
+//
+// Queries, as messages to a region: GetCurrentRegions, GetShardRegionState,
+// GetShardRegionStats, GetClusterShardingStats. Rebalance events (ShardAllocated,
+// ShardHandOffStarted, ShardHandOffCompleted, ShardHandOffFailed) go to the event
+// stream of the coordinator's node; Sharding.Stats counts them and every drop.
 //
 // # The protocol cores
 //
@@ -43,23 +97,38 @@
 // goroutine, clock or I/O of their own. They are tested on their own, and together in a
 // seeded simulation that delivers their messages in random order and checks that no
 // message is lost, none arrives twice, each sender's messages reach an entity in order,
-// and an entity never runs in two places.
+// and an entity never runs in two places. The actors are thin shells around them.
+//
+// # What is guaranteed
+//
+//   - At most one live incarnation of an entity, while the split-brain resolver (and
+//     its removal margin) is in charge, or with a lease per shard (EntityConfig.Lease).
+//   - A sender's messages to an entity, through one region, arrive in the order sent,
+//     also across graceful hand-offs (a hand-off that completes within its timeout,
+//     while the coordinator does not move).
+//   - Delivery is at most once, as between any two actors: end-to-end reliability
+//     needs acknowledgements (persistence.AtLeastOnceDelivery).
 //
 // # What can be lost, and when
 //
-// Every drop is reported (the message goes to dead letters, is counted and logged), never
-// silent:
-//   - A region buffers at most buffer-size (100 000) messages in all while shard homes
-//     are unknown; beyond that new messages are dropped with ErrBufferFull. A shard
-//     holds at most as many for entities that are stopping or starting.
-//   - A region that must stop before its buffered messages could go anywhere (its
-//     graceful shutdown timed out) drops them.
+// Every drop is reported (the message goes to dead letters, is counted in Stats and
+// logged at a bounded rate), never silent:
+//   - A message the extractor cannot place (an empty ID, an extractor that panics):
+//     Stats.Unplaceable.
+//   - A region buffers at most BufferSize (100 000) messages in all while shard homes
+//     are unknown; beyond that new messages are dropped with ErrBufferFull
+//     (Stats.BufferDropped). A shard holds at most as many for entities that are
+//     stopping or starting.
+//   - A message that cannot be serialized for the node that hosts its entity (its type
+//     is not registered), and a region or shard that stops with messages it could not
+//     deliver (a graceful shutdown that did not finish in time, a shard that failed):
+//     Stats.Undelivered.
 //   - An entity that ignores the hand-off stop message is stopped hard after
-//     max(handoff-timeout - 5 s, 1 s); messages already in its mailbox are lost with it.
+//     max(HandOffTimeout - 5 s, 1 s); messages already in its mailbox are lost with it.
+//     A persistent entity stopped by actor.PoisonPill (the default stop message) also
+//     loses the commands it had stashed while persisting: give persistent entities a
+//     stop command of their own (HandOffStopMessage, and the Passivate stop message)
+//     that calls ctx.Stop(ctx.Self()); it waits in the stash behind those commands.
 //   - A node that crashes loses what its regions and shards held and what was in flight
-//     to it.
-//
-// Order across a hand-off is guaranteed when the hand-off completes within its timeout
-// and the coordinator does not move meanwhile; otherwise messages are still delivered,
-// in the best order the regions know.
+//     to it; asks to its entities fail at their deadline.
 package sharding

@@ -1,7 +1,11 @@
 package sharding_test
 
 import (
+	"context"
 	"fmt"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
 
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/sharding"
@@ -43,4 +47,54 @@ func ExampleLeastShardStrategy() {
 	// Output:
 	// shard 10 goes to c <nil>
 	// move [1 2 6] <nil>
+}
+
+type (
+	increment struct{}
+	getCount  struct{}
+)
+
+// counterEntity counts increments; it learns its ID from its context.
+type counterEntity struct{ n int }
+
+func (c *counterEntity) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case increment:
+		c.n++
+	case getCount:
+		_ = ctx.Respond(fmt.Sprintf("%s: %d", sharding.EntityIDOf(ctx), c.n))
+	}
+}
+
+// An entity type on a single node (a system without a cluster is a cluster of one):
+// typed entity references send to entities by ID; the region creates them on demand.
+func Example() {
+	sys, _ := actor.New("shop", actor.Config{})
+	defer func() { _ = sys.Shutdown(context.Background()) }()
+
+	s, err := sharding.Start(sys, sharding.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := s.Start("Counter", sharding.EntityConfig{
+		Entity: actor.PropsOf(func() actor.Actor { return &counterEntity{} }),
+	}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, id := range []sharding.EntityID{"a", "b", "a"} {
+		ref, _ := sharding.EntityRefFor[any](sys, "Counter", id)
+		_ = ref.Tell(increment{})
+	}
+	for _, id := range []sharding.EntityID{"a", "b"} {
+		ref, _ := sharding.EntityRefFor[any](sys, "Counter", id)
+		reply, err := sharding.Ask[string, any](ctx, ref, getCount{})
+		fmt.Println(reply, err)
+	}
+	// Output:
+	// a: 2 <nil>
+	// b: 1 <nil>
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/remote"
-	"github.com/troupe-go/troupe/serialization"
 )
 
 // clusterNode is one in-process node of the cluster scenarios.
@@ -28,7 +27,7 @@ func startClusterNode(i int, seed string) (*clusterNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := remote.Start(sys, remote.Config{Registry: serialization.NewRegistry()})
+	r, err := remote.Start(sys, remote.Config{Registry: wireRegistry(), BackpressureTimeout: 10 * time.Second})
 	if err != nil {
 		shutdown(sys)
 		return nil, err

@@ -46,16 +46,17 @@ var scenarios = map[string]scenario{
 	"recover":          {1_000_000, runRecover},
 	"remote-tell":      {2_000_000, runRemoteTell},
 	"remote-ask":       {20_000, runRemoteAsk},
+	"tcp-floor":        {1_000_000, runTCPFloor},
+	"remote-2proc":     {1_000_000, runRemote2Proc},
 	"cluster-form":     {5, runClusterForm},
 	"cluster-failover": {5, runClusterFailover},
 	"cluster-form-25":  {25, runClusterForm},
-
-	"singleton-handover": {1, runSingletonHandover},
-	"singleton-failover": {1, runSingletonFailover},
-	"singleton-proxy":    {1_000_000, runSingletonProxy},
 }
 
 func main() {
+	if runPeerIfAsked() { // the peer process of tcp-floor and remote-2proc
+		return
+	}
 	name := flag.String("scenario", "all", "scenario to run, or all: "+strings.Join(names(), ", "))
 	n := flag.Int("n", 0, "operations (0: the scenario's default)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/remote"
-	"github.com/troupe-go/troupe/serialization"
 )
 
 // wireMsg is the remote scenarios' message: 100 bytes of body and a sequence number.
@@ -22,30 +20,10 @@ type wireAck struct{ N int64 }
 
 // remotePair starts two systems with remoting on 127.0.0.1 in this process.
 func remotePair() (a, b *actor.System, err error) {
-	reg := serialization.NewRegistry()
-	if err := serialization.Register[*wireMsg](reg, "bench.WireMsg"); err != nil {
+	if a, _, err = startWireSystem("sender"); err != nil {
 		return nil, nil, err
 	}
-	if err := serialization.Register[*wireAck](reg, "bench.WireAck"); err != nil {
-		return nil, nil, err
-	}
-	start := func(name string) (*actor.System, error) {
-		sys, err := actor.New(name, actor.Config{})
-		if err != nil {
-			return nil, err
-		}
-		// remote-tell keeps up to 60,000 messages in flight, about what the default
-		// outbound queue holds: with backpressure a full queue makes the sender wait.
-		if _, err := remote.Start(sys, remote.Config{Registry: reg, BackpressureTimeout: 10 * time.Second}); err != nil {
-			shutdown(sys)
-			return nil, err
-		}
-		return sys, nil
-	}
-	if a, err = start("sender"); err != nil {
-		return nil, nil, err
-	}
-	if b, err = start("receiver"); err != nil {
+	if b, _, err = startWireSystem("receiver"); err != nil {
 		shutdown(a)
 		return nil, nil, err
 	}
@@ -99,6 +77,7 @@ func runRemoteTell(n int) (result, error) {
 	if err := waitAck(acked, 0); err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
+	cpu0 := processCPU()
 	res, err := measure(n, func() error {
 		var have int64
 		for i := int64(1); i <= int64(n); i++ {
@@ -121,7 +100,11 @@ func runRemoteTell(n int) (result, error) {
 		}
 		return nil
 	})
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	res["cpu_ns_per_op"] = round(float64(processCPU()-cpu0)/float64(n), 0)
+	return res, nil
 }
 
 func next(acked chan int64) (int64, error) {
@@ -169,6 +152,7 @@ func runRemoteAsk(n int) (result, error) {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	lat := make([]time.Duration, n)
+	cpu0 := processCPU()
 	res, err := measure(n, func() error {
 		for i := range n {
 			t0 := time.Now()
@@ -182,6 +166,7 @@ func runRemoteAsk(n int) (result, error) {
 	if err != nil {
 		return nil, err
 	}
+	res["cpu_ns_per_op"] = round(float64(processCPU()-cpu0)/float64(n), 0)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	res["p50_us"] = round(float64(lat[n/2].Nanoseconds())/1e3, 1)
 	res["p99_us"] = round(float64(lat[n*99/100].Nanoseconds())/1e3, 1)

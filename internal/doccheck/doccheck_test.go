@@ -47,6 +47,7 @@ var knownPackages = map[string]string{
 	"ddata":         "github.com/troupe-go/troupe/ddata",
 	"sharding":      "github.com/troupe-go/troupe/sharding",
 	"pgjournal":     "github.com/troupe-go/troupe/persistence/pgjournal",
+	"pglease":       "github.com/troupe-go/troupe/lease/pglease",
 	"zap":           "go.uber.org/zap",
 	"context":       "context",
 	"errors":        "errors",

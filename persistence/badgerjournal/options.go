@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/troupe-go/troupe/internal/stderrlog"
 	"go.uber.org/zap"
 )
 
@@ -69,7 +70,8 @@ type Options struct {
 	Durability Durability
 
 	// Logger receives the store's log lines and badger's (badger's
-	// informational messages at debug level). Default: a no-op logger.
+	// informational messages at debug level). Default: warnings and errors to standard
+	// error; zap.NewNop() silences the store on purpose.
 	Logger *zap.Logger
 
 	// MemTableSize is badger's memtable size in bytes, between 1 MiB and
@@ -118,7 +120,7 @@ func (o Options) Validate() error {
 // withDefaults returns o with its zero values replaced by the defaults.
 func (o Options) withDefaults() Options {
 	if o.Logger == nil {
-		o.Logger = zap.NewNop()
+		o.Logger = stderrlog.New()
 	}
 	if o.MemTableSize == 0 {
 		o.MemTableSize = DefaultMemTableSize

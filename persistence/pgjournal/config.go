@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/troupe-go/troupe/internal/stderrlog"
 	"go.uber.org/zap"
 )
 
@@ -120,7 +121,8 @@ type Config struct {
 	// MiB. Default: DefaultMaxWriteBytes.
 	MaxWriteBytes int
 
-	// Logger receives the store's log lines. Default: a no-op logger.
+	// Logger receives the store's log lines. Default: warnings and errors to
+	// standard error; zap.NewNop() silences the store on purpose.
 	Logger *zap.Logger
 
 	// Set by tests: the bounds of one statement of a group commit
@@ -183,7 +185,7 @@ func (c Config) withDefaults() Config {
 		c.MaxWriteBytes = DefaultMaxWriteBytes
 	}
 	if c.Logger == nil {
-		c.Logger = zap.NewNop()
+		c.Logger = stderrlog.New()
 	}
 	if c.chunkBytes == 0 {
 		c.chunkBytes = maxChunkBytes

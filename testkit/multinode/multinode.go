@@ -334,6 +334,11 @@ func (c *Cluster) shutdownAll() {
 }
 
 func shutdown(t testing.TB, sys *actor.System) {
+	select {
+	case <-sys.Terminated():
+		return // the test shut it down already, and has seen the outcome
+	default:
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(15*time.Second))
 	defer cancel()
 	if err := sys.Shutdown(ctx); err != nil {

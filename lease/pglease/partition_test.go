@@ -1,0 +1,223 @@
+package pglease
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/troupe-go/troupe/lease"
+)
+
+// proxy forwards TCP connections to a server until it is cut. Cut silently, it keeps
+// every connection open and forwards nothing, in either direction, and accepts new
+// connections without forwarding them: a partition in which packets are dropped.
+// Refused, it closes every connection and its listener: a partition in which the
+// holder's host reports the network unreachable.
+type proxy struct {
+	ln     net.Listener
+	target string
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	cut   bool
+	conns []net.Conn
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c)
+		cut := p.cut
+		p.mu.Unlock()
+		if cut {
+			continue // held open, silent
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, up)
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.pipe(up, c)
+		go p.pipe(c, up)
+	}
+}
+
+// pipe copies src to dst while the proxy is not cut, and drops what src sends after.
+// When src ends it closes dst, unless the proxy is cut: the other side of a silent
+// partition hears nothing, not even a close.
+func (p *proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.isCut() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				src.Close()
+				return
+			}
+		}
+		if err != nil {
+			if !p.isCut() || errors.Is(err, io.EOF) {
+				src.Close()
+			}
+			if !p.isCut() {
+				dst.Close()
+			}
+			return
+		}
+	}
+}
+
+func (p *proxy) isCut() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cut
+}
+
+// cutSilently stops forwarding.
+func (p *proxy) cutSilently() {
+	p.mu.Lock()
+	p.cut = true
+	p.mu.Unlock()
+}
+
+// refuse closes the listener and every connection.
+func (p *proxy) refuse() {
+	p.mu.Lock()
+	p.cut = true
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	p.ln.Close()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+func (p *proxy) close() {
+	p.refuse()
+	p.wg.Wait()
+}
+
+// TestPartitionedHolderLosesFirst: a holder whose connections to the database fail
+// (dropped silently, or refused) gives the lease up before another owner, polling all
+// along, acquires it. The order is asserted on one clock: the time the holder's loss
+// callback ran against the time the other owner's Acquire returned true.
+func TestPartitionedHolderLosesFirst(t *testing.T) {
+	for _, mode := range []string{"silent", "refused"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := testContext(t)
+			pc, err := pgxpool.ParseConfig(target.ConnString)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(pc.ConnConfig.Host, "/") {
+				t.Skip("the server is reached over a Unix socket, which the proxy cannot stand in for")
+			}
+			p := startProxy(t, net.JoinHostPort(pc.ConnConfig.Host, strconv.Itoa(int(pc.ConnConfig.Port))))
+			// The holder reaches the server through the proxy.
+			host, port, _ := net.SplitHostPort(p.addr())
+			portNum, _ := strconv.Atoi(port)
+			pc.ConnConfig.Host, pc.ConnConfig.Port, pc.ConnConfig.Fallbacks = host, uint16(portNum), nil
+			pc.ConnConfig.ConnectTimeout = 300 * time.Millisecond
+			pc.MaxConns = 2
+			viaProxy, err := pgxpool.NewWithConfig(ctx, pc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer viaProxy.Close()
+			// pgx closes a connection whose query timed out in the background, after a
+			// cancel request on a new connection and a drain, each bounded by 15s; the
+			// pool's Close waits for them. Refusing first ends them at once.
+			defer p.refuse()
+
+			schema := newSchema(t)
+			s := fast("partition", "holder")
+			s.OperationTimeout = 300 * time.Millisecond
+			holder := open(t, s, Config{Pool: viaProxy, Schema: schema})
+			other := open(t, fast("partition", "other"), Config{Schema: schema})
+			lost := newLossProbe()
+			if ok, err := holder.Acquire(ctx, lost.onLost); !ok || err != nil {
+				t.Fatalf("holder: Acquire = %v, %v", ok, err)
+			}
+			fence := holder.Fence()
+
+			cutAt := time.Now()
+			if mode == "silent" {
+				p.cutSilently()
+			} else {
+				p.refuse()
+			}
+			refusals := 0
+			var acquiredAt time.Time
+			poll := time.NewTicker(10 * time.Millisecond)
+			defer poll.Stop()
+			for {
+				ok, err := other.Acquire(ctx, nil)
+				if err != nil {
+					t.Fatalf("other: Acquire: %v", err)
+				}
+				if ok {
+					acquiredAt = time.Now()
+					break
+				}
+				refusals++
+				<-poll.C
+			}
+			l := lost.wait(t)
+			t.Logf("cut at 0, holder lost it at %v, the other acquired it at %v (%d refusals before)",
+				l.at.Sub(cutAt), acquiredAt.Sub(cutAt), refusals)
+			if !l.at.Before(acquiredAt) {
+				t.Errorf("the holder lost the lease %v after the other acquired it", l.at.Sub(acquiredAt))
+			}
+			if !errors.Is(l.err, lease.ErrUnavailable) {
+				t.Errorf("loss reason %v, want lease.ErrUnavailable", l.err)
+			}
+			if refusals == 0 {
+				t.Error("the other owner acquired the lease at its first try: the holder's row was not live")
+			}
+			if holder.CheckLease() || holder.Fence() != 0 {
+				t.Error("the holder still believes it holds the lease")
+			}
+			if other.Fence() != fence+1 {
+				t.Errorf("the other's fence %d, holder's was %d", other.Fence(), fence)
+			}
+			// The holder cannot release what it no longer reaches; it says so.
+			if _, err := holder.Release(ctx); !errors.Is(err, lease.ErrUnavailable) {
+				t.Errorf("the partitioned holder's Release: %v, want lease.ErrUnavailable", err)
+			}
+			lost.none(t)
+		})
+	}
+}

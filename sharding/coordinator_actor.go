@@ -1,0 +1,409 @@
+package sharding
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/ddata"
+	"github.com/troupe-go/troupe/persistence"
+	"go.uber.org/zap"
+)
+
+// The coordinator actor is the shell around the coordinator core. It runs under a
+// backoff supervisor (restarted after coordinator-failure-backoff, growing to five times
+// as much) inside the type's coordinator host, on the node the host picks. Three actors
+// share the shell: ddataCoordinator keeps its state in distributed data (the default, on
+// a cluster), persistentCoordinator is an event-sourced actor (StateStorePersistence),
+// and coordinatorActor keeps it in memory (a system without a cluster, where the
+// coordinator never moves).
+
+// coordShell is what both coordinator actors share: the core and the I/O around it.
+type coordShell struct {
+	ext   *Sharding
+	entry *typeEntry
+	cfg   *EntityConfig
+	log   *zap.Logger
+
+	core     *coordinator
+	self     actor.Ref
+	selfAddr string
+	view     *memberView
+
+	refs       map[RegionID]actor.Ref
+	watched    map[actor.Ref]RegionID
+	requesters map[RegionID]bool // StopShards requesters (not regions)
+
+	handOffs map[ShardID]*handOffInfo // hand-offs in progress, for the rebalance events
+	moved    map[ShardID]*handOffInfo // completed hand-offs whose shard has no home yet
+
+	// write stores a decision of the core: it returns true when the write is done at once
+	// (the caller feeds inStoreDone), false when its result comes later.
+	write func(ctx actor.Context, st *coordStore) bool
+}
+
+type handOffInfo struct {
+	from      RegionID
+	start     time.Time
+	rebalance bool
+	completed bool
+}
+
+func (c *coordShell) init(ctx actor.Context) {
+	c.self = ctx.Self()
+	c.selfAddr = ctx.System().Address().String()
+	c.log = ctx.Logger().With(zap.String("type", c.entry.name))
+	strategy := c.cfg.AllocationStrategy
+	c.core = newCoordinator(c.cfg.coordSettings(removalMargin(ctx.System())), strategy)
+	c.refs = map[RegionID]actor.Ref{}
+	c.watched = map[actor.Ref]RegionID{}
+	c.requesters = map[RegionID]bool{}
+	c.handOffs = map[ShardID]*handOffInfo{}
+	c.moved = map[ShardID]*handOffInfo{}
+	if cl := clusterFor(ctx.System()); cl != nil {
+		c.view = newMemberView()
+		c.view.apply(cl.State())
+		cl.Subscribe(c.self)
+	} else {
+		c.view = soloView(ctx.System())
+	}
+	c.step(ctx, inMembers{Members: c.view.nodeInfos(c.cfg.Role)})
+}
+
+func (c *coordShell) stop(ctx actor.Context) {
+	unsubscribe(ctx.System(), c.self)
+}
+
+// receive handles a message that is not about the store; it reports whether it was
+// one the coordinator knows.
+func (c *coordShell) receive(ctx actor.Context, msg any) bool {
+	switch m := msg.(type) {
+	case timerFired:
+		c.step(ctx, inTimer{Key: m.key})
+	case actor.Terminated:
+		if id, ok := c.watched[m.Ref]; ok {
+			delete(c.watched, m.Ref)
+			c.step(ctx, inRegionTerminated{Region: id, NodeRemoved: m.AddressTerminated})
+		}
+	case actor.Stopping, actor.Restarting, actor.Started:
+	case coordinatorStop:
+		_ = ctx.Stop(ctx.Self())
+	case regionUnresolved:
+		c.step(ctx, inRegionTerminated{Region: m.region})
+	case GetCurrentRegions:
+		_ = ctx.Respond(c.currentRegions())
+	case StopShards:
+		c.regionMsg(ctx, msgStopShards(m))
+	case *StopShards:
+		c.regionMsg(ctx, msgStopShards{Shards: m.Shards})
+	case msgRegister, msgRegisterProxy, msgGetShardHome, msgShardStarted, msgBeginHandOffAck,
+		msgShardStopped, msgGracefulShutdownReq, msgRegionStopped, msgStopShards:
+		c.regionMsg(ctx, m)
+	default:
+		if c.view.apply(m) {
+			c.step(ctx, inMembers{Members: c.view.nodeInfos(c.cfg.Role)})
+			return true
+		}
+		return false
+	}
+	return true
+}
+
+// regionMsg feeds a protocol message from a region, a proxy or a StopShards requester.
+func (c *coordShell) regionMsg(ctx actor.Context, msg any) {
+	sender := ctx.Sender()
+	var from RegionID
+	if !sender.IsZero() {
+		from = RegionID(sender.URI())
+		c.refs[from] = sender
+	}
+	if _, ok := msg.(msgStopShards); ok && from != "" {
+		c.requesters[from] = true
+	}
+	addr := nodeAddress(from)
+	c.step(ctx, inRegionMsg{
+		From:   from,
+		Msg:    msg,
+		Status: c.view.status(addr),
+		Local:  !sender.IsZero() && sender.IsLocal(),
+	})
+}
+
+// step feeds one input, and the store results of stores done at once.
+func (c *coordShell) step(ctx actor.Context, in coordInput) {
+	for in != nil {
+		d := c.core.step(in)
+		in = nil
+		if d.store != nil {
+			c.storeEvent(d.store.event)
+			if c.write(ctx, d.store) {
+				in = inStoreDone{}
+			}
+		}
+		c.apply(ctx, d)
+	}
+	c.trackHandOffs()
+}
+
+// storeDone is the result of a write that was not done at once. (A write that fails
+// stops the event-sourced coordinator, which recovers and tries again.)
+func (c *coordShell) storeDone(ctx actor.Context) { c.step(ctx, inStoreDone{}) }
+
+func (c *coordShell) apply(ctx actor.Context, d coordDecisions) {
+	for _, p := range d.problems {
+		if errors.Is(p, errInvalidEvent) || errors.Is(p, errCorruptState) {
+			c.log.Error("sharding: coordinator", zap.Error(p))
+		} else {
+			c.log.Warn("sharding: coordinator", zap.Error(p))
+		}
+	}
+	for _, s := range d.sends {
+		c.send(ctx, s)
+	}
+	for _, id := range d.watch {
+		ref := c.ref(ctx, id)
+		if ref.IsZero() {
+			// Gone already (an earlier incarnation of a region on this node).
+			_ = c.self.Tell(regionUnresolved{region: id})
+			continue
+		}
+		c.watched[ref] = id
+		ctx.Watch(ref)
+	}
+	applyTimers(ctx, d.timers)
+}
+
+// regionUnresolved reports a region to watch that cannot be resolved (it lived in an
+// earlier incarnation of this system): it is terminated.
+type regionUnresolved struct{ region RegionID }
+
+func (c *coordShell) send(ctx actor.Context, s coordSend) {
+	msg := s.msg
+	if c.requesters[s.to] {
+		if m, ok := msg.(msgShardStopped); ok {
+			msg = ShardStopped{Shard: m.Shard}
+		}
+	}
+	switch m := msg.(type) {
+	case msgBeginHandOff:
+		if _, ok := c.handOffs[m.Shard]; !ok {
+			if w := c.core.workers[m.Shard]; w != nil {
+				c.handOffs[m.Shard] = &handOffInfo{from: w.from, start: time.Now(), rebalance: w.rebalance}
+				c.entry.stats.handOffsStarted.Add(1)
+				ctx.System().EventStream().Publish(ShardHandOffStarted{
+					TypeName: c.entry.name, Shard: m.Shard, From: regionAddress(w.from), Rebalance: w.rebalance,
+				})
+			}
+		}
+	}
+	ref := c.ref(ctx, s.to)
+	if ref.IsZero() {
+		return
+	}
+	_ = ref.Send(msg, c.self)
+}
+
+// ref returns the Ref of a region, proxy or requester (the zero Ref when it cannot be
+// resolved).
+func (c *coordShell) ref(ctx actor.Context, id RegionID) actor.Ref {
+	if id == "" {
+		return actor.Ref{}
+	}
+	if r, ok := c.refs[id]; ok {
+		return r
+	}
+	r, err := ctx.System().Resolve(string(id))
+	if err != nil {
+		return actor.Ref{}
+	}
+	c.refs[id] = r
+	return r
+}
+
+// storeEvent publishes the rebalance events a state change means.
+func (c *coordShell) storeEvent(ev coordEvent) {
+	switch e := ev.(type) {
+	case evShardHomeAllocated:
+		a := ShardAllocated{TypeName: c.entry.name, Shard: e.Shard, To: regionAddress(e.Region)}
+		if h := c.moved[e.Shard]; h != nil {
+			a.From, a.Duration = regionAddress(h.from), time.Since(h.start)
+			delete(c.moved, e.Shard)
+		}
+		c.entry.stats.allocated.Add(1)
+		c.ext.sys.EventStream().Publish(a)
+	case evShardHomeDeallocated:
+		if h := c.handOffs[e.Shard]; h != nil && !h.completed {
+			h.completed = true
+			c.entry.stats.handOffsCompleted.Add(1)
+			c.moved[e.Shard] = h
+			c.ext.sys.EventStream().Publish(ShardHandOffCompleted{
+				TypeName: c.entry.name, Shard: e.Shard, From: regionAddress(h.from), Duration: time.Since(h.start),
+			})
+		}
+	}
+}
+
+// trackHandOffs reports hand-offs that ended without a deallocation: failed when the
+// shard is still at its old home, completed when its region is gone.
+func (c *coordShell) trackHandOffs() {
+	for _, s := range slices.Sorted(maps.Keys(c.handOffs)) {
+		h := c.handOffs[s]
+		if c.core.workers[s] != nil && !h.completed {
+			continue
+		}
+		if c.core.workers[s] != nil {
+			continue // completed; its deallocation is being stored
+		}
+		delete(c.handOffs, s)
+		if h.completed {
+			continue
+		}
+		if home, ok := c.core.state.shards[s]; ok && home == h.from {
+			c.entry.stats.handOffsFailed.Add(1)
+			c.ext.sys.EventStream().Publish(ShardHandOffFailed{
+				TypeName: c.entry.name, Shard: s, From: regionAddress(h.from), Duration: time.Since(h.start),
+			})
+			continue
+		}
+		c.entry.stats.handOffsCompleted.Add(1)
+		c.moved[s] = h
+		c.ext.sys.EventStream().Publish(ShardHandOffCompleted{
+			TypeName: c.entry.name, Shard: s, From: regionAddress(h.from), Duration: time.Since(h.start),
+		})
+	}
+}
+
+// currentRegions lists the nodes with a registered region.
+func (c *coordShell) currentRegions() CurrentRegions {
+	seen := map[actor.Address]bool{}
+	var out []actor.Address
+	for _, r := range c.core.state.sortedRegions() {
+		a := regionAddress(r)
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b actor.Address) int {
+		switch {
+		case a.String() < b.String():
+			return -1
+		case a.String() > b.String():
+			return 1
+		}
+		return 0
+	})
+	return CurrentRegions{Regions: out}
+}
+
+// ---- the coordinator with its state in memory ----
+
+// coordinatorActor keeps its state in memory: correct for a system without a cluster,
+// where the coordinator never moves (and, like distributed-data state, it is lost only
+// when the whole "cluster" stops).
+type coordinatorActor struct{ coordShell }
+
+func coordinatorProps(ext *Sharding, e *typeEntry) *actor.Props {
+	if e.cfg.StateStoreMode == StateStorePersistence {
+		pid := coordinatorPersistenceID(e.name)
+		return persistence.Props(func() persistence.Entity {
+			return &persistentCoordinator{coordShell: coordShell{ext: ext, entry: e, cfg: &e.cfg}, pid: pid}
+		})
+	}
+	if repl := ddata.Get(ext.sys); repl != nil && clusterFor(ext.sys) != nil {
+		return actor.PropsOf(func() actor.Actor {
+			return &ddataCoordinator{coordShell: coordShell{ext: ext, entry: e, cfg: &e.cfg}, repl: repl}
+		})
+	}
+	return actor.PropsOf(func() actor.Actor {
+		return &coordinatorActor{coordShell{ext: ext, entry: e, cfg: &e.cfg}}
+	})
+}
+
+func (c *coordinatorActor) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case actor.Started:
+		c.write = func(actor.Context, *coordStore) bool { return true }
+		c.init(ctx)
+		c.step(ctx, inStateLoaded{})
+	case actor.Stopped:
+		c.stop(ctx)
+	default:
+		if !c.receive(ctx, ctx.Message()) {
+			c.log.Debug("sharding: coordinator ignores a message", zap.String("type", typeNameOf(ctx.Message())))
+		}
+	}
+}
+
+// ---- the event-sourced coordinator ----
+
+// coordinatorPersistenceID is the persistence id of a type's event-sourced coordinator.
+func coordinatorPersistenceID(typeName string) string { return "/sharding/" + typeName + "Coordinator" }
+
+// coordSnapshotEvery is how many events the event-sourced coordinator writes between
+// snapshots (when persistence has a snapshot store).
+const coordSnapshotEvery = 500
+
+// persistentCoordinator is the coordinator of StateStorePersistence: its state is the
+// result of its events, replayed when it starts on any node.
+type persistentCoordinator struct {
+	coordShell
+	pid       string
+	recovered *coordState
+	events    int
+}
+
+func (p *persistentCoordinator) PersistenceID() string { return p.pid }
+
+func (p *persistentCoordinator) Recover(ctx persistence.Context) {
+	if p.recovered == nil {
+		p.recovered = newCoordState(p.cfg.RememberEntities)
+	}
+	switch m := ctx.Message().(type) {
+	case persistence.SnapshotOffer:
+		if st, ok := m.Snapshot.(*coordState); ok {
+			p.recovered = st
+		}
+	case coordEvent:
+		if err := p.recovered.apply(m); err != nil {
+			ctx.Logger().Error("sharding: coordinator event does not apply while recovering; skipped", zap.Error(err))
+		}
+	case persistence.RecoveryCompleted:
+		p.write = func(actx actor.Context, st *coordStore) bool {
+			pctx := actx.(persistence.Context)
+			err := persistence.Persist(pctx, st.event, func(coordEvent) {
+				p.events++
+				p.storeDone(pctx)
+				if p.events%coordSnapshotEvery == 0 {
+					pctx.SaveSnapshot(p.core.state.clone())
+				}
+			})
+			if err != nil {
+				p.log.Error("sharding: coordinator event rejected; stopping the coordinator", zap.Error(err))
+				_ = pctx.Stop(pctx.Self())
+			}
+			return false
+		}
+		p.init(ctx)
+		st := p.recovered
+		p.recovered = nil
+		p.step(ctx, inStateLoaded{State: st})
+	}
+}
+
+func (p *persistentCoordinator) Receive(ctx persistence.Context) {
+	switch m := ctx.Message().(type) {
+	case actor.Stopped:
+		p.stop(ctx)
+	case persistence.PersistRejected:
+		p.log.Error("sharding: the journal rejected a coordinator event; stopping the coordinator", zap.Error(m.Err))
+		_ = ctx.Stop(ctx.Self())
+	case persistence.SaveSnapshotSuccess, persistence.SaveSnapshotFailure:
+	default:
+		if !p.receive(ctx, m) {
+			p.log.Debug("sharding: coordinator ignores a message", zap.String("type", typeNameOf(m)))
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package sharding
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/troupe-go/troupe/actor"
+)
+
+// EntityRef is a typed reference to one entity: it sends messages of type M to the
+// entity with the given ID through this node's region (or proxy) of its type, wherever
+// the entity lives and whether or not it runs. It is a small value; copy it freely and
+// use it from any goroutine, inside or outside actors.
+type EntityRef[M any] struct {
+	region   actor.Ref
+	typeName string
+	id       EntityID
+}
+
+// EntityRefFor returns a reference to entity id of typeName. The type must be started
+// on this node (Sharding.Start or StartProxy); otherwise the error wraps ErrUnknownType
+// (or ErrNotStarted without the extension). The region's extractor gives the entity's
+// shard; the entity receives the messages as they are.
+func EntityRefFor[M any](sys *actor.System, typeName string, id EntityID) (EntityRef[M], error) {
+	s := Get(sys)
+	if s == nil {
+		return EntityRef[M]{}, ErrNotStarted
+	}
+	if id == "" {
+		return EntityRef[M]{}, fmt.Errorf("%w: empty entity ID", ErrUnplaceable)
+	}
+	region, err := s.Region(typeName)
+	if err != nil {
+		return EntityRef[M]{}, err
+	}
+	return EntityRef[M]{region: region, typeName: typeName, id: id}, nil
+}
+
+// EntityID returns the entity's ID.
+func (r EntityRef[M]) EntityID() EntityID { return r.id }
+
+// TypeName returns the entity's type.
+func (r EntityRef[M]) TypeName() string { return r.typeName }
+
+// Tell sends msg to the entity with no sender. It never blocks; it returns an error only
+// when the message could not be handed to the region (see actor.Ref.Tell).
+func (r EntityRef[M]) Tell(msg M) error {
+	return r.Send(msg, actor.Ref{})
+}
+
+// Send sends msg to the entity with sender as its sender, so that the entity's
+// ctx.Respond reaches sender.
+func (r EntityRef[M]) Send(msg M, sender actor.Ref) error {
+	if r.region.IsZero() {
+		return actor.ErrNoRecipient
+	}
+	return r.region.Send(Envelope{EntityID: r.id, Message: msg}, sender)
+}
+
+// Ask sends msg to the entity and returns the Future of its reply, without blocking
+// (inside an actor, PipeTo turns the reply into a message).
+func (r EntityRef[M]) Ask(ctx context.Context, msg M) *actor.Future {
+	return r.region.Ask(ctx, Envelope{EntityID: r.id, Message: msg})
+}
+
+// Ask sends msg to the entity and waits, until ctx ends, for a reply of type R (see
+// actor.Ask: a Failure reply is returned as its error, a reply of another type as
+// actor.ErrUnexpectedReply). Go infers M from ref and msg together, so when M is an
+// interface (the usual command type of an entity) name both types:
+//
+//	n, err := sharding.Ask[int, CounterCommand](ctx, counter, Get{})
+func Ask[R, M any](ctx context.Context, ref EntityRef[M], msg M) (R, error) {
+	if ref.region.IsZero() {
+		var zero R
+		return zero, actor.ErrNoRecipient
+	}
+	return actor.Ask[R](ctx, ref.region, Envelope{EntityID: ref.id, Message: msg})
+}

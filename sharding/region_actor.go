@@ -1,0 +1,488 @@
+package sharding
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/supervision"
+	"go.uber.org/zap"
+)
+
+// regionActor is the shell around regionCore: the region (or proxy) of one entity type
+// on one node, at /system/sharding/<type> (or <type>Proxy). It places incoming messages
+// with the extractor, hosts its shards as children, talks to the coordinator and to the
+// other regions, and does what its core decides.
+type regionActor struct {
+	ext   *Sharding
+	entry *typeEntry
+	cfg   *EntityConfig
+	proxy bool
+	log   *zap.Logger
+	drops *rateLog
+
+	core   *regionCore[*delivery]
+	self   actor.Ref
+	selfID RegionID
+	view   *memberView
+	solo   bool // no cluster
+
+	coordinator actor.Ref
+	shards      map[ShardID]actor.Ref
+	shardIDs    map[actor.Ref]ShardID
+	leftovers   map[ShardID][]*delivery
+	regions     map[RegionID]actor.Ref // other regions, resolved
+	regionIDs   map[actor.Ref]RegionID // watched regions
+	oldest      string                 // the node the coordinator should run on
+
+	// unroutable collects, while one decision is carried out, the messages forwarded to
+	// a region that cannot be resolved (an earlier incarnation of a restarted node): its
+	// homes are forgotten and the messages routed again once the decision is done.
+	unroutable []*delivery
+	deadHomes  []RegionID
+	// dead holds regions that could not be resolved: homes naming them are ignored (the
+	// region asks again at its next retry) until the coordinator learns they are gone.
+	dead map[RegionID]bool
+}
+
+func regionProps(ext *Sharding, e *typeEntry) *actor.Props {
+	drops := &rateLog{}
+	p := actor.PropsOf(func() actor.Actor {
+		return &regionActor{ext: ext, entry: e, cfg: &e.cfg, proxy: e.proxy, drops: drops}
+	})
+	// A shard that fails stops (its entities with it); the region starts it again
+	// when a message comes (or, with remember-entities, after the shard failure backoff).
+	p.Strategy = supervision.OneForOne{MaxRetries: -1}
+	return p
+}
+
+func (r *regionActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case actor.Started:
+		r.started(ctx)
+	case actor.Stopped:
+		r.stopped(ctx)
+	case actor.Stopping, actor.Restarting:
+	case timerFired:
+		r.apply(ctx, r.core.timer(m.key))
+	case *msgDelivery:
+		r.fromRegion(ctx, m)
+	case msgHandOverDone:
+		r.apply(ctx, r.core.handOverIn(r.idOf(ctx.Sender()), m.Shard, nil, true))
+	case msgRegisterAck:
+		r.registered(ctx)
+		r.apply(ctx, r.core.fromCoordinator(m))
+	case msgShardHome:
+		if !r.dead[m.Region] {
+			r.apply(ctx, r.core.fromCoordinator(m))
+		}
+	case msgShardHomes:
+		r.apply(ctx, r.core.fromCoordinator(r.liveHomes(m)))
+	case msgHostShard, msgBeginHandOff, msgHandOff, msgHandOverTo:
+		r.apply(ctx, r.core.fromCoordinator(m))
+	case msgBeginHandOffAck:
+		r.apply(ctx, r.core.relayAck(m))
+	case shardReady:
+		r.apply(ctx, r.core.shardReady(m.shard))
+	case shardLeftovers:
+		r.leftovers[m.shard] = m.msgs
+	case actor.Terminated:
+		r.terminated(ctx, m)
+	case GracefulShutdown:
+		r.log.Debug("sharding: region shutting down gracefully")
+		r.apply(ctx, r.core.gracefulShutdown())
+	case StopShards, *StopShards, GetCurrentRegions:
+		r.toCoordinator(ctx)
+	case GetShardRegionState:
+		r.queryShards(ctx, false)
+	case GetShardRegionStats:
+		r.queryShards(ctx, true)
+	case GetClusterShardingStats:
+		r.queryCluster(ctx, m)
+	default:
+		if r.view.apply(m) {
+			r.clusterChanged(ctx)
+			return
+		}
+		r.place(ctx, m)
+	}
+}
+
+func (r *regionActor) started(ctx actor.Context) {
+	r.self = ctx.Self()
+	r.selfID = RegionID(r.self.URI())
+	r.log = ctx.Logger().With(zap.String("type", r.entry.name))
+	r.core = newRegionCore[*delivery](r.selfID, r.cfg.regionSettings(r.proxy))
+	r.shards = map[ShardID]actor.Ref{}
+	r.shardIDs = map[actor.Ref]ShardID{}
+	r.leftovers = map[ShardID][]*delivery{}
+	r.regions = map[RegionID]actor.Ref{}
+	r.regionIDs = map[actor.Ref]RegionID{}
+	r.dead = map[RegionID]bool{}
+	if c := clusterFor(ctx.System()); c != nil {
+		r.view = newMemberView()
+		r.view.apply(c.State())
+		c.Subscribe(r.self)
+	} else {
+		r.view = soloView(ctx.System())
+		r.solo = true
+	}
+	r.oldest = r.view.oldest(r.cfg.Role)
+	r.apply(ctx, r.core.start())
+}
+
+func (r *regionActor) stopped(ctx actor.Context) {
+	unsubscribe(ctx.System(), r.self)
+	if !r.coordinator.IsZero() {
+		_ = r.coordinator.Send(msgRegionStopped{}, r.self)
+	}
+	if r.core != nil && !r.core.stopped {
+		d := r.core.stopNow()
+		d.stop = false
+		r.apply(ctx, d)
+	}
+}
+
+// clusterChanged re-registers when the coordinator's node changes.
+func (r *regionActor) clusterChanged(ctx actor.Context) {
+	oldest := r.view.oldest(r.cfg.Role)
+	if oldest == r.oldest {
+		return
+	}
+	r.oldest = oldest
+	if oldest != "" {
+		r.apply(ctx, r.core.coordinatorLost())
+	}
+}
+
+func (r *regionActor) registered(ctx actor.Context) {
+	c := ctx.Sender()
+	if c.IsZero() || c == r.coordinator {
+		return
+	}
+	if !r.coordinator.IsZero() {
+		ctx.Unwatch(r.coordinator)
+	}
+	r.coordinator = c
+	ctx.Watch(c)
+}
+
+func (r *regionActor) terminated(ctx actor.Context, t actor.Terminated) {
+	switch {
+	case t.Ref == r.coordinator:
+		r.coordinator = actor.Ref{}
+		r.apply(ctx, r.core.coordinatorLost())
+	default:
+		if s, ok := r.shardIDs[t.Ref]; ok {
+			delete(r.shardIDs, t.Ref)
+			if r.shards[s] == t.Ref {
+				delete(r.shards, s)
+			}
+			left := r.leftovers[s]
+			delete(r.leftovers, s)
+			r.apply(ctx, r.core.shardTerminated(s, left))
+			return
+		}
+		if id, ok := r.regionIDs[t.Ref]; ok {
+			delete(r.regionIDs, t.Ref)
+			delete(r.regions, id)
+			r.apply(ctx, r.core.regionTerminated(id))
+		}
+	}
+}
+
+// place routes a message from a user: Envelope and StartEntity by their ID, others
+// through the extractor.
+func (r *regionActor) place(ctx actor.Context, msg any) {
+	d, err := r.extract(msg)
+	if err != nil {
+		r.entry.stats.unplaceable.Add(1)
+		_ = ctx.System().DeadLetters().Send(msg, ctx.Sender())
+		r.drops.warn(r.log, "sharding: message cannot be placed; sent to dead letters",
+			zap.String("message", fmt.Sprintf("%T", msg)), zap.Stringer("sender", ctx.Sender()), zap.Error(err))
+		return
+	}
+	d.sender = ctx.Sender()
+	r.apply(ctx, r.core.deliver(d.shard, d))
+}
+
+// extract places msg; a panic in the extractor is an error.
+func (r *regionActor) extract(msg any) (d *delivery, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			d, err = nil, fmt.Errorf("%w: the extractor panicked: %v", ErrUnplaceable, p)
+		}
+	}()
+	d = &delivery{}
+	switch m := msg.(type) {
+	case Envelope:
+		d.entity, d.msg = m.EntityID, m.Message
+	case *Envelope:
+		d.entity, d.msg = m.EntityID, m.Message
+	case StartEntity:
+		d.entity, d.start = m.ID, true
+	case *StartEntity:
+		d.entity, d.start = m.ID, true
+	default:
+		d.entity, d.msg = r.cfg.Extractor.Extract(msg)
+	}
+	switch {
+	case d.entity == "":
+		return nil, fmt.Errorf("%w: no entity ID for %T", ErrUnplaceable, msg)
+	case d.msg == nil && !d.start:
+		return nil, fmt.Errorf("%w: no message for entity %q", ErrUnplaceable, d.entity)
+	}
+	d.shard = r.cfg.Extractor.ShardID(d.entity)
+	if d.shard == "" {
+		return nil, fmt.Errorf("%w: no shard ID for entity %q", ErrUnplaceable, d.entity)
+	}
+	return d, nil
+}
+
+// fromRegion takes a delivery another region forwarded or handed over.
+func (r *regionActor) fromRegion(ctx actor.Context, m *msgDelivery) {
+	d, err := unwire(r.ext.reg, ctx.System(), m, ctx.Sender())
+	if err != nil {
+		r.entry.stats.undelivered.Add(1)
+		_ = ctx.System().DeadLetters().Send(m, ctx.Sender())
+		r.drops.warn(r.log, "sharding: a delivery from another region cannot be decoded; sent to dead letters", zap.Error(err))
+		return
+	}
+	if m.HandOver {
+		r.apply(ctx, r.core.handOverIn(r.idOf(ctx.Sender()), m.Shard, []*delivery{d}, false))
+		return
+	}
+	r.apply(ctx, r.core.deliver(m.Shard, d))
+}
+
+// idOf returns the RegionID of a region's Ref.
+func (r *regionActor) idOf(ref actor.Ref) RegionID {
+	if id, ok := r.regionIDs[ref]; ok {
+		return id
+	}
+	id := RegionID(ref.URI())
+	if _, ok := r.regions[id]; !ok {
+		r.regions[id] = ref
+	}
+	return id
+}
+
+// regionRef returns the Ref of region id (the zero Ref when it cannot be resolved).
+func (r *regionActor) regionRef(ctx actor.Context, id RegionID) actor.Ref {
+	if ref, ok := r.regions[id]; ok {
+		return ref
+	}
+	ref, err := ctx.System().Resolve(string(id))
+	if err != nil {
+		r.log.Debug("sharding: region cannot be resolved", zap.String("region", string(id)), zap.Error(err))
+		return actor.Ref{}
+	}
+	r.regions[id] = ref
+	return ref
+}
+
+// candidates returns the coordinator hosts to register with.
+func (r *regionActor) candidates(ctx actor.Context) []actor.Ref {
+	var out []actor.Ref
+	for _, node := range r.view.coordinatorNodes(r.cfg.Role) {
+		ref, err := ctx.System().Resolve(node + coordinatorPath(r.entry.name))
+		if err != nil {
+			r.log.Debug("sharding: coordinator path cannot be resolved", zap.String("node", node), zap.Error(err))
+			continue
+		}
+		out = append(out, ref)
+	}
+	return out
+}
+
+// toCoordinator forwards a user request to the coordinator, keeping the sender, or
+// answers ErrNoCoordinator.
+func (r *regionActor) toCoordinator(ctx actor.Context) {
+	if r.coordinator.IsZero() {
+		if !ctx.Sender().IsZero() {
+			_ = ctx.Respond(actor.Failure{Err: fmt.Errorf("%w (entity type %q)", ErrNoCoordinator, r.entry.name)})
+		}
+		return
+	}
+	_ = ctx.Forward(r.coordinator)
+}
+
+// apply carries out a core's decisions.
+func (r *regionActor) apply(ctx actor.Context, d regionDecisions[*delivery]) {
+	for _, p := range d.problems {
+		if errors.Is(p, errShardHomeConflict) {
+			r.log.Error("sharding: region and coordinator disagree on a shard's home; restarting the region", zap.Error(p))
+			panic(p)
+		}
+		r.log.Warn("sharding: region", zap.Error(p))
+	}
+	for _, a := range d.actions {
+		r.act(ctx, a)
+	}
+	applyTimers(ctx, d.timers)
+	for _, x := range d.dropped {
+		r.drop(ctx, x.msg, x.err)
+	}
+	if len(r.deadHomes) > 0 {
+		gone, msgs := r.deadHomes, r.unroutable
+		r.deadHomes, r.unroutable = nil, nil
+		for _, id := range gone {
+			r.dead[id] = true
+			r.apply(ctx, r.core.regionTerminated(id))
+		}
+		for _, m := range msgs {
+			r.apply(ctx, r.core.deliver(m.shard, m))
+		}
+	}
+	if d.stop {
+		_ = ctx.Stop(r.self)
+		return
+	}
+	if r.solo && r.core.shuttingDown && !r.core.stopped && len(r.core.local) == 0 {
+		// Without a cluster no other region can take what this one still holds: once
+		// its own shards have stopped, it gives up the rest (reported as dropped).
+		r.apply(ctx, r.core.stopNow())
+	}
+}
+
+func (r *regionActor) act(ctx actor.Context, a regionAction[*delivery]) {
+	switch a.kind {
+	case actDeliver:
+		if ref, ok := r.shards[a.shard]; ok {
+			_ = ref.Tell(a.msg)
+		} else {
+			r.drop(ctx, a.msg, fmt.Errorf("%w: shard %q has no actor", errStoppedLoss, a.shard))
+		}
+	case actForward:
+		to := r.regionRef(ctx, a.to)
+		if to.IsZero() {
+			// Not resolvable: a region of an earlier incarnation of a node (this one, when
+			// it restarted). Forget its homes and route the message again.
+			if !slices.Contains(r.deadHomes, a.to) {
+				r.deadHomes = append(r.deadHomes, a.to)
+			}
+			r.unroutable = append(r.unroutable, a.msg)
+			return
+		}
+		r.forward(ctx, to, a.msg, false)
+	case actStartShard:
+		r.startShard(ctx, a.shard)
+	case actHandOffShard:
+		if ref, ok := r.shards[a.shard]; ok {
+			_ = ref.Tell(shardHandOff{})
+		}
+	case actHandOver:
+		to := r.regionRef(ctx, a.to)
+		for _, m := range a.msgs {
+			r.forward(ctx, to, m, true)
+		}
+		_ = to.Send(msgHandOverDone{Shard: a.shard}, r.self)
+	case actToCoordinator:
+		if !r.coordinator.IsZero() {
+			_ = r.coordinator.Send(a.proto, r.self)
+		}
+	case actToRegion:
+		_ = r.regionRef(ctx, a.to).Send(a.proto, r.self)
+	case actRegister:
+		var msg any = msgRegister{}
+		if r.proxy {
+			msg = msgRegisterProxy{}
+		}
+		for _, c := range r.candidates(ctx) {
+			_ = c.Send(msg, r.self)
+		}
+	case actToCandidates:
+		for _, c := range r.candidates(ctx) {
+			_ = c.Send(a.proto, r.self)
+		}
+	case actWatch:
+		if ref := r.regionRef(ctx, a.to); !ref.IsZero() {
+			r.regionIDs[ref] = a.to
+			ctx.Watch(ref)
+		}
+	}
+}
+
+// forward sends d to another region: as a forward keeping its sender, or as part of a
+// hand-over (sent by this region, carrying the sender inside).
+func (r *regionActor) forward(ctx actor.Context, to actor.Ref, d *delivery, handOver bool) {
+	if to.IsZero() {
+		r.drop(ctx, d, fmt.Errorf("%w: region unknown", errStoppedLoss))
+		return
+	}
+	m, err := wireDelivery(r.ext.reg, to, d, handOver)
+	if err != nil {
+		r.drop(ctx, d, err)
+		return
+	}
+	sender := d.sender
+	if handOver {
+		sender = r.self
+	}
+	if err := to.Send(m, sender); err != nil {
+		// The transport has sent it to dead letters already.
+		r.entry.stats.undelivered.Add(1)
+		r.drops.warn(r.log, "sharding: a message for another region was not sent", zap.Stringer("region", to), zap.Error(err))
+	}
+}
+
+func (r *regionActor) startShard(ctx actor.Context, s ShardID) {
+	ref, err := ctx.Spawn(shardProps(r.ext, r.entry, s, r.self), encodeName(string(s)))
+	if err != nil {
+		r.log.Error("sharding: cannot start shard", zap.String("shard", string(s)), zap.Error(err))
+		return
+	}
+	ctx.Watch(ref)
+	r.shards[s] = ref
+	r.shardIDs[ref] = s
+}
+
+// drop sends an undeliverable message to dead letters, counts and logs it.
+func (r *regionActor) drop(ctx actor.Context, d *delivery, err error) {
+	if errors.Is(err, ErrBufferFull) {
+		r.entry.stats.bufferDropped.Add(1)
+	} else {
+		r.entry.stats.undelivered.Add(1)
+	}
+	msg := d.msg
+	if d.start {
+		msg = StartEntity{ID: d.entity}
+	}
+	if msg != nil {
+		_ = ctx.System().DeadLetters().Send(msg, d.sender)
+	}
+	r.drops.warn(r.log, "sharding: message dropped; sent to dead letters", zap.String("shard", string(d.shard)),
+		zap.String("entity", string(d.entity)), zap.String("message", fmt.Sprintf("%T", msg)), zap.Error(err))
+}
+
+// applyTimers starts and cancels the timers a core asked for.
+func applyTimers(ctx actor.TimerContext, ops []timerOp) {
+	for _, op := range ops {
+		switch {
+		case op.cancel:
+			ctx.CancelTimer(op.key)
+		case op.periodic:
+			ctx.StartPeriodicTimer(op.key, timerFired{key: op.key}, op.after)
+		default:
+			ctx.StartSingleTimer(op.key, timerFired{key: op.key}, op.after)
+		}
+	}
+}
+
+// coordinatorPath is the path of a type's coordinator host on the node that runs it.
+func coordinatorPath(typeName string) string { return "/system/sharding/" + typeName + "Coordinator" }
+
+// liveHomes leaves out of m the homes in regions known to be dead.
+func (r *regionActor) liveHomes(m msgShardHomes) msgShardHomes {
+	if len(r.dead) == 0 {
+		return m
+	}
+	out := msgShardHomes{Homes: make([]shardHomesEntry, 0, len(m.Homes))}
+	for _, e := range m.Homes {
+		if !r.dead[e.Region] {
+			out.Homes = append(out.Homes, e)
+		}
+	}
+	return out
+}
