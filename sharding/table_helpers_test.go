@@ -45,8 +45,6 @@ func newIncarnations() *incarnations {
 		stops: map[EntityID]int{}, changed: make(chan struct{}, 1)}
 }
 
-func (in *incarnations) start(id EntityID, node string) { in.startRef(id, node, nil, actor.Ref{}) }
-
 // startRef records a start; sys and ref, when given, let a later start check whether
 // this incarnation's actor still exists.
 func (in *incarnations) startRef(id EntityID, node string, sys *actor.System, ref actor.Ref) {

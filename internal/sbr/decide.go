@@ -275,7 +275,18 @@ func keepMajority(v view, s sides) Action {
 	case s.reachable < s.unreachable:
 		return DownReachable
 	}
-	// Equal split (or nothing counted at all): the side with the lowest address wins.
+	// Equal split. A side whose counted members all announced that they leave (Leaving
+	// or Exiting) has handed its work over and is going away: the other side is kept,
+	// and both sides agree on that. (A leaving member that stops before the others see
+	// it Exiting is unreachable for a moment; without this rule, a two-member cluster
+	// whose remaining member has the higher address downed itself.)
+	if reach, unreach := allLeaving(v, s, false), allLeaving(v, s, true); reach != unreach {
+		if unreach {
+			return DownUnreachable
+		}
+		return DownReachable
+	}
+	// Otherwise (or nothing counted at all): the side with the lowest address wins.
 	pool := s.counted
 	if len(pool) == 0 {
 		for _, m := range v.live {
@@ -292,6 +303,22 @@ func keepMajority(v view, s sides) Action {
 		return DownReachable
 	}
 	return DownUnreachable
+}
+
+// allLeaving reports whether the counted members of one side (the unreachable side when
+// unreachable is true) are all Leaving or Exiting, and there is at least one.
+func allLeaving(v view, s sides, unreachable bool) bool {
+	n := 0
+	for _, m := range s.counted {
+		if v.unreachable[m.Unique] != unreachable {
+			continue
+		}
+		if m.Status != membership.Leaving && m.Status != membership.Exiting {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 // keepOldest keeps the side of the oldest counted member, with the down-if-alone rule.

@@ -62,6 +62,8 @@ func TestDecide(t *testing.T) {
 	coreDE := upMembers(5, map[string][]string{"d:1": {"core"}, "e:1": {"core"}})
 	withDown := upMembers(5, nil)
 	withDown[4].Status = membership.Down
+	twoALeaving := upMembers(2, nil)
+	twoALeaving[0].Status = membership.Leaving
 	majority := Config{}
 	quorum3 := Config{Strategy: StaticQuorum, QuorumSize: 3}
 	oldest := Config{Strategy: KeepOldest}
@@ -87,6 +89,10 @@ func TestDecide(t *testing.T) {
 		{"keep-majority 2|2, other side", majority, input(four, "c:1", "a:1", "b:1"), DownReachable, "c:1,d:1"},
 		{"keep-majority 2|2 crosswise, lowest side", majority, input(four, "c:1", "b:1", "d:1"), DownUnreachable, "b:1,d:1"},
 		{"keep-majority 2|2 crosswise, other side", majority, input(four, "d:1", "a:1", "c:1"), DownReachable, "b:1,d:1"},
+		{"keep-majority 1|1, the lowest address leaving: the other side is kept", majority,
+			input(twoALeaving, "b:1", "a:1"), DownUnreachable, "a:1"},
+		{"keep-majority 1|1, the leaving side agrees", majority,
+			input(twoALeaving, "a:1", "b:1"), DownReachable, "a:1"},
 		{"keep-majority: joining not counted, downed with its side", majority,
 			input(withJoining, "a:1", "d:1", "e:1", "f:1"), DownUnreachable, "d:1,e:1,f:1"},
 		{"keep-majority: joining member on the losing side", majority,
