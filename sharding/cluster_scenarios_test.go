@@ -114,7 +114,7 @@ func TestClusterCrashMovesShards(t *testing.T) {
 	}
 	sc.mc.Crash(2)
 	for _, id := range ids {
-		if n := sc.askEventually(0, id, Increment{By: 1}, 20*time.Second); n != 2 {
+		if n := sc.incrementEventually(0, id, 20*time.Second); n != 2 {
 			t.Fatalf("entity %s: count %d after the crash, want 2", id, n)
 		}
 	}
@@ -155,7 +155,7 @@ func TestClusterCoordinatorCrash(t *testing.T) {
 		t.Fatalf("every shard was on node 0: %v", homes)
 	}
 	for _, id := range ids {
-		if n := sc.askEventually(1, id, Increment{By: 1}, 20*time.Second); n != 2 {
+		if n := sc.incrementEventually(1, id, 20*time.Second); n != 2 {
 			t.Fatalf("entity %s: count %d, want 2", id, n)
 		}
 	}

@@ -20,7 +20,7 @@ func TestDDataCoordinatorState(t *testing.T) {
 	homes := sc.homes(0, 1, 2)
 	sc.mc.Crash(0)
 	for _, id := range ids {
-		if n := sc.askEventually(1, id, Increment{By: 1}, 30*time.Second); n != 2 {
+		if n := sc.incrementEventually(1, id, 30*time.Second); n != 2 {
 			t.Fatalf("entity %s: count %d, want 2", id, n)
 		}
 	}

@@ -395,7 +395,7 @@ func TestFailureModeShardLeaseReleasedOnHandOff(t *testing.T) {
 	// Revoked: the shard stops, and starts again with the lease at the next message.
 	before := leases.acquires.Load()
 	leases.revoke(name)
-	if n := sc.askEventually(0, id, Increment{By: 1}, 10*time.Second); n != 3 {
+	if n := sc.incrementEventually(0, id, 10*time.Second); n != 3 {
 		t.Fatalf("count %d after losing the lease, want 3", n)
 	}
 	if leases.acquires.Load() <= before {

@@ -297,7 +297,8 @@ func entityIDs(n int) []EntityID {
 }
 
 // askEventually asks entity id through node i until it answers (messages in flight to a
-// crashed node are lost; the retry is the client's), failing the test after timeout.
+// crashed node are lost; the retry is the client's), failing the test after timeout. msg
+// must be idempotent: a retry may be delivered as well as the message it repeats.
 func (sc *shardCluster) askEventually(i int, id EntityID, msg any, timeout time.Duration) int {
 	sc.t.Helper()
 	deadline := time.Now().Add(testkit.Dilated(timeout))
@@ -310,6 +311,20 @@ func (sc *shardCluster) askEventually(i int, id EntityID, msg any, timeout time.
 	}
 	sc.t.Fatalf("node %d, entity %s, %T: no answer within %v: %v", i, id, msg, timeout, err)
 	return 0
+}
+
+// incrementEventually waits (reading, which is idempotent) until entity id answers
+// through node i, then increments it once and returns the new count. Retrying the
+// increment itself would count twice: a retried message that the region buffered while
+// the shard had no home is delivered with the others once the home is known.
+func (sc *shardCluster) incrementEventually(i int, id EntityID, timeout time.Duration) int {
+	sc.t.Helper()
+	sc.askEventually(i, id, GetCount{}, timeout)
+	n, err := sc.ask(i, id, Increment{By: 1}, timeout)
+	if err != nil {
+		sc.t.Fatalf("node %d, entity %s: increment after it answered: %v", i, id, err)
+	}
+	return n
 }
 
 // events subscribes a probe on node i to the rebalance events.
