@@ -350,6 +350,7 @@ func (k *core) apply(evs []membership.Event, err error) {
 	now := time.Now()
 	var downed []UniqueAddress
 	var follow []membership.Event
+	selfUp := false
 	for _, ev := range evs {
 		switch ev.(type) {
 		case OldestChanged, UnreachableMember, ReachableMember:
@@ -359,9 +360,7 @@ func (k *core) apply(evs []membership.Event, err error) {
 		}
 		switch e := ev.(type) {
 		case MemberUp:
-			if e.Member.Unique == k.c.self.Unique {
-				k.c.markUp()
-			}
+			selfUp = selfUp || e.Member.Unique == k.c.self.Unique
 		case MemberDowned:
 			if e.Member.Unique != k.c.self.Unique {
 				downed = append(downed, e.Member.Unique)
@@ -381,6 +380,11 @@ func (k *core) apply(evs []membership.Event, err error) {
 		}
 	}
 	k.publish(evs, now)
+	if selfUp {
+		// After the snapshot is published: WaitUp's callers read State and find
+		// themselves Up in it.
+		k.c.markUp()
+	}
 	k.publish(follow, now)
 	// A downed member is removed at once (a downed node stops its cluster services);
 	// this also removes an old incarnation that a restarted node replaced. Its work is
