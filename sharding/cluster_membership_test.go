@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/singleton"
 	"github.com/troupe-go/troupe/testkit"
 )
 
@@ -67,6 +68,43 @@ func TestClusterGracefulLeaveHandsOffEverything(t *testing.T) {
 		if n := sc.mustAsk(0, id, Increment{By: 1}); n != 2 {
 			t.Fatalf("entity %s: count %d, want 2", id, n)
 		}
+	}
+}
+
+// The coordinator is the cluster singleton <type>Coordinator. When its member (the
+// oldest) shuts down, the regions there hand their shards off first, through the
+// coordinator still running there, and the singleton moves to the next oldest member
+// after: the shutdown completes without error, every shard has one home, no count is
+// lost, and the coordinator runs on node 1.
+func TestClusterCoordinatorMemberLeaves(t *testing.T) {
+	sc := startShardCluster(t, 3, func(int) EntityConfig { return persistentCounterConfig() })
+	ids := entityIDs(30)
+	for j, id := range ids {
+		sc.mustAsk(j%3, id, Increment{By: 1})
+	}
+	if st := singleton.Get(sc.nodes[0].System, "CounterCoordinator").Status(); !st.Running {
+		t.Fatalf("the coordinator singleton does not run on the oldest member: %+v", st)
+	}
+	before := sc.homes(0, 1, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(20*time.Second))
+	defer cancel()
+	if err := sc.nodes[0].System.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown of node 0: %v", err)
+	}
+	for _, id := range ids {
+		if n := sc.mustAsk(1, id, Increment{By: 1}); n != 2 {
+			t.Fatalf("entity %s: count %d, want 2", id, n)
+		}
+	}
+	after := sc.homes(1, 2)
+	for s := range before {
+		if len(after[s]) != 1 {
+			t.Fatalf("shard %s: homes %v after node 0 left (before %v)", s, after[s], before[s])
+		}
+	}
+	m := singleton.Get(sc.nodes[1].System, "CounterCoordinator")
+	if _, err := m.AwaitStatus(ctx, func(st singleton.Status) bool { return st.Running }); err != nil {
+		t.Fatalf("the coordinator singleton on node 1: %v", err)
 	}
 }
 

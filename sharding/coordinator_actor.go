@@ -14,7 +14,7 @@ import (
 
 // The coordinator actor is the shell around the coordinator core. It runs under a
 // backoff supervisor (restarted after coordinator-failure-backoff, growing to five times
-// as much) inside the type's coordinator host, on the node the host picks. Three actors
+// as much), which is the type's coordinator singleton (coordinator_singleton.go). Three actors
 // share the shell: ddataCoordinator keeps its state in distributed data (the default, on
 // a cluster), persistentCoordinator is an event-sourced actor (StateStorePersistence),
 // and coordinatorActor keeps it in memory (a system without a cluster, where the

@@ -14,6 +14,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/ddata"
+	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
@@ -25,9 +26,11 @@ import (
 // (Stats). Start it once per system with the package function Start; Get finds it.
 //
 // Paths: the regions of a system live under /system/sharding: /system/sharding/<type>
-// for a region, /system/sharding/<type>Proxy for a proxy-only region, and the
-// coordinator of a type under /system/sharding/<type>Coordinator on the node that runs
-// it (the oldest member with the type's role).
+// for a region, /system/sharding/<type>Proxy for a proxy-only region. The coordinator
+// of a type is the cluster singleton <type>Coordinator: its manager runs at
+// /system/singleton/<type>Coordinator on every member with the type's role, and the
+// coordinator below it on the oldest of them (without a cluster, at
+// /system/sharding/<type>Coordinator).
 type Sharding struct {
 	sys      *actor.System
 	reg      *serialization.Registry
@@ -102,7 +105,10 @@ func Start(sys *actor.System, cfg Config) (*Sharding, error) {
 		}()
 	}
 	err = sys.CoordinatedShutdown().AddTask(actor.PhaseClusterShardingShutdownRegion, "sharding-hand-off",
-		func(ctx context.Context) error { return s.shutdownRegions(ctx) })
+		func(ctx context.Context) error {
+			err := s.shutdownRegions(ctx)
+			return errors.Join(err, s.handOverCoordinators(ctx))
+		})
 	if err != nil {
 		return nil, fmt.Errorf("sharding: registering the shutdown task: %w", err)
 	}
@@ -112,7 +118,8 @@ func Start(sys *actor.System, cfg Config) (*Sharding, error) {
 // Start starts the region of an entity type on this node and returns it: send it the
 // messages for the type's entities (or use EntityRefFor). When cfg.Role is set and this
 // node does not have it, Start starts a proxy-only region instead (as StartProxy does).
-// On a node with the role it also starts the type's coordinator host. A type started
+// On a node with the role it also starts the manager of the type's coordinator
+// singleton (see the Sharding type). A type started
 // twice on one node fails with ErrAlreadyStarted.
 func (s *Sharding) Start(typeName string, cfg EntityConfig) (actor.Ref, error) {
 	if err := validateTypeName(typeName); err != nil {
@@ -183,6 +190,15 @@ func (s *Sharding) startType(typeName string, cfg EntityConfig, proxy bool) (act
 		s.mu.Unlock()
 		return actor.Ref{}, fmt.Errorf("sharding: starting entity type %q: %w", typeName, err)
 	}
+	if !proxy && clusterFor(s.sys) != nil {
+		if err := s.startCoordinatorSingleton(e); err != nil {
+			_ = s.sys.Stop(ref)
+			s.mu.Lock()
+			delete(s.types, typeName)
+			s.mu.Unlock()
+			return actor.Ref{}, fmt.Errorf("sharding: starting the coordinator singleton of entity type %q: %w", typeName, err)
+		}
+	}
 	s.mu.Lock()
 	e.region = ref
 	s.mu.Unlock()
@@ -245,6 +261,31 @@ func (s *Sharding) shutdownRegions(ctx context.Context) error {
 	return nil
 }
 
+// handOverCoordinators moves the coordinators running on this member to the next
+// oldest, after the regions handed their shards off (so that the coordinator's stored
+// state already has this member's last hand-offs); on the other members it only ends
+// their managers' part.
+func (s *Sharding) handOverCoordinators(ctx context.Context) error {
+	s.mu.Lock()
+	var names []string
+	for _, e := range s.types {
+		if !e.proxy {
+			names = append(names, coordinatorName(e.name))
+		}
+	}
+	s.mu.Unlock()
+	sort.Strings(names)
+	var errs []error
+	for _, name := range names {
+		if handOver := hooks.SingletonHandOver(s.sys, name); handOver != nil {
+			if err := handOver(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("sharding: handing over %s: %w", name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func hasRole(members []cluster.Member, self, role string) bool {
 	for _, m := range members {
 		if m.Unique.Addr == self {
@@ -256,8 +297,8 @@ func hasRole(members []cluster.Member, self, role string) bool {
 
 // ---- the guardian ----
 
-// guardian is /system/sharding: the parent of the regions, proxies and coordinator
-// hosts of this node.
+// guardian is /system/sharding: the parent of the regions and proxies of this node
+// (and of the coordinator, without a cluster).
 type guardian struct {
 	waiting  []actor.Ref // shutdown requesters
 	regions  map[actor.Ref]bool
@@ -337,8 +378,14 @@ func (g *guardian) startType(ctx actor.Context, m startTypeRequest) (actor.Ref, 
 	}
 	ctx.Watch(ref)
 	g.regions[ref] = true
-	if !e.proxy {
-		if _, err := ctx.Spawn(coordinatorHostProps(m.ext, e), e.name+"Coordinator"); err != nil {
+	if !e.proxy && clusterFor(ctx.System()) == nil {
+		// Without a cluster the coordinator never moves (with one it is a singleton:
+		// Sharding.startType starts its manager).
+		props, err := coordinatorSupervisorProps(m.ext, e)
+		if err == nil {
+			_, err = ctx.Spawn(props, coordinatorName(e.name))
+		}
+		if err != nil {
 			_ = ctx.Stop(ref)
 			return actor.Ref{}, err
 		}

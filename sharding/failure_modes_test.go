@@ -43,7 +43,32 @@ func recorderCluster(t *testing.T, sc *shardCluster, report actor.Ref, gate chan
 		}
 		regions = append(regions, r)
 	}
+	for i, r := range regions {
+		awaitRegistered(t, r, len(regions), fmt.Sprintf("node %d's Rec region", i))
+	}
 	return regions
+}
+
+// awaitRegistered asks region for the current regions until the coordinator answers
+// with n of them: region has registered (a request that needs the coordinator fails
+// with ErrNoCoordinator before that), and so have the others.
+func awaitRegistered(t *testing.T, region actor.Ref, n int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(testkit.Dilated(10 * time.Second))
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(time.Second))
+		cur, err := actor.Ask[CurrentRegions](ctx, region, GetCurrentRegions{})
+		cancel()
+		if err == nil && len(cur.Regions) == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not registered with %d regions: %v, %v", what, n, cur.Regions, err)
+		}
+		// A poll's pace (unregistered, the region answers at once; it registers at its
+		// next retry, within the retry interval).
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Akka.NET #8501: a region kept routing to a shard it was handing off, so new messages

@@ -13,6 +13,13 @@ type msgRegister struct{}
 // msgRegisterProxy: a proxy-only region asks to register.
 type msgRegisterProxy struct{}
 
+// SuppressDeadLetterLog: a region sends its registration to every member where the
+// coordinator may run; where it does not (yet), the dead letter is expected.
+func (msgRegister) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog: as msgRegister's.
+func (msgRegisterProxy) SuppressDeadLetterLog() {}
+
 // msgRegisterAck: the coordinator registered the sender of Register(Proxy). The region
 // watches the coordinator (the sender of the ack).
 type msgRegisterAck struct{}

@@ -282,11 +282,12 @@ func (r *regionActor) regionRef(ctx actor.Context, id RegionID) actor.Ref {
 	return ref
 }
 
-// candidates returns the coordinator hosts to register with.
+// candidates returns the coordinators to register with: the singleton's path on the
+// members where it may run (a region that finds none there is dropped quietly).
 func (r *regionActor) candidates(ctx actor.Context) []actor.Ref {
 	var out []actor.Ref
 	for _, node := range r.view.coordinatorNodes(r.cfg.Role) {
-		ref, err := ctx.System().Resolve(node + coordinatorPath(r.entry.name))
+		ref, err := ctx.System().Resolve(node + coordinatorPath(r.entry.name, r.solo))
 		if err != nil {
 			r.log.Debug("sharding: coordinator path cannot be resolved", zap.String("node", node), zap.Error(err))
 			continue
@@ -469,9 +470,6 @@ func applyTimers(ctx actor.TimerContext, ops []timerOp) {
 		}
 	}
 }
-
-// coordinatorPath is the path of a type's coordinator host on the node that runs it.
-func coordinatorPath(typeName string) string { return "/system/sharding/" + typeName + "Coordinator" }
 
 // liveHomes leaves out of m the homes in regions known to be dead.
 func (r *regionActor) liveHomes(m msgShardHomes) msgShardHomes {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/hooks"
 	core "github.com/troupe-go/troupe/internal/singletoncore"
 )
 
@@ -134,6 +135,9 @@ func Start(sys *actor.System, cfg Config) (*Manager, error) {
 		return fail(fmt.Errorf("singleton %q: starting its manager: %w", cfg.Name, err))
 	}
 	m.ref = ref
+	if hooks.OfferSingletonHandOver(sys, cfg.Name, m.handOver) {
+		return m, nil // the layer that owns this singleton hands it over (sharding)
+	}
 	if err := sys.CoordinatedShutdown().AddTask(actor.PhaseBeforeClusterShutdown, "singleton-hand-over-"+cfg.Name,
 		m.handOver); err != nil {
 		_ = sys.Stop(ref)

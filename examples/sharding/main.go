@@ -171,9 +171,9 @@ func runInProcess(f flags) error {
 	}
 
 	fmt.Println("\n3. counter-1 crashes; once it is downed, its shards start on counter-0")
+	start := time.Now()
 	nodes[1].crash()
 	nodes[1] = nil
-	start := time.Now()
 	for _, id := range ids {
 		if _, err := eventually(nodes[0], id, 30*time.Second); err != nil {
 			return err
