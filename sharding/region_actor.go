@@ -321,6 +321,7 @@ func (r *regionActor) apply(ctx actor.Context, d regionDecisions[*delivery]) {
 	for _, a := range d.actions {
 		r.act(ctx, a)
 	}
+	r.core.recycle(d.actions)
 	applyTimers(ctx, d.timers)
 	for _, x := range d.dropped {
 		r.drop(ctx, x.msg, x.err)

@@ -553,6 +553,19 @@ func (s *shardCore[M]) passivateIdle(now time.Time) {
 	}
 }
 
+// maxRecycled bounds the action arrays the cores keep for reuse (one large burst does
+// not pin a large array).
+const maxRecycled = 64
+
+// recycle takes back the actions of decisions the shell has carried out (as
+// regionCore.recycle).
+func (s *shardCore[M]) recycle(actions []shardAction[M]) {
+	if s.out.actions == nil && cap(actions) > 0 && cap(actions) <= maxRecycled {
+		clear(actions)
+		s.out.actions = actions[:0]
+	}
+}
+
 func (s *shardCore[M]) act(a shardAction[M]) {
 	s.out.actions = append(s.out.actions, a)
 }

@@ -180,6 +180,7 @@ func (s *shardActor) apply(ctx actor.Context, d shardDecisions[*delivery]) {
 	for _, a := range d.actions {
 		s.act(ctx, a)
 	}
+	s.core.recycle(d.actions)
 	if d.load {
 		s.loading = true
 		s.startStore(ctx)
