@@ -135,3 +135,15 @@ func init() {
 	wiretypes.MustRegister[msgStopShards]("troupe.sharding.StopShards.v1")
 	wiretypes.MustRegister[msgHandOverTo]("troupe.sharding.HandOverTo.v1")
 }
+
+// SuppressDeadLetterLog: the reports of a region that stops reach a coordinator that may
+// have stopped or moved meanwhile (at the end of a shutdown, or during a hand-over of
+// the coordinator); the next coordinator learns the same from the regions that
+// register with it.
+func (msgShardStopped) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog: as msgShardStopped's (the request is resent every retry tick).
+func (msgGracefulShutdownReq) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog: as msgShardStopped's.
+func (msgRegionStopped) SuppressDeadLetterLog() {}
