@@ -111,3 +111,39 @@ type CurrentClusterState struct {
 	// RemovalMarginPassed event follows for each.
 	AwaitingRemovalMargin []Member
 }
+
+// The cluster sends its events to subscribers that may stop without unsubscribing;
+// such a dead letter is expected, and counted, but not logged.
+
+// SuppressDeadLetterLog marks the event as an expected dead letter (see above).
+func (MemberJoined) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog marks the event as an expected dead letter.
+func (MemberUp) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog marks the event as an expected dead letter.
+func (MemberLeft) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog marks the event as an expected dead letter.
+func (MemberExited) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog marks the event as an expected dead letter.
+func (MemberDowned) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog marks the event as an expected dead letter.
+func (MemberRemoved) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog marks the event as an expected dead letter.
+func (RemovalMarginPassed) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog marks the event as an expected dead letter.
+func (UnreachableMember) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog marks the event as an expected dead letter.
+func (ReachableMember) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog marks the event as an expected dead letter.
+func (OldestChanged) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog marks the snapshot as an expected dead letter.
+func (CurrentClusterState) SuppressDeadLetterLog() {}
