@@ -26,6 +26,10 @@ const (
 	// (extras.box) instead of userq. It lives in state because a sender reads state
 	// anyway: the default mailbox costs no extra load and no field.
 	stateBox uint32 = 1 << 8
+	// stateParentWatches says the parent watches the actor. Parents watch their
+	// children more than anyone watches anything (a sharding shard watches each of its
+	// entities): as a flag the watch costs no extras. Only the owner sets and clears it.
+	stateParentWatches uint32 = 1 << 9
 )
 
 // cell is a local actor: its mailbox, its instance and its bookkeeping. It is the
@@ -78,7 +82,8 @@ type extras struct {
 
 	stats map[*cell]*supervision.RetryStats
 
-	watchers   map[Ref]struct{}
+	watcher    Ref              // one watcher kept inline: most actors have one (their parent)
+	watchers   map[Ref]struct{} // the others
 	watching   map[Ref]struct{}
 	termQueued map[Ref]struct{}
 

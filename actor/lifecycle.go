@@ -71,9 +71,7 @@ func (c *cell) handleSystem(m sysMsg) {
 	case sysWatch:
 		c.addWatcher(m.watcher)
 	case sysUnwatch:
-		if x := c.x.Load(); x != nil {
-			delete(x.watchers, m.watcher)
-		}
+		c.removeWatcher(m.watcher)
 	case sysDeath:
 		c.watchedDied(m)
 	case sysFailed:
@@ -247,15 +245,21 @@ func (c *cell) finishStop() {
 	// parent that watches this child no longer lists it when Terminated arrives.
 	if c.parent != nil {
 		c.parent.sendSystem(sysChildTerminated{child: c})
+		if c.state.Load()&stateParentWatches != 0 {
+			c.parent.sendSystem(sysDeath{ref: self})
+		}
 	}
 	if x := c.x.Load(); x != nil {
+		if x.watcher.p != nil {
+			x.watcher.p.sendSystem(sysDeath{ref: self})
+		}
 		for w := range x.watchers {
 			w.p.sendSystem(sysDeath{ref: self})
 		}
 		for w := range x.watching {
 			w.p.sendSystem(sysUnwatch{watcher: self})
 		}
-		x.watchers, x.watching, x.termQueued = nil, nil, nil
+		x.watcher, x.watchers, x.watching, x.termQueued = Ref{}, nil, nil, nil
 		for _, env := range x.stash {
 			c.sys.deadLetter(self, env.msg, env.sender, ErrRecipientStopped)
 		}

@@ -35,11 +35,45 @@ func (c *cell) addWatcher(w Ref) {
 	if w.p == nil || w == (Ref{c}) {
 		return
 	}
+	if c.parent != nil && w == (Ref{c.parent}) {
+		c.state.Store(c.state.Load() | stateParentWatches)
+		return
+	}
 	x := c.extras()
+	if x.watcher == w {
+		return
+	}
+	if _, ok := x.watchers[w]; ok {
+		return
+	}
+	if x.watcher.p == nil {
+		x.watcher = w
+		return
+	}
 	if x.watchers == nil {
 		x.watchers = make(map[Ref]struct{})
 	}
 	x.watchers[w] = struct{}{}
+}
+
+// removeWatcher forgets watcher w.
+func (c *cell) removeWatcher(w Ref) {
+	if c.parent != nil && w == (Ref{c.parent}) {
+		c.state.Store(c.state.Load() &^ stateParentWatches)
+		return
+	}
+	if x := c.x.Load(); x != nil {
+		x.removeWatcher(w)
+	}
+}
+
+// removeWatcher forgets watcher w (not the parent, whose watch is a state flag).
+func (x *extras) removeWatcher(w Ref) {
+	if x.watcher == w {
+		x.watcher = Ref{}
+		return
+	}
+	delete(x.watchers, w)
 }
 
 // watchedDied queues Terminated for a watched actor through the user lane, so it is

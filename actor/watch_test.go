@@ -93,3 +93,36 @@ func TestWatchAskFuture(t *testing.T) {
 	}
 	probe.ExpectMsg(true)
 }
+
+// A parent's watch of its child (kept as a flag, not in the child's extras) ends with
+// Unwatch, and does not take the place of other watchers: both the parent and a probe
+// that watch the child hear of its end, once each; a parent that unwatched hears
+// nothing.
+func TestParentWatchAndUnwatchOfChild(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	probe := testkit.NewProbe(t, sys)
+	other := testkit.NewProbe(t, sys)
+	spawn(t, sys, actor.PropsFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case actor.Started:
+			watched, _ := ctx.Spawn(actor.PropsFunc(func(actor.Context) {}), "watched")
+			unwatched, _ := ctx.Spawn(actor.PropsFunc(func(actor.Context) {}), "unwatched")
+			ctx.Watch(watched)
+			ctx.Watch(watched) // twice: still one Terminated
+			ctx.Watch(unwatched)
+			ctx.Unwatch(unwatched)
+			_ = probe.Ref().Tell([]actor.Ref{watched, unwatched})
+		case actor.Terminated:
+			_ = probe.Ref().Tell(m.Ref.Path())
+		}
+	}), "parent")
+	kids := testkit.ExpectMsgType[[]actor.Ref](probe)
+	other.Watch(kids[0])
+	other.Watch(kids[1])
+	_ = sys.Stop(kids[1])
+	other.ExpectTerminated(kids[1])
+	_ = sys.Stop(kids[0])
+	other.ExpectTerminated(kids[0])
+	probe.ExpectMsg("/user/parent/watched")
+	probe.ExpectNoMsg(50 * time.Millisecond)
+}

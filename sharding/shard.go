@@ -2,7 +2,6 @@ package sharding
 
 import (
 	"cmp"
-	"container/list"
 	"fmt"
 	"maps"
 	"slices"
@@ -96,8 +95,12 @@ type entity[M any] struct {
 	state      entityState
 	buf        []queued[M] // for the next incarnation
 	restart    bool        // StartEntity while passivating: start again even without messages
-	lastActive time.Time
-	lru        *list.Element // in shardCore.lru while active
+	lastActive int64 // when it last got a message, in Unix nanoseconds
+	// prev and next link the entity into shardCore.lru while it is active: an
+	// intrusive list costs no allocation per entity (a million idle entities are a
+	// headline figure).
+	prev, next *entity[M]
+	linked     bool
 }
 
 // shardActionKind says what a shardAction asks the shell to do.
@@ -167,7 +170,7 @@ type shardCore[M any] struct {
 	phase shardPhase
 
 	entities map[EntityID]*entity[M]
-	lru      *list.List // active entities, most recently used at the front
+	lru      lruList[M] // active entities, most recently used at the front
 	live     int        // incarnations running (active or passivating)
 	buffered int        // messages held, in all
 	seq      uint64
@@ -188,7 +191,6 @@ func newShardCore[M any](id ShardID, cfg shardSettings[M]) *shardCore[M] {
 		id:       id,
 		cfg:      cfg.withDefaults(),
 		entities: map[EntityID]*entity[M]{},
-		lru:      list.New(),
 		earlyIDs: map[uint64]EntityID{},
 		starts:   map[EntityID]struct{}{},
 		stops:    map[EntityID]struct{}{},
@@ -475,8 +477,8 @@ func (s *shardCore[M]) spawn(now time.Time, e *entity[M]) {
 		s.timers.cancel(&s.out.timers, timerKey{kind: timerEntityRestart, entity: e.id})
 	}
 	e.state = entActive
-	e.lastActive = now
-	e.lru = s.lru.PushFront(e)
+	e.lastActive = now.UnixNano()
+	s.lru.pushFront(e)
 	s.live++
 	s.act(shardAction[M]{kind: shardSpawn, entity: e.id})
 	s.enforceLimit()
@@ -485,9 +487,9 @@ func (s *shardCore[M]) spawn(now time.Time, e *entity[M]) {
 // give delivers msg to the active entity e and marks it used.
 func (s *shardCore[M]) give(now time.Time, e *entity[M], msg M) {
 	s.act(shardAction[M]{kind: shardDeliver, entity: e.id, msg: msg})
-	e.lastActive = now
-	if e.lru != nil {
-		s.lru.MoveToFront(e.lru)
+	e.lastActive = now.UnixNano()
+	if e.linked {
+		s.lru.moveToFront(e)
 	}
 }
 
@@ -522,9 +524,8 @@ func (s *shardCore[M]) stopEntity(e *entity[M], msg M) {
 
 // unlink takes e out of the least-recently-used list.
 func (s *shardCore[M]) unlink(e *entity[M]) {
-	if e.lru != nil {
-		s.lru.Remove(e.lru)
-		e.lru = nil
+	if e.linked {
+		s.lru.remove(e)
 	}
 }
 
@@ -533,8 +534,8 @@ func (s *shardCore[M]) enforceLimit() {
 	if !s.automatic() || s.cfg.activeLimit == 0 || s.phase == shardHandingOff {
 		return
 	}
-	for s.lru.Len() > s.cfg.activeLimit {
-		s.stopEntity(s.lru.Back().Value.(*entity[M]), s.cfg.stopMessage)
+	for s.lru.n > s.cfg.activeLimit {
+		s.stopEntity(s.lru.tail, s.cfg.stopMessage)
 	}
 }
 
@@ -543,13 +544,14 @@ func (s *shardCore[M]) passivateIdle(now time.Time) {
 	if s.phase != shardRunning {
 		return
 	}
-	for el := s.lru.Back(); el != nil; {
-		e := el.Value.(*entity[M])
-		if now.Sub(e.lastActive) < s.cfg.idleTimeout {
+	idleSince := now.Add(-s.cfg.idleTimeout).UnixNano()
+	for e := s.lru.tail; e != nil; {
+		if e.lastActive > idleSince {
 			break // the list is in order of use
 		}
-		el = el.Prev()
+		prev := e.prev
 		s.stopEntity(e, s.cfg.stopMessage)
+		e = prev
 	}
 }
 
@@ -576,3 +578,44 @@ func (s *shardCore[M]) problem(err error) {
 
 // byArrival orders queued messages by arrival.
 func byArrival[M any](a, b queued[M]) int { return cmp.Compare(a.seq, b.seq) }
+
+// lruList is the intrusive list of a shard's active entities, most recently used at
+// the front.
+type lruList[M any] struct {
+	head, tail *entity[M]
+	n          int
+}
+
+func (l *lruList[M]) pushFront(e *entity[M]) {
+	e.prev, e.next, e.linked = nil, l.head, true
+	if l.head != nil {
+		l.head.prev = e
+	} else {
+		l.tail = e
+	}
+	l.head = e
+	l.n++
+}
+
+func (l *lruList[M]) remove(e *entity[M]) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		l.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		l.tail = e.prev
+	}
+	e.prev, e.next, e.linked = nil, nil, false
+	l.n--
+}
+
+func (l *lruList[M]) moveToFront(e *entity[M]) {
+	if l.head == e {
+		return
+	}
+	l.remove(e)
+	l.pushFront(e)
+}

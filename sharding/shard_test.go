@@ -350,8 +350,8 @@ func TestShardSeveralIncarnations(t *testing.T) {
 			}
 		}
 	}
-	if s.live != s.lru.Len()+countState(s, entPassivating) {
-		t.Fatalf("live %d, active %d", s.live, s.lru.Len())
+	if s.live != s.lru.n+countState(s, entPassivating) {
+		t.Fatalf("live %d, active %d", s.live, s.lru.n)
 	}
 }
 
