@@ -95,7 +95,7 @@ type entity[M any] struct {
 	state      entityState
 	buf        []queued[M] // for the next incarnation
 	restart    bool        // StartEntity while passivating: start again even without messages
-	lastActive int64 // when it last got a message, in Unix nanoseconds
+	lastActive int64       // when it last got a message, in Unix nanoseconds
 	// prev and next link the entity into shardCore.lru while it is active: an
 	// intrusive list costs no allocation per entity (a million idle entities are a
 	// headline figure).
