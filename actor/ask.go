@@ -65,9 +65,9 @@ func (r Ref) ask(ctx context.Context, msg any) *Future {
 	if !local || msg == nil {
 		return r.Ask(ctx, msg)
 	}
-	// Only an actor with the default mailbox that is starting or running: the state
-	// has no flag then (stateBox), and the message goes straight to userq.
-	if st := c.state.Load(); st != stateRunning && st != stateNew {
+	// Only an actor with the default mailbox (no stateBox) that is starting or
+	// running: the message goes straight to userq. Other flags do not matter.
+	if st := c.state.Load(); st&stateBox != 0 || st&stateMask != stateRunning && st&stateMask != stateNew {
 		return r.Ask(ctx, msg)
 	}
 	f := newFuture(c.sys)
