@@ -648,12 +648,34 @@ func pollUntil(timeout time.Duration, cond func() bool) error {
 	return nil
 }
 
+// askUntilMoved asks ref a probe, with 250 ms timeouts, until it answers from another
+// node than victim, and returns when (since start) it did, or -1 at the deadline.
+// Asks that fail at once are paced 20 ms apart; asks counts every ask.
+func askUntilMoved(ref sharding.EntityRef[any], victim int64, deadline time.Time, asks *atomic.Int64, start time.Time) time.Duration {
+	for time.Now().Before(deadline) {
+		t0 := time.Now()
+		asks.Add(1)
+		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+		a, err := sharding.Ask[*wireAck](ctx, ref, any(whoAreYou))
+		cancel()
+		if err == nil && a.N != victim {
+			return time.Since(start)
+		}
+		if d := time.Since(t0); d < 20*time.Millisecond {
+			time.Sleep(20*time.Millisecond - d)
+		}
+	}
+	return -1
+}
+
 // runShardingFailover: three nodes; one entity in each of n shards (max(n, 1000) in
 // all), spread by the least-shard strategy. The youngest node (not the coordinator's)
 // crashes: serf and the transport stop without a leave, then its system shuts down.
 // From the middle node, every entity whose shard lived on the crashed node is asked
-// (all at once, 250 ms timeouts, again and again) until each answers from another
-// node: the time from the crash until the last answered.
+// (all at once, each by an asker of its own, 250 ms timeouts, again and again) until
+// each answers from another node: the time from the crash until the last answered. Also reported, from the
+// crash: when the survivors removed the crashed member, when the coordinator gave
+// the first shard a new home (its ShardAllocated event) and when the first answered.
 func runShardingFailover(n int) (result, error) {
 	shards := max(n, sharding.DefaultNumberOfShards)
 	nodes, err := formCluster(3)
@@ -687,8 +709,26 @@ func runShardingFailover(n int) (result, error) {
 	moved := len(pending)
 	gone := nodes[victim].c.SelfUniqueAddress()
 	survivors := nodes[:victim]
+	// The coordinator, on the oldest node, publishes every new home; note the first
+	// after the crash.
+	var start time.Time
+	var armed atomic.Bool
+	firstHome := make(chan time.Duration, 1)
+	watcher, err := nodes[0].sys.Spawn(actor.PropsFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(sharding.ShardAllocated); ok && armed.Load() {
+			select {
+			case firstHome <- time.Since(start):
+			default:
+			}
+		}
+	}), "")
+	if err != nil {
+		return nil, err
+	}
+	actor.Subscribe[sharding.ShardEvent](nodes[0].sys.EventStream(), watcher)
 
-	start := time.Now()
+	start = time.Now()
+	armed.Store(true)
 	hooks.ClusterOf(nodes[victim].sys).Crash()
 	hooks.RemoteOf(nodes[victim].sys).Abort()
 	stopped := make(chan struct{})
@@ -710,44 +750,43 @@ func runShardingFailover(n int) (result, error) {
 		removed <- time.Since(start)
 	}()
 
-	var first, last time.Duration
-	rounds := 0
+	// One asker per shard, each asking again and again (250 ms timeouts) until its
+	// entity answers from a survivor; an answer is timed when it arrives.
+	answered := make(chan time.Duration, len(pending))
+	var asks atomic.Int64
 	deadline := start.Add(60 * time.Second)
-	for len(pending) > 0 {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d of %d shards of the crashed node did not answer within 60 s", len(pending), moved)
-		}
-		rounds++
-		t0 := time.Now()
-		answers := askAll(pending, 250*time.Millisecond)
-		at := time.Since(start)
-		var still []sharding.EntityRef[any]
-		for i, a := range answers {
-			if a < 0 || a == victim {
-				still = append(still, pending[i])
-				continue
-			}
-			if first == 0 {
-				first = at
-			}
-			last = at
-		}
-		pending = still
-		if d := time.Since(t0); len(pending) > 0 && d < 20*time.Millisecond {
-			time.Sleep(20*time.Millisecond - d) // pacing when asks fail at once
+	for _, ref := range pending {
+		go func() { answered <- askUntilMoved(ref, victim, deadline, &asks, start) }()
+	}
+	var at []time.Duration
+	for range pending {
+		if d := <-answered; d >= 0 {
+			at = append(at, d)
 		}
 	}
+	if len(at) < moved {
+		return nil, fmt.Errorf("%d of %d shards of the crashed node did not answer within 60 s", moved-len(at), moved)
+	}
+	sort.Slice(at, func(i, j int) bool { return at[i] < at[j] })
+	first, last := at[0], at[len(at)-1]
 	<-stopped
 	removal := <-removed
+	var rehomed time.Duration
+	select {
+	case rehomed = <-firstHome:
+	default:
+	}
 	return result{
 		"n":                           n,
 		"seconds":                     round(last.Seconds(), 3),
 		"ns_per_op":                   float64(last.Nanoseconds()),
 		"first_answer_seconds":        round(first.Seconds(), 3),
 		"removed_seconds":             round(removal.Seconds(), 3),
+		"first_new_home_seconds":      round(rehomed.Seconds(), 3),
 		"shards":                      shards,
 		"shards_moved":                moved,
-		"ask_rounds":                  rounds,
+		"median_answer_seconds":       round(at[len(at)/2].Seconds(), 3),
+		"asks":                        asks.Load(),
 		"stable_after_seconds":        stableAfter.Seconds(),
 		"down_removal_margin_seconds": stableAfter.Seconds(), // DowningConfig.DownRemovalMargin 0: stable-after
 		"target_seconds":              (stableAfter + 3*time.Second).Seconds(),
