@@ -9,6 +9,7 @@ import (
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/remote"
+	"github.com/troupe-go/troupe/serialization"
 )
 
 // clusterNode is one in-process node of the cluster scenarios.
@@ -16,6 +17,7 @@ type clusterNode struct {
 	sys *actor.System
 	r   *remote.Remote
 	c   *cluster.Cluster
+	reg *serialization.Registry // the registry of its transport, shared by ddata and sharding
 }
 
 // stableAfter is the split-brain resolver's stable-after in the cluster scenarios: the
@@ -27,7 +29,8 @@ func startClusterNode(i int, seed string) (*clusterNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := remote.Start(sys, remote.Config{Registry: wireRegistry(), BackpressureTimeout: 10 * time.Second})
+	reg := wireRegistry()
+	r, err := remote.Start(sys, remote.Config{Registry: reg, BackpressureTimeout: 10 * time.Second})
 	if err != nil {
 		shutdown(sys)
 		return nil, err
@@ -45,7 +48,7 @@ func startClusterNode(i int, seed string) (*clusterNode, error) {
 		shutdown(sys)
 		return nil, err
 	}
-	return &clusterNode{sys: sys, r: r, c: c}, nil
+	return &clusterNode{sys: sys, r: r, c: c, reg: reg}, nil
 }
 
 // formCluster starts n nodes, all joining the first, and returns when every node sees
