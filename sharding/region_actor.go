@@ -30,6 +30,7 @@ type regionActor struct {
 
 	coordinator actor.Ref
 	shards      map[ShardID]actor.Ref
+	fast        map[ShardID]*fastPath // per local shard: direct delivery to its running entities
 	shardIDs    map[actor.Ref]ShardID
 	leftovers   map[ShardID][]*delivery
 	regions     map[RegionID]actor.Ref // other regions, resolved
@@ -115,6 +116,7 @@ func (r *regionActor) started(ctx actor.Context) {
 	r.log = ctx.Logger().With(zap.String("type", r.entry.name))
 	r.core = newRegionCore[*delivery](r.selfID, r.cfg.regionSettings(r.proxy))
 	r.shards = map[ShardID]actor.Ref{}
+	r.fast = map[ShardID]*fastPath{}
 	r.shardIDs = map[actor.Ref]ShardID{}
 	r.leftovers = map[ShardID][]*delivery{}
 	r.regions = map[RegionID]actor.Ref{}
@@ -178,6 +180,7 @@ func (r *regionActor) terminated(ctx actor.Context, t actor.Terminated) {
 			delete(r.shardIDs, t.Ref)
 			if r.shards[s] == t.Ref {
 				delete(r.shards, s)
+				delete(r.fast, s)
 			}
 			left := r.leftovers[s]
 			delete(r.leftovers, s)
@@ -352,6 +355,11 @@ func (r *regionActor) act(ctx actor.Context, a regionAction[*delivery]) {
 	switch a.kind {
 	case actDeliver:
 		if ref, ok := r.shards[a.shard]; ok {
+			fp := r.fast[a.shard]
+			if fp.tryDeliver(a.msg) {
+				return
+			}
+			fp.sent++
 			_ = ref.Tell(a.msg)
 		} else {
 			r.drop(ctx, a.msg, fmt.Errorf("%w: shard %q has no actor", errStoppedLoss, a.shard))
@@ -430,7 +438,8 @@ func (r *regionActor) forward(ctx actor.Context, to actor.Ref, d *delivery, hand
 }
 
 func (r *regionActor) startShard(ctx actor.Context, s ShardID) {
-	ref, err := ctx.Spawn(shardProps(r.ext, r.entry, s, r.self), encodeName(string(s)))
+	fp := &fastPath{}
+	ref, err := ctx.Spawn(shardProps(r.ext, r.entry, s, r.self, fp), encodeName(string(s)))
 	if err != nil {
 		r.log.Error("sharding: cannot start shard", zap.String("shard", string(s)), zap.Error(err))
 		return
@@ -438,6 +447,7 @@ func (r *regionActor) startShard(ctx actor.Context, s ShardID) {
 	ctx.Watch(ref)
 	r.shards[s] = ref
 	r.shardIDs[ref] = s
+	r.fast[s] = fp
 }
 
 // drop sends an undeliverable message to dead letters, counts and logs it.

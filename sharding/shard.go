@@ -484,6 +484,23 @@ func (s *shardCore[M]) spawn(now time.Time, e *entity[M]) {
 	s.enforceLimit()
 }
 
+// touch marks the active entity id used at now (its region delivered to it directly).
+func (s *shardCore[M]) touch(now time.Time, id EntityID) {
+	if e := s.entities[id]; e != nil && e.state == entActive {
+		e.lastActive = now.UnixNano()
+		if e.linked {
+			s.lru.moveToFront(e)
+		}
+	}
+}
+
+// fastPathAllowed reports whether the region may deliver to this shard's active
+// entities directly: not with an active-entity limit, whose least-recently-used order
+// must see every delivery.
+func (s *shardCore[M]) fastPathAllowed() bool {
+	return !s.automatic() || s.cfg.activeLimit == 0
+}
+
 // give delivers msg to the active entity e and marks it used.
 func (s *shardCore[M]) give(now time.Time, e *entity[M], msg M) {
 	s.act(shardAction[M]{kind: shardDeliver, entity: e.id, msg: msg})

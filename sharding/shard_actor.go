@@ -27,6 +27,8 @@ type shardActor struct {
 	core     *shardCore[*delivery]
 	self     actor.Ref
 	entities map[EntityID]actor.Ref
+	fast     *fastPath  // shared with the region (fastpath.go)
+	spawned  []EntityID // entities spawned by the decisions being carried out
 
 	leaseWanted bool       // the shard waits for its lease before it starts
 	lease       *leaseSlot // the lease acquired for this shard, shared with the acquiring goroutine
@@ -47,9 +49,9 @@ type storeRetry struct{}
 // remember-entities store again.
 const rememberRetryDelay = time.Second
 
-func shardProps(ext *Sharding, e *typeEntry, id ShardID, region actor.Ref) *actor.Props {
+func shardProps(ext *Sharding, e *typeEntry, id ShardID, region actor.Ref, fast *fastPath) *actor.Props {
 	return actor.PropsOf(func() actor.Actor {
-		return &shardActor{ext: ext, entry: e, cfg: &e.cfg, id: id, region: region, drops: &rateLog{}}
+		return &shardActor{ext: ext, entry: e, cfg: &e.cfg, id: id, region: region, drops: &rateLog{}, fast: fast}
 	})
 }
 
@@ -64,6 +66,7 @@ func (s *shardActor) Receive(ctx actor.Context) {
 			return
 		}
 		s.apply(ctx, s.core.deliver(time.Now(), m.entity, m))
+		s.fast.handled.Add(1) // after the entity has it, or the core kept it
 	case passivateRequest:
 		id, ok := s.entityOf(ctx.Sender())
 		if !ok {
@@ -76,8 +79,15 @@ func (s *shardActor) Receive(ctx actor.Context) {
 	case entitySpawnFailed:
 		s.apply(ctx, s.core.entityTerminated(time.Now(), m.id))
 	case timerFired:
-		s.apply(ctx, s.core.timer(time.Now(), m.key))
+		now := time.Now()
+		if m.key.kind == timerIdle {
+			for _, id := range s.fast.usedSinceLastLook() {
+				s.core.touch(now, id)
+			}
+		}
+		s.apply(ctx, s.core.timer(now, m.key))
 	case shardHandOff:
+		s.fast.close()
 		s.apply(ctx, s.core.handOff(time.Now()))
 	case getShardEntities:
 		_ = ctx.Respond(shardEntities{shard: s.id, ids: s.running()})
@@ -110,6 +120,9 @@ func (s *shardActor) Receive(ctx actor.Context) {
 		s.log = ctx.Logger().With(zap.String("type", s.entry.name), zap.String("shard", string(s.id)))
 		s.entities = map[EntityID]actor.Ref{}
 		s.core = newShardCore[*delivery](s.id, s.cfg.shardSettings())
+		if s.core.fastPathAllowed() {
+			s.fast.open()
+		}
 		if s.cfg.Lease != nil {
 			s.leaseWanted = true
 			s.acquireLease(ctx)
@@ -124,6 +137,7 @@ func (s *shardActor) Receive(ctx actor.Context) {
 		s.log.Error("sharding: the shard lost its lease; stopping it with its entities", zap.Error(m.err))
 		_ = ctx.Stop(s.self)
 	case actor.Stopped:
+		s.fast.close()
 		s.releaseLease()
 		if s.core != nil && s.core.phase != shardStopped {
 			// Stopped without a hand-off (the region or system stops): what it held is lost.
@@ -165,6 +179,7 @@ func (s *shardActor) terminated(ctx actor.Context, ref actor.Ref) {
 		return
 	}
 	delete(s.entities, id)
+	s.fast.unlist(id)
 	s.apply(ctx, s.core.entityTerminated(time.Now(), id))
 }
 
@@ -181,6 +196,16 @@ func (s *shardActor) apply(ctx actor.Context, d shardDecisions[*delivery]) {
 		s.act(ctx, a)
 	}
 	s.core.recycle(d.actions)
+	// Entities spawned by these decisions have had what waited for them: those still
+	// active may be reached directly from now on.
+	for _, id := range s.spawned {
+		if e := s.core.entities[id]; e != nil && e.state == entActive && len(e.buf) == 0 {
+			if ref, ok := s.entities[id]; ok {
+				s.fast.list(id, ref)
+			}
+		}
+	}
+	s.spawned = s.spawned[:0]
 	if d.load {
 		s.loading = true
 		s.startStore(ctx)
@@ -219,6 +244,7 @@ func (s *shardActor) act(ctx actor.Context, a shardAction[*delivery]) {
 		}
 		ctx.Watch(ref)
 		s.entities[a.entity] = ref
+		s.spawned = append(s.spawned, a.entity)
 		s.entry.stats.entitiesStarted.Add(1)
 	case shardDeliver:
 		ref, ok := s.entities[a.entity]
@@ -228,10 +254,12 @@ func (s *shardActor) act(ctx actor.Context, a shardAction[*delivery]) {
 		}
 		_ = ref.Send(a.msg.msg, a.msg.sender)
 	case shardStopEntity:
+		s.fast.unlist(a.entity) // before the stop message: see fastpath.go
 		if ref, ok := s.entities[a.entity]; ok {
 			_ = ref.Send(a.msg.msg, s.self)
 		}
 	case shardKill:
+		s.fast.unlist(a.entity)
 		if ref, ok := s.entities[a.entity]; ok {
 			_ = ctx.Stop(ref)
 		}
