@@ -429,6 +429,16 @@ func (r *regionCore[M]) route(s ShardID, msg M) {
 	r.buffer(s, msg)
 }
 
+// deliversLocally reports whether a message for shard s would go straight to s's
+// actor here (what route does first), so that the shell may try its fast path.
+func (r *regionCore[M]) deliversLocally(s ShardID) bool {
+	if home, known := r.homes[s]; !known || home != r.self || r.buffers[s] != nil || r.waiting[s] != "" {
+		return false
+	}
+	ls := r.local[s]
+	return ls != nil && ls.ready && !ls.handingOff
+}
+
 // buffer appends msg to s's buffer, or drops it when the region's buffers are full.
 func (r *regionCore[M]) buffer(s ShardID, msg M) {
 	if r.total >= r.cfg.bufferSize {

@@ -198,7 +198,14 @@ func (r *regionActor) terminated(ctx actor.Context, t actor.Terminated) {
 // place routes a message from a user: Envelope and StartEntity by their ID, others
 // through the extractor.
 func (r *regionActor) place(ctx actor.Context, msg any) {
-	d, err := r.extract(msg)
+	var local delivery // on the stack: the fast path needs no delivery of its own
+	err := r.extract(msg, &local)
+	if err == nil && r.core.deliversLocally(local.shard) {
+		local.sender = ctx.Sender()
+		if r.fast[local.shard].tryDeliver(&local) {
+			return
+		}
+	}
 	if err != nil {
 		r.entry.stats.unplaceable.Add(1)
 		_ = ctx.System().DeadLetters().Send(msg, ctx.Sender())
@@ -206,18 +213,19 @@ func (r *regionActor) place(ctx actor.Context, msg any) {
 			zap.String("message", fmt.Sprintf("%T", msg)), zap.Stringer("sender", ctx.Sender()), zap.Error(err))
 		return
 	}
+	d := new(delivery)
+	*d = local
 	d.sender = ctx.Sender()
 	r.apply(ctx, r.core.deliver(d.shard, d))
 }
 
-// extract places msg; a panic in the extractor is an error.
-func (r *regionActor) extract(msg any) (d *delivery, err error) {
+// extract places msg into d; a panic in the extractor is an error.
+func (r *regionActor) extract(msg any, d *delivery) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			d, err = nil, fmt.Errorf("%w: the extractor panicked: %v", ErrUnplaceable, p)
+			err = fmt.Errorf("%w: the extractor panicked: %v", ErrUnplaceable, p)
 		}
 	}()
-	d = &delivery{}
 	switch m := msg.(type) {
 	case Envelope:
 		d.entity, d.msg = m.EntityID, m.Message
@@ -232,15 +240,15 @@ func (r *regionActor) extract(msg any) (d *delivery, err error) {
 	}
 	switch {
 	case d.entity == "":
-		return nil, fmt.Errorf("%w: no entity ID for %T", ErrUnplaceable, msg)
+		return fmt.Errorf("%w: no entity ID for %T", ErrUnplaceable, msg)
 	case d.msg == nil && !d.start:
-		return nil, fmt.Errorf("%w: no message for entity %q", ErrUnplaceable, d.entity)
+		return fmt.Errorf("%w: no message for entity %q", ErrUnplaceable, d.entity)
 	}
 	d.shard = r.cfg.Extractor.ShardID(d.entity)
 	if d.shard == "" {
-		return nil, fmt.Errorf("%w: no shard ID for entity %q", ErrUnplaceable, d.entity)
+		return fmt.Errorf("%w: no shard ID for entity %q", ErrUnplaceable, d.entity)
 	}
-	return d, nil
+	return nil
 }
 
 // fromRegion takes a delivery another region forwarded or handed over.
