@@ -340,25 +340,36 @@ func askAll(refs []sharding.EntityRef[any], timeout time.Duration) []int64 {
 	return out
 }
 
-// runShardAllocate: three nodes; n sequential asks from the youngest node, each the
-// first message to a new shard (the default extractor, max(n, 1000) shards), so each
-// waits for the coordinator on the oldest to allocate the shard (a majority write of
-// its state) and for the entity to start wherever it went. Reports the latencies.
-func runShardAllocate(n int) (result, error) {
-	shards := max(n, sharding.DefaultNumberOfShards)
+// countingCluster forms three nodes that run the counting entity type over shards
+// shards; the caller stops them.
+func countingCluster(shards int) ([]*clusterNode, error) {
 	nodes, err := formCluster(3)
 	if err != nil {
 		return nil, err
 	}
-	defer stopCluster(nodes)
 	p := newProgress()
 	if _, err := startShardingAll(nodes, func(i int) sharding.EntityConfig {
 		cfg := countingConfig(p, i)
 		cfg.NumberOfShards = shards
 		return cfg
 	}); err != nil {
+		stopCluster(nodes)
 		return nil, err
 	}
+	return nodes, nil
+}
+
+// runShardAllocate: three nodes; n sequential asks from the youngest node, each the
+// first message to a new shard (the default extractor, max(n, 1000) shards), so each
+// waits for the coordinator on the oldest to allocate the shard (a majority write of
+// its state) and for the entity to start wherever it went. Reports the latencies.
+func runShardAllocate(n int) (result, error) {
+	shards := max(n, sharding.DefaultNumberOfShards)
+	nodes, err := countingCluster(shards)
+	if err != nil {
+		return nil, err
+	}
+	defer stopCluster(nodes)
 	refs, err := entityRefs(nodes[2].sys, idsInDistinctShards(n, shards))
 	if err != nil {
 		return nil, err
@@ -673,24 +684,17 @@ func askUntilMoved(ref sharding.EntityRef[any], victim int64, deadline time.Time
 // crashes: serf and the transport stop without a leave, then its system shuts down.
 // From the middle node, every entity whose shard lived on the crashed node is asked
 // (all at once, each by an asker of its own, 250 ms timeouts, again and again) until
-// each answers from another node: the time from the crash until the last answered. Also reported, from the
-// crash: when the survivors removed the crashed member, when the coordinator gave
-// the first shard a new home (its ShardAllocated event) and when the first answered.
+// each answers from another node: the time from the crash until the last answered.
+// Also reported, from the crash: when the survivors removed the crashed member, when
+// the coordinator gave the first shard a new home (its ShardAllocated event) and when
+// the first answered.
 func runShardingFailover(n int) (result, error) {
 	shards := max(n, sharding.DefaultNumberOfShards)
-	nodes, err := formCluster(3)
+	nodes, err := countingCluster(shards)
 	if err != nil {
 		return nil, err
 	}
 	defer stopCluster(nodes)
-	p := newProgress()
-	if _, err := startShardingAll(nodes, func(i int) sharding.EntityConfig {
-		cfg := countingConfig(p, i)
-		cfg.NumberOfShards = shards
-		return cfg
-	}); err != nil {
-		return nil, err
-	}
 	refs, err := entityRefs(nodes[1].sys, idsInDistinctShards(n, shards))
 	if err != nil {
 		return nil, err
