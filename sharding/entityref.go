@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/actorstate"
 )
 
 // EntityRef is a typed reference to one entity: it sends messages of type M to the
@@ -15,6 +16,25 @@ type EntityRef[M any] struct {
 	region   actor.Ref
 	typeName string
 	id       EntityID
+	direct   *directRoute // nil: always through the region
+}
+
+// directRoute is how an EntityRef reaches its entity without the region when the
+// entity runs in a shard of this node (fastpath.go).
+type directRoute struct {
+	entry  *typeEntry
+	region actor.Ref
+	shard  ShardID
+}
+
+// send tries the fast path of the entity's shard; it reports whether msg was sent.
+func (d *directRoute) send(id EntityID, msg any, sender actor.Ref) bool {
+	m := d.entry.fast.Load()
+	if m == nil {
+		return false
+	}
+	fp := (*m)[d.shard]
+	return fp != nil && actorstate.Idle(d.region) && fp.trySend(id, msg, sender)
 }
 
 // EntityRefFor returns a reference to entity id of typeName. The type must be started
@@ -29,11 +49,30 @@ func EntityRefFor[M any](sys *actor.System, typeName string, id EntityID) (Entit
 	if id == "" {
 		return EntityRef[M]{}, fmt.Errorf("%w: empty entity ID", ErrUnplaceable)
 	}
-	region, err := s.Region(typeName)
-	if err != nil {
-		return EntityRef[M]{}, err
+	s.mu.Lock()
+	e, ok := s.types[typeName]
+	s.mu.Unlock()
+	if !ok || e.region.IsZero() {
+		return EntityRef[M]{}, fmt.Errorf("%w: %q", ErrUnknownType, typeName)
 	}
-	return EntityRef[M]{region: region, typeName: typeName, id: id}, nil
+	ref := EntityRef[M]{region: e.region, typeName: typeName, id: id}
+	if shard, ok := extractShard(e, id); ok && !e.proxy {
+		ref.direct = &directRoute{entry: e, region: e.region, shard: shard}
+	}
+	return ref, nil
+}
+
+// extractShard returns the shard of id by the type's extractor, as the region computes it
+// for an Envelope; false when the extractor gives none (or panics: the region will
+// report it).
+func extractShard(e *typeEntry, id EntityID) (shard ShardID, ok bool) {
+	defer func() {
+		if recover() != nil {
+			shard, ok = "", false
+		}
+	}()
+	shard = e.cfg.Extractor.ShardID(id)
+	return shard, shard != ""
 }
 
 // EntityID returns the entity's ID.
@@ -53,6 +92,9 @@ func (r EntityRef[M]) Tell(msg M) error {
 func (r EntityRef[M]) Send(msg M, sender actor.Ref) error {
 	if r.region.IsZero() {
 		return actor.ErrNoRecipient
+	}
+	if r.direct != nil && r.direct.send(r.id, msg, sender) {
+		return nil
 	}
 	return r.region.Send(Envelope{EntityID: r.id, Message: msg}, sender)
 }

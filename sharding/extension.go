@@ -48,6 +48,9 @@ type typeEntry struct {
 	proxy  bool
 	region actor.Ref
 	stats  *typeStats
+	// fast holds the fast paths of the region's local shards, for EntityRefs
+	// (fastpath.go); the region replaces the map as shards start and stop.
+	fast atomic.Pointer[map[ShardID]*fastPath]
 }
 
 var extID = actor.NewExtensionID("troupe.sharding", func(*actor.System) *atomic.Pointer[Sharding] {

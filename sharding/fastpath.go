@@ -24,13 +24,24 @@ import (
 //     it, and the region sends direct only under mu: a direct message is in the
 //     entity's mailbox before the stop message, or it is not sent direct at all (and
 //     then goes through the shard, which keeps it for the next incarnation).
+//   - Senders outside the region. An EntityRef whose entity lives in a local shard
+//     goes direct too (trySend) when the region is idle, which means none of that
+//     sender's earlier messages is still queued in the region, and the region would
+//     deliver to the shard itself (local). The counts and the lock then hold as for
+//     the region. Other senders' messages are not ordered against this sender's, as
+//     between any actors.
 //   - Idle passivation. A direct delivery marks the entity used; the shard takes the
 //     marks into its bookkeeping before each idle check. With an active-entity limit
 //     (least-recently-used passivation on every start) the shard does not open the
 //     fast path at all.
 type fastPath struct {
 	handled atomic.Uint64 // deliveries the shard has handled; written by the shard only
-	sent    uint64        // deliveries the region sent the shard; the region's own
+	sent    atomic.Uint64 // deliveries the region sent the shard; written by the region only
+	// local says the region itself would deliver this shard's messages to the shard now
+	// (its home is here, the shard is ready, nothing is buffered for it, no hand-off):
+	// senders outside the region may then go direct (see trySend). Written by the
+	// region only.
+	local atomic.Bool
 
 	mu       sync.Mutex
 	entities map[EntityID]*fastEntity // nil: closed
@@ -45,13 +56,32 @@ type fastEntity struct {
 // tryDeliver sends d straight to its entity and reports whether it did. Only the
 // region calls it.
 func (f *fastPath) tryDeliver(d *delivery) bool {
-	if d.start || f.handled.Load() != f.sent {
+	if d.start || f.handled.Load() != f.sent.Load() {
 		return false
 	}
 	f.mu.Lock()
 	e := f.entities[d.entity]
 	if e != nil {
 		_ = e.ref.Send(d.msg, d.sender)
+		e.used = true
+	}
+	f.mu.Unlock()
+	return e != nil
+}
+
+// trySend sends msg straight to entity id for a sender outside the region (an
+// EntityRef), and reports whether it did. The caller has seen the region idle: none of
+// its own earlier messages is still queued there. The region must deliver this shard
+// locally now and have nothing on its way through the shard; then the rules above
+// hold for this sender as they do for the region.
+func (f *fastPath) trySend(id EntityID, msg any, sender actor.Ref) bool {
+	if !f.local.Load() || f.handled.Load() != f.sent.Load() {
+		return false
+	}
+	f.mu.Lock()
+	e := f.entities[id]
+	if e != nil {
+		_ = e.ref.Send(msg, sender)
 		e.used = true
 	}
 	f.mu.Unlock()

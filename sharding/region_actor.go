@@ -3,6 +3,7 @@ package sharding
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/troupe-go/troupe/actor"
@@ -59,18 +60,33 @@ func regionProps(ext *Sharding, e *typeEntry) *actor.Props {
 }
 
 func (r *regionActor) Receive(ctx actor.Context) {
+	if r.handle(ctx) {
+		r.refreshAllLocal()
+	}
+}
+
+// handle handles one message; it reports whether the message may have changed how
+// any shard is routed (see refreshLocal). Messages about one shard refresh that one
+// themselves: with a thousand local shards, refreshing all at each allocation made
+// the start of a region quadratic.
+func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 	switch m := ctx.Message().(type) {
 	case actor.Started:
 		r.started(ctx)
 	case actor.Stopped:
 		r.stopped(ctx)
+		return false
 	case actor.Stopping, actor.Restarting:
 	case timerFired:
 		r.apply(ctx, r.core.timer(m.key))
 	case *msgDelivery:
 		r.fromRegion(ctx, m)
+		r.refreshLocal(m.Shard)
+		return false
 	case msgHandOverDone:
 		r.apply(ctx, r.core.handOverIn(r.idOf(ctx.Sender()), m.Shard, nil, true))
+		r.refreshLocal(m.Shard)
+		return false
 	case msgRegisterAck:
 		r.registered(ctx)
 		r.apply(ctx, r.core.fromCoordinator(m))
@@ -78,14 +94,32 @@ func (r *regionActor) Receive(ctx actor.Context) {
 		if !r.dead[m.Region] {
 			r.apply(ctx, r.core.fromCoordinator(m))
 		}
+		r.refreshLocal(m.Shard)
+		return false
 	case msgShardHomes:
 		r.apply(ctx, r.core.fromCoordinator(r.liveHomes(m)))
-	case msgHostShard, msgBeginHandOff, msgHandOff, msgHandOverTo:
+	case msgHostShard:
 		r.apply(ctx, r.core.fromCoordinator(m))
+		r.refreshLocal(m.Shard)
+		return false
+	case msgBeginHandOff:
+		r.apply(ctx, r.core.fromCoordinator(m))
+		r.refreshLocal(m.Shard)
+		return false
+	case msgHandOff:
+		r.apply(ctx, r.core.fromCoordinator(m))
+		r.refreshLocal(m.Shard)
+		return false
+	case msgHandOverTo:
+		r.apply(ctx, r.core.fromCoordinator(m))
+		r.refreshLocal(m.Shard)
+		return false
 	case msgBeginHandOffAck:
 		r.apply(ctx, r.core.relayAck(m))
 	case shardReady:
 		r.apply(ctx, r.core.shardReady(m.shard))
+		r.refreshLocal(m.shard)
+		return false
 	case shardLeftovers:
 		r.leftovers[m.shard] = m.msgs
 	case actor.Terminated:
@@ -95,19 +129,49 @@ func (r *regionActor) Receive(ctx actor.Context) {
 		r.apply(ctx, r.core.gracefulShutdown())
 	case StopShards, *StopShards, GetCurrentRegions:
 		r.toCoordinator(ctx)
+		return false
 	case GetShardRegionState:
 		r.queryShards(ctx, false)
+		return false
 	case GetShardRegionStats:
 		r.queryShards(ctx, true)
+		return false
 	case GetClusterShardingStats:
 		r.queryCluster(ctx, m)
+		return false
 	default:
 		if r.view.apply(m) {
 			r.clusterChanged(ctx)
-			return
+			return true
 		}
 		r.place(ctx, m)
+		return false
 	}
+	return true
+}
+
+// refreshLocal tells senders outside the region whether the region would now deliver
+// shard s's messages to the local shard itself (fastPath.local).
+func (r *regionActor) refreshLocal(s ShardID) {
+	if fp := r.fast[s]; fp != nil {
+		if local := r.core.deliversLocally(s); fp.local.Load() != local {
+			fp.local.Store(local)
+		}
+	}
+}
+
+// refreshAllLocal is refreshLocal for every local shard, after a message that may
+// have changed any of them.
+func (r *regionActor) refreshAllLocal() {
+	for s := range r.fast {
+		r.refreshLocal(s)
+	}
+}
+
+// publishFast gives EntityRefs the fast paths of the local shards.
+func (r *regionActor) publishFast() {
+	m := maps.Clone(r.fast)
+	r.entry.fast.Store(&m)
 }
 
 func (r *regionActor) started(ctx actor.Context) {
@@ -136,6 +200,7 @@ func (r *regionActor) started(ctx actor.Context) {
 
 func (r *regionActor) stopped(ctx actor.Context) {
 	unsubscribe(ctx.System(), r.self)
+	r.entry.fast.Store(nil)
 	if !r.coordinator.IsZero() {
 		_ = r.coordinator.Send(msgRegionStopped{}, r.self)
 	}
@@ -180,7 +245,11 @@ func (r *regionActor) terminated(ctx actor.Context, t actor.Terminated) {
 			delete(r.shardIDs, t.Ref)
 			if r.shards[s] == t.Ref {
 				delete(r.shards, s)
-				delete(r.fast, s)
+				if fp := r.fast[s]; fp != nil {
+					fp.local.Store(false)
+					delete(r.fast, s)
+					r.publishFast()
+				}
 			}
 			left := r.leftovers[s]
 			delete(r.leftovers, s)
@@ -217,6 +286,7 @@ func (r *regionActor) place(ctx actor.Context, msg any) {
 	*d = local
 	d.sender = ctx.Sender()
 	r.apply(ctx, r.core.deliver(d.shard, d))
+	r.refreshLocal(d.shard)
 }
 
 // extract places msg into d; a panic in the extractor is an error.
@@ -367,7 +437,7 @@ func (r *regionActor) act(ctx actor.Context, a regionAction[*delivery]) {
 			if fp.tryDeliver(a.msg) {
 				return
 			}
-			fp.sent++
+			fp.sent.Add(1)
 			_ = ref.Tell(a.msg)
 		} else {
 			r.drop(ctx, a.msg, fmt.Errorf("%w: shard %q has no actor", errStoppedLoss, a.shard))
@@ -456,6 +526,7 @@ func (r *regionActor) startShard(ctx actor.Context, s ShardID) {
 	r.shards[s] = ref
 	r.shardIDs[ref] = s
 	r.fast[s] = fp
+	r.publishFast()
 }
 
 // drop sends an undeliverable message to dead letters, counts and logs it.
