@@ -1,6 +1,10 @@
 package actor
 
-import "github.com/troupe-go/troupe/internal/actorstate"
+import (
+	"context"
+
+	"github.com/troupe-go/troupe/internal/actorstate"
+)
 
 func init() {
 	actorstate.Idle = func(ref any) bool {
@@ -13,5 +17,16 @@ func init() {
 		// and a sender that pushes while it runs makes it drain again (acquire,
 		// release): so idle means every message pushed before this load was handled.
 		return ok && c.sched.Load() == schedIdle
+	}
+	actorstate.AskDeferred = func(ctx context.Context, ref any, msg any, watch bool) (any, func()) {
+		r, ok := ref.(Ref)
+		if !ok {
+			return failedFuture(ErrNoRecipient), nil
+		}
+		return r.askDeferred(ctx, msg, watch)
+	}
+	actorstate.FailOnContext = func(ctx context.Context, future any, target any, msg any) error {
+		t, _ := target.(Ref)
+		return future.(*Future).failOnContext(ctx, t, msg)
 	}
 }

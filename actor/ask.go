@@ -86,6 +86,49 @@ func (r Ref) ask(ctx context.Context, msg any) *Future {
 	return f
 }
 
+// askDeferred sends msg to r with a new future as its sender, as ask does, but leaves
+// running an idle local recipient to the caller: when run is not nil the caller owns
+// the recipient's cell and must call run, once, soon (it runs the recipient on the
+// caller's goroutine, as ask does). With watch the future fails by itself when ctx
+// ends; without, the caller waits on ctx itself and fails the future with
+// failOnContext (as Ask does, which spares the context watch). Sharding sends under a
+// lock that orders the message before an entity's stop message, and runs the entity
+// after releasing it.
+func (r Ref) askDeferred(ctx context.Context, msg any, watch bool) (*Future, func()) {
+	c, local := r.p.(*cell)
+	if !local || msg == nil {
+		return r.Ask(ctx, msg), nil
+	}
+	if st := c.state.Load(); st&stateBox != 0 || st&stateMask != stateRunning && st&stateMask != stateNew {
+		return r.Ask(ctx, msg), nil
+	}
+	f := newFuture(c.sys)
+	c.userq.Push(envelope{msg: msg, sender: Ref{f}})
+	if watch || ctx.Done() == nil {
+		f.watchContext(ctx, r, msg)
+	}
+	if !c.acquire() {
+		return f, nil
+	}
+	return f, func() {
+		if c.sys.inlining.Add(1) <= maxInlineAsks {
+			c.runInline()
+		} else {
+			c.sys.disp.submit(c)
+		}
+		c.sys.inlining.Add(-1)
+	}
+}
+
+// failOnContext completes f, whose ctx ended before its reply came, with the error
+// Ask gives (naming target and msg), and returns f's error: the reply's, if it came
+// first.
+func (f *Future) failOnContext(ctx context.Context, target Ref, msg any) error {
+	f.complete(nil, contextError(ctx, target, msg))
+	<-f.Done()
+	return f.err
+}
+
 // maxInlineAsks bounds the blocking asks that run their recipient on the asking
 // goroutine at one time. An actor that asks from its Receive, whose recipient asks the
 // next, and so on, would otherwise nest one stack frame per actor on one goroutine

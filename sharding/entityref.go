@@ -23,18 +23,38 @@ type EntityRef[M any] struct {
 // entity runs in a shard of this node (fastpath.go).
 type directRoute struct {
 	entry  *typeEntry
-	region actor.Ref
+	region any // the region's Ref, boxed once for actorstate.Idle
 	shard  ShardID
+}
+
+// path returns the fast path of the entity's shard when a sender may take it now: the
+// shard is local and the region idle (none of the sender's earlier messages is still
+// queued there); nil otherwise.
+func (d *directRoute) path() *fastPath {
+	m := d.entry.fast.Load()
+	if m == nil {
+		return nil
+	}
+	fp := (*m)[d.shard]
+	if fp == nil || !actorstate.Idle(d.region) {
+		return nil
+	}
+	return fp
 }
 
 // send tries the fast path of the entity's shard; it reports whether msg was sent.
 func (d *directRoute) send(id EntityID, msg any, sender actor.Ref) bool {
-	m := d.entry.fast.Load()
-	if m == nil {
-		return false
+	fp := d.path()
+	return fp != nil && fp.trySend(id, msg, sender)
+}
+
+// ask tries the fast path for an ask (see fastPath.tryAsk); a nil future when it
+// cannot be taken.
+func (d *directRoute) ask(ctx context.Context, id EntityID, msg any, watch bool) (*actor.Future, any) {
+	if fp := d.path(); fp != nil {
+		return fp.tryAsk(ctx, id, msg, watch)
 	}
-	fp := (*m)[d.shard]
-	return fp != nil && actorstate.Idle(d.region) && fp.trySend(id, msg, sender)
+	return nil, nil
 }
 
 // EntityRefFor returns a reference to entity id of typeName. The type must be started
@@ -102,6 +122,11 @@ func (r EntityRef[M]) Send(msg M, sender actor.Ref) error {
 // Ask sends msg to the entity and returns the Future of its reply, without blocking
 // (inside an actor, PipeTo turns the reply into a message).
 func (r EntityRef[M]) Ask(ctx context.Context, msg M) *actor.Future {
+	if r.direct != nil {
+		if fut, _ := r.direct.ask(ctx, r.id, msg, true); fut != nil {
+			return fut
+		}
+	}
 	return r.region.Ask(ctx, Envelope{EntityID: r.id, Message: msg})
 }
 
@@ -115,6 +140,28 @@ func Ask[R, M any](ctx context.Context, ref EntityRef[M], msg M) (R, error) {
 	if ref.region.IsZero() {
 		var zero R
 		return zero, actor.ErrNoRecipient
+	}
+	if ref.direct != nil {
+		if fut, target := ref.direct.ask(ctx, ref.id, msg, false); fut != nil {
+			res, err := fut.Result(ctx)
+			if err != nil && ctx.Err() != nil {
+				// ctx ended first (or at the same time): fail the ask as a blocking ask
+				// does, with an error naming the entity and the message, unless the
+				// reply made it.
+				if err = actorstate.FailOnContext(ctx, fut, target, msg); err == nil {
+					res, err = fut.Result(context.Background())
+				}
+			}
+			var zero R
+			if err != nil {
+				return zero, err
+			}
+			v, ok := res.(R)
+			if !ok {
+				return zero, fmt.Errorf("%w: got %T, want %T", actor.ErrUnexpectedReply, res, zero)
+			}
+			return v, nil
+		}
 	}
 	return actor.Ask[R](ctx, ref.region, Envelope{EntityID: ref.id, Message: msg})
 }

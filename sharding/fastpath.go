@@ -1,10 +1,12 @@
 package sharding
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/actorstate"
 )
 
 // The fast path: a region hands a message for a running entity of one of its own
@@ -49,8 +51,9 @@ type fastPath struct {
 
 // fastEntity is a running entity that its region may reach directly.
 type fastEntity struct {
-	ref  actor.Ref
-	used bool // a direct delivery since the shard last looked (under mu)
+	ref   actor.Ref
+	boxed any  // ref as an interface value, made once (converting it allocates)
+	used  bool // a direct delivery since the shard last looked (under mu)
 }
 
 // tryDeliver sends d straight to its entity and reports whether it did. Only the
@@ -88,6 +91,33 @@ func (f *fastPath) trySend(id EntityID, msg any, sender actor.Ref) bool {
 	return e != nil
 }
 
+// tryAsk is trySend for an ask: it sends msg to entity id with a new future as its
+// sender and returns the future and the entity (boxed, for FailOnContext), or a nil
+// future when the fast path cannot be taken. With watch the future fails by itself
+// when ctx ends; without, the caller fails it (actorstate.FailOnContext).
+func (f *fastPath) tryAsk(ctx context.Context, id EntityID, msg any, watch bool) (*actor.Future, any) {
+	if !f.local.Load() || f.handled.Load() != f.sent.Load() {
+		return nil, nil
+	}
+	var fut *actor.Future
+	var target any
+	var run func()
+	f.mu.Lock()
+	if e := f.entities[id]; e != nil {
+		// The message is queued now, under the lock; an idle entity is run (on this
+		// goroutine) only after the lock is released.
+		var v any
+		v, run = actorstate.AskDeferred(ctx, e.boxed, msg, watch)
+		fut, target = v.(*actor.Future), e.boxed
+		e.used = true
+	}
+	f.mu.Unlock()
+	if run != nil {
+		run()
+	}
+	return fut, target
+}
+
 // open lets the region reach the entities listed from now on. Only the shard calls
 // open, list, unlist and close.
 func (f *fastPath) open() {
@@ -102,7 +132,7 @@ func (f *fastPath) open() {
 func (f *fastPath) list(id EntityID, ref actor.Ref) {
 	f.mu.Lock()
 	if f.entities != nil {
-		f.entities[id] = &fastEntity{ref: ref}
+		f.entities[id] = &fastEntity{ref: ref, boxed: ref}
 	}
 	f.mu.Unlock()
 }

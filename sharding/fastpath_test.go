@@ -1,6 +1,9 @@
 package sharding
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -107,5 +110,52 @@ func TestFastPathKeepsOrderAcrossPassivations(t *testing.T) {
 				t.Fatalf("entity %s: message %d is %d (order broken)", id, i, n)
 			}
 		}
+	}
+}
+
+// asker answers "ping" with "pong", "fail" with a Failure, and ignores "silence".
+type asker struct{}
+
+var errAskerFailed = errors.New("asker: failed on purpose")
+
+func (asker) Receive(ctx actor.Context) {
+	switch ctx.Message() {
+	case "ping":
+		_ = ctx.Respond("pong")
+	case "fail":
+		_ = ctx.Respond(actor.Failure{Err: errAskerFailed})
+	}
+}
+
+// Asks through an EntityRef take the fast path once the entity runs here, and behave
+// as any ask: the reply, a Failure as its error, a reply of another type as
+// ErrUnexpectedReply, and a deadline as ErrTimeout naming the entity.
+func TestFastPathAsks(t *testing.T) {
+	sys, _ := startLocal(t, EntityConfig{Entity: actor.PropsOf(func() actor.Actor { return asker{} })})
+	ref, err := EntityRefFor[string](sys, "Counter", "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for range 3 { // the first starts the entity through the region
+		if got, err := Ask[string](ctx, ref, "ping"); err != nil || got != "pong" {
+			t.Fatalf("ping: %q, %v", got, err)
+		}
+	}
+	if _, err := Ask[string](ctx, ref, "fail"); !errors.Is(err, errAskerFailed) {
+		t.Fatalf("fail: %v, want the Failure's error", err)
+	}
+	if _, err := Ask[int](ctx, ref, "ping"); !errors.Is(err, actor.ErrUnexpectedReply) {
+		t.Fatalf("ping as int: %v, want ErrUnexpectedReply", err)
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	_, err = Ask[string](short, ref, "silence")
+	if !errors.Is(err, actor.ErrTimeout) || !strings.Contains(err.Error(), "/e") {
+		t.Fatalf("silence: %v, want ErrTimeout naming the entity", err)
+	}
+	if got, err := ref.Ask(ctx, "ping").Result(ctx); err != nil || got != "pong" {
+		t.Fatalf("EntityRef.Ask: %v, %v", got, err)
 	}
 }

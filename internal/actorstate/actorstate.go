@@ -4,8 +4,23 @@
 // import it.
 package actorstate
 
+import "context"
+
 // Idle reports whether ref (an actor.Ref) is a local actor that no goroutine runs:
 // every message sent to it before the call returned has been handled (or stashed).
 // A sender that sees its recipient idle knows that its own earlier messages are no
 // longer queued there. It returns false for anything else.
 var Idle = func(ref any) bool { return false }
+
+// AskDeferred sends msg to ref (an actor.Ref) with a new future as its sender and
+// returns the future (an *actor.Future). When run is not nil the caller owns the idle
+// recipient and must call run, once, soon: it runs the recipient on the caller's
+// goroutine, as a blocking ask does. Sharding sends under a lock and runs the entity
+// after releasing it. With watch the future fails by itself when ctx ends; without,
+// a caller whose ctx ends must call FailOnContext.
+var AskDeferred func(ctx context.Context, ref any, msg any, watch bool) (future any, run func())
+
+// FailOnContext completes future (from AskDeferred, without watch), whose ctx ended,
+// with the error a blocking ask gives (naming target and msg), and returns the
+// future's error: the reply's, if it came first.
+var FailOnContext func(ctx context.Context, future any, target any, msg any) error
