@@ -36,6 +36,10 @@ import (
 //     marks into its bookkeeping before each idle check. With an active-entity limit
 //     (least-recently-used passivation on every start) the shard does not open the
 //     fast path at all.
+//
+// The shard keeps its map of running entities here, so that an entity costs one map
+// entry, not two: the shard writes it only under mu and reads it without (it is the
+// only writer); the region reads it under mu.
 type fastPath struct {
 	handled atomic.Uint64 // deliveries the shard has handled; written by the shard only
 	sent    atomic.Uint64 // deliveries the region sent the shard; written by the region only
@@ -46,14 +50,34 @@ type fastPath struct {
 	local atomic.Bool
 
 	mu       sync.Mutex
-	entities map[EntityID]*fastEntity // nil: closed
+	open     bool                    // direct delivery allowed
+	entities map[EntityID]fastEntity // the shard's running entities
+	used     map[EntityID]struct{}   // delivered to directly since the shard last looked
 }
 
-// fastEntity is a running entity that its region may reach directly.
+// fastEntity is a running entity of the shard.
 type fastEntity struct {
-	ref   actor.Ref
-	boxed any  // ref as an interface value, made once (converting it allocates)
-	used  bool // a direct delivery since the shard last looked (under mu)
+	ref    actor.Ref
+	listed bool // its region may reach it directly
+}
+
+// reachable returns entity id's Ref when the region may reach it directly, marking
+// it used. The caller holds mu.
+func (f *fastPath) reachable(id EntityID) (actor.Ref, bool) {
+	if !f.open {
+		return actor.Ref{}, false
+	}
+	e, ok := f.entities[id]
+	if !ok || !e.listed {
+		return actor.Ref{}, false
+	}
+	if _, seen := f.used[id]; !seen {
+		if f.used == nil {
+			f.used = map[EntityID]struct{}{}
+		}
+		f.used[id] = struct{}{}
+	}
+	return e.ref, true
 }
 
 // tryDeliver sends d straight to its entity and reports whether it did. Only the
@@ -63,13 +87,12 @@ func (f *fastPath) tryDeliver(d *delivery) bool {
 		return false
 	}
 	f.mu.Lock()
-	e := f.entities[d.entity]
-	if e != nil {
-		_ = e.ref.Send(d.msg, d.sender)
-		e.used = true
+	ref, ok := f.reachable(d.entity)
+	if ok {
+		_ = ref.Send(d.msg, d.sender)
 	}
 	f.mu.Unlock()
-	return e != nil
+	return ok
 }
 
 // trySend sends msg straight to entity id for a sender outside the region (an
@@ -82,13 +105,12 @@ func (f *fastPath) trySend(id EntityID, msg any, sender actor.Ref) bool {
 		return false
 	}
 	f.mu.Lock()
-	e := f.entities[id]
-	if e != nil {
-		_ = e.ref.Send(msg, sender)
-		e.used = true
+	ref, ok := f.reachable(id)
+	if ok {
+		_ = ref.Send(msg, sender)
 	}
 	f.mu.Unlock()
-	return e != nil
+	return ok
 }
 
 // tryAsk is trySend for an ask: it sends msg to entity id with a new future as its
@@ -103,13 +125,13 @@ func (f *fastPath) tryAsk(ctx context.Context, id EntityID, msg any, watch bool)
 	var target any
 	var run func()
 	f.mu.Lock()
-	if e := f.entities[id]; e != nil {
+	if ref, ok := f.reachable(id); ok {
 		// The message is queued now, under the lock; an idle entity is run (on this
 		// goroutine) only after the lock is released.
+		target = ref
 		var v any
-		v, run = actorstate.AskDeferred(ctx, e.boxed, msg, watch)
-		fut, target = v.(*actor.Future), e.boxed
-		e.used = true
+		v, run = actorstate.AskDeferred(ctx, target, msg, watch)
+		fut = v.(*actor.Future)
 	}
 	f.mu.Unlock()
 	if run != nil {
@@ -118,50 +140,58 @@ func (f *fastPath) tryAsk(ctx context.Context, id EntityID, msg any, watch bool)
 	return fut, target
 }
 
-// open lets the region reach the entities listed from now on. Only the shard calls
-// open, list, unlist and close.
-func (f *fastPath) open() {
+// The shard's side: only the shard calls the methods below, and reads entities
+// without mu.
+
+// newFastPath returns a closed fast path with no entity.
+func newFastPath() *fastPath {
+	return &fastPath{entities: map[EntityID]fastEntity{}}
+}
+
+// setOpen allows (or stops) direct delivery.
+func (f *fastPath) setOpen(open bool) {
 	f.mu.Lock()
-	if f.entities == nil {
-		f.entities = map[EntityID]*fastEntity{}
-	}
+	f.open = open
 	f.mu.Unlock()
 }
 
-// list makes entity id, running as ref, reachable directly (when the path is open).
-func (f *fastPath) list(id EntityID, ref actor.Ref) {
+// add records the running entity id, not yet listed.
+func (f *fastPath) add(id EntityID, ref actor.Ref) {
 	f.mu.Lock()
-	if f.entities != nil {
-		f.entities[id] = &fastEntity{ref: ref, boxed: ref}
-	}
+	f.entities[id] = fastEntity{ref: ref}
 	f.mu.Unlock()
 }
 
-// unlist makes entity id reachable only through the shard again.
-func (f *fastPath) unlist(id EntityID) {
+// remove forgets entity id (its actor has stopped).
+func (f *fastPath) remove(id EntityID) {
 	f.mu.Lock()
 	delete(f.entities, id)
+	delete(f.used, id)
 	f.mu.Unlock()
 }
 
-// close unlists every entity for good.
-func (f *fastPath) close() {
+// setListed makes entity id reachable directly, or only through the shard again.
+func (f *fastPath) setListed(id EntityID, listed bool) {
 	f.mu.Lock()
-	f.entities = nil
+	if e, ok := f.entities[id]; ok && e.listed != listed {
+		e.listed = listed
+		f.entities[id] = e
+	}
 	f.mu.Unlock()
 }
 
-// usedSinceLastLook returns the entities delivered to directly since the last call, and clears
-// their marks.
+// usedSinceLastLook returns the entities delivered to directly since the last call,
+// and clears their marks.
 func (f *fastPath) usedSinceLastLook() []EntityID {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []EntityID
-	for id, e := range f.entities {
-		if e.used {
-			e.used = false
-			out = append(out, id)
-		}
+	if len(f.used) == 0 {
+		return nil
 	}
+	out := make([]EntityID, 0, len(f.used))
+	for id := range f.used {
+		out = append(out, id)
+	}
+	f.used = nil
 	return out
 }

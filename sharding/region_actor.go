@@ -516,7 +516,7 @@ func (r *regionActor) forward(ctx actor.Context, to actor.Ref, d *delivery, hand
 }
 
 func (r *regionActor) startShard(ctx actor.Context, s ShardID) {
-	fp := &fastPath{}
+	fp := newFastPath()
 	ref, err := ctx.Spawn(shardProps(r.ext, r.entry, s, r.self, fp), encodeName(string(s)))
 	if err != nil {
 		r.log.Error("sharding: cannot start shard", zap.String("shard", string(s)), zap.Error(err))

@@ -24,11 +24,10 @@ type shardActor struct {
 	log    *zap.Logger
 	drops  *rateLog
 
-	core     *shardCore[*delivery]
-	self     actor.Ref
-	entities map[EntityID]actor.Ref
-	fast     *fastPath  // shared with the region (fastpath.go)
-	spawned  []EntityID // entities spawned by the decisions being carried out
+	core    *shardCore[*delivery]
+	self    actor.Ref
+	fast    *fastPath  // shared with the region; holds the running entities (fastpath.go)
+	spawned []EntityID // entities spawned by the decisions being carried out
 
 	leaseWanted bool       // the shard waits for its lease before it starts
 	lease       *leaseSlot // the lease acquired for this shard, shared with the acquiring goroutine
@@ -87,7 +86,7 @@ func (s *shardActor) Receive(ctx actor.Context) {
 		}
 		s.apply(ctx, s.core.timer(now, m.key))
 	case shardHandOff:
-		s.fast.close()
+		s.fast.setOpen(false)
 		s.apply(ctx, s.core.handOff(time.Now()))
 	case getShardEntities:
 		_ = ctx.Respond(shardEntities{shard: s.id, ids: s.running()})
@@ -118,10 +117,9 @@ func (s *shardActor) Receive(ctx actor.Context) {
 	case actor.Started:
 		s.self = ctx.Self()
 		s.log = ctx.Logger().With(zap.String("type", s.entry.name), zap.String("shard", string(s.id)))
-		s.entities = map[EntityID]actor.Ref{}
 		s.core = newShardCore[*delivery](s.id, s.cfg.shardSettings())
 		if s.core.fastPathAllowed() {
-			s.fast.open()
+			s.fast.setOpen(true)
 		}
 		if s.cfg.Lease != nil {
 			s.leaseWanted = true
@@ -137,7 +135,7 @@ func (s *shardActor) Receive(ctx actor.Context) {
 		s.log.Error("sharding: the shard lost its lease; stopping it with its entities", zap.Error(m.err))
 		_ = ctx.Stop(s.self)
 	case actor.Stopped:
-		s.fast.close()
+		s.fast.setOpen(false)
 		s.releaseLease()
 		if s.core != nil && s.core.phase != shardStopped {
 			// Stopped without a hand-off (the region or system stops): what it held is lost.
@@ -160,7 +158,7 @@ func (s *shardActor) entityOf(ref actor.Ref) (EntityID, bool) {
 		return "", false
 	}
 	id := EntityID(name)
-	if cur, ok := s.entities[id]; !ok || cur != ref {
+	if cur, ok := s.fast.entities[id]; !ok || cur.ref != ref {
 		return "", false
 	}
 	return id, true
@@ -178,14 +176,13 @@ func (s *shardActor) terminated(ctx actor.Context, ref actor.Ref) {
 	if !ok {
 		return
 	}
-	delete(s.entities, id)
-	s.fast.unlist(id)
+	s.fast.remove(id)
 	s.apply(ctx, s.core.entityTerminated(time.Now(), id))
 }
 
 // running returns the IDs of the entities whose incarnation runs, sorted.
 func (s *shardActor) running() []EntityID {
-	return slices.Sorted(maps.Keys(s.entities))
+	return slices.Sorted(maps.Keys(s.fast.entities))
 }
 
 func (s *shardActor) apply(ctx actor.Context, d shardDecisions[*delivery]) {
@@ -200,9 +197,7 @@ func (s *shardActor) apply(ctx actor.Context, d shardDecisions[*delivery]) {
 	// active may be reached directly from now on.
 	for _, id := range s.spawned {
 		if e := s.core.entities[id]; e != nil && e.state == entActive && len(e.buf) == 0 {
-			if ref, ok := s.entities[id]; ok {
-				s.fast.list(id, ref)
-			}
+			s.fast.setListed(id, true)
 		}
 	}
 	s.spawned = s.spawned[:0]
@@ -243,25 +238,26 @@ func (s *shardActor) act(ctx actor.Context, a shardAction[*delivery]) {
 			return
 		}
 		ctx.Watch(ref)
-		s.entities[a.entity] = ref
+		s.fast.add(a.entity, ref)
 		s.spawned = append(s.spawned, a.entity)
 		s.entry.stats.entitiesStarted.Add(1)
 	case shardDeliver:
-		ref, ok := s.entities[a.entity]
+		e, ok := s.fast.entities[a.entity]
+		ref := e.ref
 		if !ok {
 			s.drop(ctx, a.msg, fmt.Errorf("%w: entity %q has no actor", errStoppedLoss, a.entity))
 			return
 		}
 		_ = ref.Send(a.msg.msg, a.msg.sender)
 	case shardStopEntity:
-		s.fast.unlist(a.entity) // before the stop message: see fastpath.go
-		if ref, ok := s.entities[a.entity]; ok {
-			_ = ref.Send(a.msg.msg, s.self)
+		s.fast.setListed(a.entity, false) // before the stop message: see fastpath.go
+		if e, ok := s.fast.entities[a.entity]; ok {
+			_ = e.ref.Send(a.msg.msg, s.self)
 		}
 	case shardKill:
-		s.fast.unlist(a.entity)
-		if ref, ok := s.entities[a.entity]; ok {
-			_ = ctx.Stop(ref)
+		s.fast.setListed(a.entity, false)
+		if e, ok := s.fast.entities[a.entity]; ok {
+			_ = ctx.Stop(e.ref)
 		}
 	}
 }
