@@ -77,7 +77,9 @@ func EntityRefFor[M any](sys *actor.System, typeName string, id EntityID) (Entit
 	}
 	ref := EntityRef[M]{region: e.region, typeName: typeName, id: id}
 	if shard, ok := extractShard(e, id); ok && !e.proxy {
-		ref.direct = &directRoute{entry: e, region: e.region, shard: shard}
+		// One route per shard, so that two EntityRefs of one entity stay equal.
+		r, _ := e.routes.LoadOrStore(shard, &directRoute{entry: e, region: e.region, shard: shard})
+		ref.direct = r.(*directRoute)
 	}
 	return ref, nil
 }

@@ -51,6 +51,8 @@ type typeEntry struct {
 	// fast holds the fast paths of the region's local shards, for EntityRefs
 	// (fastpath.go); the region replaces the map as shards start and stop.
 	fast atomic.Pointer[map[ShardID]*fastPath]
+	// routes holds the EntityRefs' direct route of each shard (ShardID -> *directRoute).
+	routes sync.Map
 }
 
 var extID = actor.NewExtensionID("troupe.sharding", func(*actor.System) *atomic.Pointer[Sharding] {

@@ -159,3 +159,17 @@ func TestFastPathAsks(t *testing.T) {
 		t.Fatalf("EntityRef.Ask: %v, %v", got, err)
 	}
 }
+
+// Two EntityRefs of one entity are equal (they share their shard's direct route).
+func TestEntityRefsOfOneEntityAreEqual(t *testing.T) {
+	sys, _ := startLocal(t, EntityConfig{Entity: actor.PropsOf(func() actor.Actor { return asker{} })})
+	a, err := EntityRefFor[string](sys, "Counter", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := EntityRefFor[string](sys, "Counter", "x")
+	c, _ := EntityRefFor[string](sys, "Counter", "y")
+	if a != b || a == c {
+		t.Fatalf("refs of x equal: %v; of x and y equal: %v", a == b, a == c)
+	}
+}
