@@ -173,3 +173,41 @@ func TestEntityRefsOfOneEntityAreEqual(t *testing.T) {
 		t.Fatalf("refs of x equal: %v; of x and y equal: %v", a == b, a == c)
 	}
 }
+
+// A StartEntity through the region counts as handled by the shard like any delivery:
+// afterwards the fast path is open again (it was shut for good by the first one).
+func TestFastPathAfterStartEntity(t *testing.T) {
+	sys, region := startLocal(t, EntityConfig{
+		Entity:    actor.PropsOf(func() actor.Actor { return asker{} }),
+		Extractor: ExtractorFuncs{Shard: func(EntityID) ShardID { return "one" }},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, id := range []EntityID{"a", "b"} {
+		if _, err := actor.Ask[StartEntityAck](ctx, region, StartEntity{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := actor.Ask[string](ctx, region, Envelope{EntityID: "a", Message: "ping"}); err != nil {
+		t.Fatal(err)
+	}
+	var fp *fastPath
+	s := Get(sys)
+	s.mu.Lock()
+	e := s.types["Counter"]
+	s.mu.Unlock()
+	if m := e.fast.Load(); m != nil {
+		fp = (*m)["one"]
+	}
+	if fp == nil {
+		t.Fatal("no fast path for the shard")
+	}
+	// The shard counts a delivery just after handling it (the reply may come first).
+	deadline := time.Now().Add(5 * time.Second)
+	for fp.handled.Load() != fp.sent.Load() {
+		if time.Now().After(deadline) {
+			t.Fatalf("shard handled %d of the %d deliveries its region sent", fp.handled.Load(), fp.sent.Load())
+		}
+		time.Sleep(time.Millisecond) // a poll's pace
+	}
+}

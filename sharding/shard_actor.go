@@ -62,10 +62,10 @@ func (s *shardActor) Receive(ctx actor.Context) {
 			if !m.sender.IsZero() {
 				_ = m.sender.Send(StartEntityAck{ID: m.entity, Shard: s.id}, s.self)
 			}
-			return
+		} else {
+			s.apply(ctx, s.core.deliver(time.Now(), m.entity, m))
 		}
-		s.apply(ctx, s.core.deliver(time.Now(), m.entity, m))
-		s.fast.handled.Add(1) // after the entity has it, or the core kept it
+		s.fast.handled.Add(1) // every delivery the region counted, once handled
 	case passivateRequest:
 		id, ok := s.entityOf(ctx.Sender())
 		if !ok {
