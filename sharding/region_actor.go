@@ -99,20 +99,16 @@ func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 	case msgShardHomes:
 		r.apply(ctx, r.core.fromCoordinator(r.liveHomes(m)))
 	case msgHostShard:
-		r.apply(ctx, r.core.fromCoordinator(m))
-		r.refreshLocal(m.Shard)
+		r.aboutShard(ctx, m, m.Shard)
 		return false
 	case msgBeginHandOff:
-		r.apply(ctx, r.core.fromCoordinator(m))
-		r.refreshLocal(m.Shard)
+		r.aboutShard(ctx, m, m.Shard)
 		return false
 	case msgHandOff:
-		r.apply(ctx, r.core.fromCoordinator(m))
-		r.refreshLocal(m.Shard)
+		r.aboutShard(ctx, m, m.Shard)
 		return false
 	case msgHandOverTo:
-		r.apply(ctx, r.core.fromCoordinator(m))
-		r.refreshLocal(m.Shard)
+		r.aboutShard(ctx, m, m.Shard)
 		return false
 	case msgBeginHandOffAck:
 		r.apply(ctx, r.core.relayAck(m))
@@ -148,6 +144,12 @@ func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 		return false
 	}
 	return true
+}
+
+// aboutShard handles a coordinator message about shard s alone.
+func (r *regionActor) aboutShard(ctx actor.Context, m any, s ShardID) {
+	r.apply(ctx, r.core.fromCoordinator(m))
+	r.refreshLocal(s)
 }
 
 // refreshLocal tells senders outside the region whether the region would now deliver
