@@ -39,7 +39,7 @@ import (
 //
 // The shard keeps its map of running entities here, so that an entity costs one map
 // entry, not two: the shard writes it only under mu and reads it without (it is the
-// only writer); the region reads it under mu.
+// only writer); the region and EntityRefs read it under mu.
 type fastPath struct {
 	handled atomic.Uint64 // deliveries the shard has handled; written by the shard only
 	sent    atomic.Uint64 // deliveries the region sent the shard; written by the region only
