@@ -1,0 +1,71 @@
+package actor
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/internal/actorstate"
+)
+
+// The hooks package actor gives internal/actorstate: Idle says whether a local actor
+// has handled everything sent to it; AskDeferred queues an ask and leaves running the
+// idle recipient to the caller; FailOnContext fails such an ask as a blocking ask
+// fails.
+func TestActorStateHooks(t *testing.T) {
+	sys, err := New("hooks", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sys.Shutdown(context.Background()) }()
+	release := make(chan struct{})
+	ref, err := sys.Spawn(PropsFunc(func(ctx Context) {
+		switch ctx.Message() {
+		case "ping":
+			_ = ctx.Respond("pong")
+		case "block":
+			<-release
+		}
+	}), "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if actorstate.Idle("not a ref") || actorstate.Idle(sys.DeadLetters()) {
+		t.Fatal("Idle of something that is not a local actor")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := Ask[string](ctx, ref, "ping"); err != nil {
+		t.Fatal(err)
+	}
+	if !actorstate.Idle(ref) {
+		t.Fatal("an actor that answered everything is not idle")
+	}
+
+	// Deferred: the recipient is idle, so the caller owns it and runs it.
+	v, run := actorstate.AskDeferred(ctx, ref, "ping", false)
+	if run == nil {
+		t.Fatal("no run for an idle recipient")
+	}
+	run()
+	if got, err := v.(*Future).Result(ctx); err != nil || got != "pong" {
+		t.Fatalf("deferred ask: %v, %v", got, err)
+	}
+
+	// A busy recipient runs on the dispatcher; a context that ends fails the ask with
+	// ErrTimeout, naming the recipient.
+	_ = ref.Tell("block")
+	short, cancelShort := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancelShort()
+	v, run = actorstate.AskDeferred(short, ref, "ping", false)
+	if run != nil {
+		run()
+	}
+	<-short.Done()
+	err = actorstate.FailOnContext(short, v, ref, "ping")
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("FailOnContext: %v, want ErrTimeout", err)
+	}
+	close(release)
+}
