@@ -92,15 +92,32 @@ type queued[M any] struct {
 // entity is the shard's record of one entity.
 type entity[M any] struct {
 	id         EntityID
-	state      entityState
-	buf        []queued[M] // for the next incarnation
-	restart    bool        // StartEntity while passivating: start again even without messages
-	lastActive int64       // when it last got a message, in Unix nanoseconds
+	held       *[]queued[M] // messages for the next incarnation; nil when none (most entities)
+	lastActive int64        // when it last got a message, in Unix nanoseconds
 	// prev and next link the entity into shardCore.lru while it is active: an
 	// intrusive list costs no allocation per entity (a million idle entities are a
 	// headline figure).
 	prev, next *entity[M]
-	linked     bool
+	// The small fields last, together: 56 bytes, the 64-byte size class (96 with them
+	// spread out and the held messages as a slice).
+	state   entityState
+	restart bool // StartEntity while passivating: start again even without messages
+	linked  bool
+}
+
+// buf returns the messages held for e's next incarnation.
+func (e *entity[M]) buf() []queued[M] {
+	if e.held == nil {
+		return nil
+	}
+	return *e.held
+}
+
+// takeBuf returns the held messages and holds none any more.
+func (e *entity[M]) takeBuf() []queued[M] {
+	b := e.buf()
+	e.held = nil
+	return b
 }
 
 // shardActionKind says what a shardAction asks the shell to do.
@@ -400,7 +417,7 @@ func (s *shardCore[M]) entityTerminated(now time.Time, id EntityID) shardDecisio
 		s.writeNext()
 	case was == entPassivating:
 		e.state = entNone
-		if len(e.buf) > 0 || e.restart {
+		if len(e.buf()) > 0 || e.restart {
 			e.restart = false
 			s.spawn(now, e)
 			s.flush(now, e)
@@ -466,7 +483,7 @@ func (s *shardCore[M]) entityFor(id EntityID) *entity[M] {
 
 // tidy forgets an entity that has nothing left.
 func (s *shardCore[M]) tidy(e *entity[M]) {
-	if e.state == entNone && len(e.buf) == 0 && !e.restart {
+	if e.state == entNone && e.held == nil && !e.restart {
 		delete(s.entities, e.id)
 	}
 }
@@ -517,15 +534,17 @@ func (s *shardCore[M]) hold(e *entity[M], q queued[M], fresh bool) bool {
 		s.tidy(e)
 		return false
 	}
-	e.buf = append(e.buf, q)
+	if e.held == nil {
+		e.held = new([]queued[M])
+	}
+	*e.held = append(*e.held, q)
 	s.buffered++
 	return true
 }
 
 // flush delivers what waited for e, in order.
 func (s *shardCore[M]) flush(now time.Time, e *entity[M]) {
-	buf := e.buf
-	e.buf = nil
+	buf := e.takeBuf()
 	s.buffered -= len(buf)
 	for _, q := range buf {
 		s.deliverTo(now, e.id, q, false)

@@ -143,7 +143,7 @@ func (s *shardActor) Receive(ctx actor.Context) {
 				s.drop(ctx, q.msg, fmt.Errorf("%w: shard %q stopped", errStoppedLoss, s.id))
 			}
 			for _, e := range s.core.entities {
-				for _, q := range e.buf {
+				for _, q := range e.buf() {
 					s.drop(ctx, q.msg, fmt.Errorf("%w: shard %q stopped", errStoppedLoss, s.id))
 				}
 			}
@@ -196,7 +196,7 @@ func (s *shardActor) apply(ctx actor.Context, d shardDecisions[*delivery]) {
 	// Entities spawned by these decisions have had what waited for them: those still
 	// active may be reached directly from now on.
 	for _, id := range s.spawned {
-		if e := s.core.entities[id]; e != nil && e.state == entActive && len(e.buf) == 0 {
+		if e := s.core.entities[id]; e != nil && e.state == entActive && e.held == nil {
 			s.fast.setListed(id, true)
 		}
 	}

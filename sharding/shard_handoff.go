@@ -65,8 +65,7 @@ func (s *shardCore[M]) finish() {
 	}
 	all := append(slices.Clone(s.early), s.extra...)
 	for _, e := range s.entities {
-		all = append(all, e.buf...)
-		e.buf = nil
+		all = append(all, e.takeBuf()...)
 	}
 	slices.SortFunc(all, byArrival[M])
 	left := make([]M, len(all))
@@ -127,7 +126,7 @@ func (s *shardCore[M]) stored(now time.Time) shardDecisions[M] {
 			continue
 		}
 		e.state = entNone
-		if len(e.buf) > 0 || e.restart {
+		if len(e.buf()) > 0 || e.restart {
 			e.restart = false
 			s.recordStart(e)
 		} else {

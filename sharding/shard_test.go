@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -371,5 +372,13 @@ func TestEntityStateString(t *testing.T) {
 	}
 	if got := entityState(99).String(); !strings.Contains(got, "99") {
 		t.Fatal(got)
+	}
+}
+
+// The entity record is a headline figure's part (entities-1m): it stays in the 64-byte
+// size class.
+func TestEntityRecordSize(t *testing.T) {
+	if n := unsafe.Sizeof(entity[*delivery]{}); n > 64 {
+		t.Fatalf("entity record of %d bytes, want at most 64", n)
 	}
 }
