@@ -37,14 +37,14 @@ func TestAskRunsAWatchedChildInline(t *testing.T) {
 		t.Fatal(err)
 	}
 	kid := <-kids
-	if kid.p.(*cell).state.Load()&stateParentWatches == 0 {
-		// The watch is a system message: wait until the child has handled it.
-		deadline := time.Now().Add(5 * time.Second)
-		for kid.p.(*cell).state.Load()&stateParentWatches == 0 && time.Now().Before(deadline) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_, _ = Ask[bool](ctx, kid, "warm-up")
-			cancel()
+	// The ask runs the child inline only if no worker holds it: wait until it is idle.
+	c := kid.p.(*cell)
+	deadline := time.Now().Add(5 * time.Second)
+	for c.sched.Load() != schedIdle || c.state.Load()&stateParentWatches == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the watched child did not become idle")
 		}
+		time.Sleep(time.Millisecond) // a poll's pace
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
