@@ -3,6 +3,7 @@ package sharding
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/actorstate"
@@ -25,18 +26,23 @@ type directRoute struct {
 	entry  *typeEntry
 	region any // the region's Ref, boxed once for actorstate.Idle
 	shard  ShardID
+	last   atomic.Pointer[fastPath] // the shard's fast path last found, until it is gone
 }
 
 // path returns the fast path of the entity's shard when a sender may take it now: the
 // shard is local and the region idle (none of the sender's earlier messages is still
 // queued there); nil otherwise.
 func (d *directRoute) path() *fastPath {
-	m := d.entry.fast.Load()
-	if m == nil {
-		return nil
+	fp := d.last.Load()
+	if fp == nil || fp.gone.Load() {
+		v, ok := d.entry.fast.Load(d.shard)
+		if !ok {
+			return nil
+		}
+		fp = v.(*fastPath)
+		d.last.Store(fp)
 	}
-	fp := (*m)[d.shard]
-	if fp == nil || !actorstate.Idle(d.region) {
+	if !actorstate.Idle(d.region) {
 		return nil
 	}
 	return fp

@@ -49,8 +49,8 @@ type typeEntry struct {
 	region actor.Ref
 	stats  *typeStats
 	// fast holds the fast paths of the region's local shards, for EntityRefs
-	// (fastpath.go); the region replaces the map as shards start and stop.
-	fast atomic.Pointer[map[ShardID]*fastPath]
+	// (fastpath.go): ShardID -> *fastPath, stored and deleted by the region.
+	fast sync.Map
 	// routes holds the EntityRefs' direct route of each shard (ShardID -> *directRoute).
 	routes sync.Map
 }

@@ -48,6 +48,9 @@ type fastPath struct {
 	// senders outside the region may then go direct (see trySend). Written by the
 	// region only.
 	local atomic.Bool
+	// gone says the shard has stopped: EntityRefs look its successor up. Written by
+	// the region only.
+	gone atomic.Bool
 
 	mu       sync.Mutex
 	open     bool                    // direct delivery allowed

@@ -196,8 +196,8 @@ func TestFastPathAfterStartEntity(t *testing.T) {
 	s.mu.Lock()
 	e := s.types["Counter"]
 	s.mu.Unlock()
-	if m := e.fast.Load(); m != nil {
-		fp = (*m)["one"]
+	if v, ok := e.fast.Load(ShardID("one")); ok {
+		fp = v.(*fastPath)
 	}
 	if fp == nil {
 		t.Fatal("no fast path for the shard")
@@ -209,5 +209,30 @@ func TestFastPathAfterStartEntity(t *testing.T) {
 			t.Fatalf("shard handled %d of the %d deliveries its region sent", fp.handled.Load(), fp.sent.Load())
 		}
 		time.Sleep(time.Millisecond) // a poll's pace
+	}
+}
+
+// After its shard stops and starts again, an EntityRef finds the new shard's fast path
+// (the old one is gone) and its messages still arrive.
+func TestFastPathAfterTheShardRestarts(t *testing.T) {
+	sys, region := startLocal(t, EntityConfig{
+		Entity:    actor.PropsOf(func() actor.Actor { return asker{} }),
+		Extractor: ExtractorFuncs{Shard: func(EntityID) ShardID { return "one" }},
+	})
+	ref, err := EntityRefFor[string](sys, "Counter", "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for round := range 3 {
+		for range 3 {
+			if got, err := Ask[string](ctx, ref, "ping"); err != nil || got != "pong" {
+				t.Fatalf("round %d: %q, %v", round, got, err)
+			}
+		}
+		if _, err := actor.Ask[ShardStopped](ctx, region, StopShards{Shards: []ShardID{"one"}}); err != nil {
+			t.Fatalf("round %d: StopShards: %v", round, err)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package sharding
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/troupe-go/troupe/actor"
@@ -170,12 +169,6 @@ func (r *regionActor) refreshAllLocal() {
 	}
 }
 
-// publishFast gives EntityRefs the fast paths of the local shards.
-func (r *regionActor) publishFast() {
-	m := maps.Clone(r.fast)
-	r.entry.fast.Store(&m)
-}
-
 func (r *regionActor) started(ctx actor.Context) {
 	r.self = ctx.Self()
 	r.selfID = RegionID(r.self.URI())
@@ -202,7 +195,11 @@ func (r *regionActor) started(ctx actor.Context) {
 
 func (r *regionActor) stopped(ctx actor.Context) {
 	unsubscribe(ctx.System(), r.self)
-	r.entry.fast.Store(nil)
+	for s, fp := range r.fast {
+		fp.local.Store(false)
+		fp.gone.Store(true)
+		r.entry.fast.Delete(s)
+	}
 	if !r.coordinator.IsZero() {
 		_ = r.coordinator.Send(msgRegionStopped{}, r.self)
 	}
@@ -249,8 +246,9 @@ func (r *regionActor) terminated(ctx actor.Context, t actor.Terminated) {
 				delete(r.shards, s)
 				if fp := r.fast[s]; fp != nil {
 					fp.local.Store(false)
+					fp.gone.Store(true)
 					delete(r.fast, s)
-					r.publishFast()
+					r.entry.fast.Delete(s)
 				}
 			}
 			left := r.leftovers[s]
@@ -528,7 +526,7 @@ func (r *regionActor) startShard(ctx actor.Context, s ShardID) {
 	r.shards[s] = ref
 	r.shardIDs[ref] = s
 	r.fast[s] = fp
-	r.publishFast()
+	r.entry.fast.Store(s, fp) // for EntityRefs
 }
 
 // drop sends an undeliverable message to dead letters, counts and logs it.
