@@ -97,17 +97,9 @@ func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 		return false
 	case msgShardHomes:
 		r.apply(ctx, r.core.fromCoordinator(r.liveHomes(m)))
-	case msgHostShard:
-		r.aboutShard(ctx, m, m.Shard)
-		return false
-	case msgBeginHandOff:
-		r.aboutShard(ctx, m, m.Shard)
-		return false
-	case msgHandOff:
-		r.aboutShard(ctx, m, m.Shard)
-		return false
-	case msgHandOverTo:
-		r.aboutShard(ctx, m, m.Shard)
+	case msgHostShard, msgBeginHandOff, msgHandOff, msgHandOverTo:
+		r.apply(ctx, r.core.fromCoordinator(m))
+		r.refreshLocal(shardOfCoordinatorMsg(m))
 		return false
 	case msgBeginHandOffAck:
 		r.apply(ctx, r.core.relayAck(m))
@@ -145,10 +137,20 @@ func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 	return true
 }
 
-// aboutShard handles a coordinator message about shard s alone.
-func (r *regionActor) aboutShard(ctx actor.Context, m any, s ShardID) {
-	r.apply(ctx, r.core.fromCoordinator(m))
-	r.refreshLocal(s)
+// shardOfCoordinatorMsg returns the shard a coordinator message about one shard is
+// about.
+func shardOfCoordinatorMsg(m any) ShardID {
+	switch m := m.(type) {
+	case msgHostShard:
+		return m.Shard
+	case msgBeginHandOff:
+		return m.Shard
+	case msgHandOff:
+		return m.Shard
+	case msgHandOverTo:
+		return m.Shard
+	}
+	return ""
 }
 
 // refreshLocal tells senders outside the region whether the region would now deliver
