@@ -61,6 +61,11 @@ type Terminated struct {
 	AddressTerminated bool
 }
 
+// SuppressDeadLetterLog: a watcher that stops with a Terminated still queued (two
+// actors that watch each other and stop together) loses it as expected; the dead
+// letter is counted, not logged.
+func (Terminated) SuppressDeadLetterLog() {}
+
 // NotInfluenceReceiveTimeout is implemented by message types that must not reset an
 // actor's receive timeout, such as periodic ticks from outside.
 type NotInfluenceReceiveTimeout interface {
