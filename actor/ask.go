@@ -61,24 +61,12 @@ func Ask[T any](ctx context.Context, ref Ref, msg any) (T, error) {
 // worker, since it would only wait. A caller with a cancellable ctx watches it itself,
 // so the future needs a deadline only when ctx has none.
 func (r Ref) ask(ctx context.Context, msg any) *Future {
-	c, local := r.p.(*cell)
-	if !local || msg == nil {
+	c, f, owned := r.queueAsk(msg)
+	if f == nil {
 		return r.Ask(ctx, msg)
 	}
-	// Only an actor with the default mailbox (no stateBox) that is starting or
-	// running: the message goes straight to userq. Other flags do not matter.
-	if st := c.state.Load(); st&stateBox != 0 || st&stateMask != stateRunning && st&stateMask != stateNew {
-		return r.Ask(ctx, msg)
-	}
-	f := newFuture(c.sys)
-	c.userq.Push(envelope{msg: msg, sender: Ref{f}})
-	if c.acquire() {
-		if c.sys.inlining.Add(1) <= maxInlineAsks {
-			c.runInline()
-		} else {
-			c.sys.disp.submit(c)
-		}
-		c.sys.inlining.Add(-1)
+	if owned {
+		c.runAsked()
 	}
 	if ctx.Done() == nil && f.state.Load() == 0 {
 		f.sys.asks.add(f, r, msg, f.sys.cfg.AskTimeout)
@@ -95,29 +83,46 @@ func (r Ref) ask(ctx context.Context, msg any) *Future {
 // lock that orders the message before an entity's stop message, and runs the entity
 // after releasing it.
 func (r Ref) askDeferred(ctx context.Context, msg any, watch bool) (*Future, func()) {
-	c, local := r.p.(*cell)
-	if !local || msg == nil {
+	c, f, owned := r.queueAsk(msg)
+	if f == nil {
 		return r.Ask(ctx, msg), nil
 	}
-	if st := c.state.Load(); st&stateBox != 0 || st&stateMask != stateRunning && st&stateMask != stateNew {
-		return r.Ask(ctx, msg), nil
-	}
-	f := newFuture(c.sys)
-	c.userq.Push(envelope{msg: msg, sender: Ref{f}})
 	if watch || ctx.Done() == nil {
 		f.watchContext(ctx, r, msg)
 	}
-	if !c.acquire() {
+	if !owned {
 		return f, nil
 	}
-	return f, func() {
-		if c.sys.inlining.Add(1) <= maxInlineAsks {
-			c.runInline()
-		} else {
-			c.sys.disp.submit(c)
-		}
-		c.sys.inlining.Add(-1)
+	return f, c.runAsked
+}
+
+// queueAsk queues msg for a local actor with the default mailbox (no stateBox) that is
+// starting or running, with a new future as its sender, and takes its cell when it was
+// idle (owned: the caller must run it, runAsked). A nil future means the recipient is
+// not such an actor: the caller sends through Ask.
+func (r Ref) queueAsk(msg any) (c *cell, f *Future, owned bool) {
+	c, local := r.p.(*cell)
+	if !local || msg == nil {
+		return nil, nil, false
 	}
+	// Other state flags than stateBox do not matter.
+	if st := c.state.Load(); st&stateBox != 0 || st&stateMask != stateRunning && st&stateMask != stateNew {
+		return nil, nil, false
+	}
+	f = newFuture(c.sys)
+	c.userq.Push(envelope{msg: msg, sender: Ref{f}})
+	return c, f, c.acquire()
+}
+
+// runAsked runs a cell taken by queueAsk on the asking goroutine, within
+// maxInlineAsks, or hands it to the dispatcher.
+func (c *cell) runAsked() {
+	if c.sys.inlining.Add(1) <= maxInlineAsks {
+		c.runInline()
+	} else {
+		c.sys.disp.submit(c)
+	}
+	c.sys.inlining.Add(-1)
 }
 
 // failOnContext completes f, whose ctx ended before its reply came, with the error

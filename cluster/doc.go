@@ -87,7 +87,8 @@
 //   - Events to a subscriber: a subscriber whose Tell fails (a full mailbox, a remote
 //     subscriber that cannot be reached) misses that event; it has become a dead
 //     letter, and the cluster counts it and logs it (at most a line every 10s, with
-//     the count of the lines left out). A subscriber that stops is unsubscribed.
+//     the count of the lines left out). A subscriber that stops is unsubscribed; events
+//     that reach it before then are dead letters, counted but not logged (expected).
 //   - Gossip this node cannot use (malformed or oversized reachability gossip, a
 //     malformed down notice, a member with malformed tags) is dropped, counted and
 //     logged the same way.

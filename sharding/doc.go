@@ -131,4 +131,13 @@
 //     that calls ctx.Stop(ctx.Self()); it waits in the stash behind those commands.
 //   - A node that crashes loses what its regions and shards held and what was in flight
 //     to it; asks to its entities fail at their deadline.
+//   - A shard that loses its lease (EntityConfig.Lease) stops at once with its
+//     entities: what was in their mailboxes and the shard's goes to dead letters.
+//   - An entity that stops by itself (not by Passivate) loses what reaches it before
+//     its shard has seen it stop, whether sent through the shard or directly by the
+//     region or an EntityRef (the direct routes): dead letters.
+//
+// Expected dead letters are counted but not logged: a region's registration sent to a
+// member where the coordinator does not run, and a region's reports to a coordinator
+// that stopped meanwhile (the next coordinator learns the same from the regions).
 package sharding

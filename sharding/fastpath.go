@@ -86,13 +86,16 @@ func (f *fastPath) reachable(id EntityID) (actor.Ref, bool) {
 // tryDeliver sends d straight to its entity and reports whether it did. Only the
 // region calls it.
 func (f *fastPath) tryDeliver(d *delivery) bool {
-	if d.start || f.handled.Load() != f.sent.Load() {
-		return false
-	}
+	return !d.start && f.handled.Load() == f.sent.Load() && f.send(d.entity, d.msg, d.sender)
+}
+
+// send sends msg to entity id under mu when the region may reach it directly, and
+// reports whether it did.
+func (f *fastPath) send(id EntityID, msg any, sender actor.Ref) bool {
 	f.mu.Lock()
-	ref, ok := f.reachable(d.entity)
+	ref, ok := f.reachable(id)
 	if ok {
-		_ = ref.Send(d.msg, d.sender)
+		_ = ref.Send(msg, sender)
 	}
 	f.mu.Unlock()
 	return ok
@@ -104,16 +107,14 @@ func (f *fastPath) tryDeliver(d *delivery) bool {
 // locally now and have nothing on its way through the shard; then the rules above
 // hold for this sender as they do for the region.
 func (f *fastPath) trySend(id EntityID, msg any, sender actor.Ref) bool {
-	if !f.local.Load() || f.handled.Load() != f.sent.Load() {
-		return false
-	}
-	f.mu.Lock()
-	ref, ok := f.reachable(id)
-	if ok {
-		_ = ref.Send(msg, sender)
-	}
-	f.mu.Unlock()
-	return ok
+	return f.outsideMayGo() && f.send(id, msg, sender)
+}
+
+// outsideMayGo reports whether a sender outside the region may go direct now (its
+// caller has seen the region idle): the region would deliver this shard locally and
+// has nothing on its way through the shard.
+func (f *fastPath) outsideMayGo() bool {
+	return f.local.Load() && f.handled.Load() == f.sent.Load()
 }
 
 // tryAsk is trySend for an ask: it sends msg to entity id with a new future as its
@@ -121,7 +122,7 @@ func (f *fastPath) trySend(id EntityID, msg any, sender actor.Ref) bool {
 // future when the fast path cannot be taken. With watch the future fails by itself
 // when ctx ends; without, the caller fails it (actorstate.FailOnContext).
 func (f *fastPath) tryAsk(ctx context.Context, id EntityID, msg any, watch bool) (*actor.Future, any) {
-	if !f.local.Load() || f.handled.Load() != f.sent.Load() {
+	if !f.outsideMayGo() {
 		return nil, nil
 	}
 	var fut *actor.Future
