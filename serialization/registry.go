@@ -248,14 +248,26 @@ func (r *Registry) appendMarshal(dst []byte, v any, ctx any, own bool) (string, 
 	if err != nil {
 		return "", dst, err
 	}
+	if e.fast != nil && !own {
+		if out, ok := e.fast.appendValue(dst, v); ok {
+			return e.name, out, nil
+		}
+	}
 	s := encPool.Get().(*encState)
 	if own {
 		dst = s.own[:0]
 	}
-	out, err := encode(s, dst, v, ctx)
-	if err != nil {
-		// s may be in any state after a failure; let it go.
-		return "", dst, encodeError(e, v, err)
+	var out []byte
+	fast := false
+	if e.fast != nil {
+		out, fast = e.fast.appendValue(dst, v)
+	}
+	if !fast {
+		out, err = encode(s, dst, v, ctx)
+		if err != nil {
+			// s may be in any state after a failure; let it go.
+			return "", dst, encodeError(e, v, err)
+		}
 	}
 	if own {
 		// Copy before the state goes back to the pool and another caller reuses it.
@@ -366,6 +378,17 @@ func (r *Registry) UnmarshalContext(manifest string, data []byte, ctx any) (any,
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownManifest, truncate(manifest))
 	}
+	if e.fast != nil {
+		if v, ok := e.fast.decode(data, e.ptr); ok {
+			return v, nil
+		}
+	}
+	return r.unmarshalMsgpack(e, data, ctx)
+}
+
+// unmarshalMsgpack decodes data as e's type through msgpack alone, without the fast
+// path (which the tests compare with it).
+func (r *Registry) unmarshalMsgpack(e *entry, data []byte, ctx any) (any, error) {
 	s := decPool.Get().(*decState)
 	v, err := decodeEntry(e, s, data, ctx)
 	if err == nil {

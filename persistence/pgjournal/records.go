@@ -43,34 +43,27 @@ const MaxTagLen = 1024
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// pidSum is the checksum state after the persistence id, the prefix of
-// every checksum of its records.
-func pidSum(pid string) uint32 {
-	var b [binary.MaxVarintLen64]byte
-	n := binary.PutUvarint(b[:], uint64(len(pid)))
-	return crc32.Update(crc32.Update(0, castagnoli, b[:n]), castagnoli, []byte(pid))
+// checksummer computes the checksums of rows in a buffer it reuses. crc32
+// reaches its implementation through a function value, so whatever it is
+// given escapes: a buffer on the stack of each call would be a heap
+// allocation per row.
+type checksummer struct{ buf []byte }
+
+// pid is the checksum state after the persistence id, the prefix of every
+// checksum of its records.
+func (c *checksummer) pid(pid string) uint32 {
+	b := binary.AppendUvarint(c.buf[:0], uint64(len(pid)))
+	b = append(b, pid...)
+	c.buf = b
+	return crc32.Update(0, castagnoli, b)
 }
 
-func sumUint64(sum uint32, v uint64) uint32 {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], v)
-	return crc32.Update(sum, castagnoli, b[:])
-}
-
-func sumBytes(sum uint32, p []byte) uint32 {
-	var b [binary.MaxVarintLen64]byte
-	n := binary.PutUvarint(b[:], uint64(len(p)))
-	return crc32.Update(crc32.Update(sum, castagnoli, b[:n]), castagnoli, p)
-}
-
-// eventSum is the checksum of an event row; start is pidSum of its
+// event is the checksum of an event row; start is pid's result for its
 // persistence id. A nil tags is an untagged event. The fixed-size fields and
 // the short ones are gathered into one buffer, so that the checksum takes
 // two passes rather than one per field.
-func eventSum(start uint32, seq uint64, ts int64, manifest, writer, tags, payload []byte) int32 {
-	var stack [256]byte
-	b := stack[:0]
-	b = binary.BigEndian.AppendUint64(b, seq)
+func (c *checksummer) event(start uint32, seq uint64, ts int64, manifest, writer, tags, payload []byte) int32 {
+	b := binary.BigEndian.AppendUint64(c.buf[:0], seq)
 	b = binary.BigEndian.AppendUint64(b, uint64(ts))
 	b = binary.AppendUvarint(b, uint64(len(manifest)))
 	b = append(b, manifest...)
@@ -83,15 +76,20 @@ func eventSum(start uint32, seq uint64, ts int64, manifest, writer, tags, payloa
 		b = binary.AppendUvarint(b, uint64(len(tags)))
 		b = append(b, tags...)
 	}
+	c.buf = b
 	sum := crc32.Update(start, castagnoli, b)
 	return int32(crc32.Update(sum, castagnoli, payload))
 }
 
-// snapshotSum is the checksum of a snapshot row.
-func snapshotSum(pid string, seq uint64, ts int64, manifest, payload []byte) int32 {
-	sum := sumUint64(pidSum(pid), seq)
-	sum = sumUint64(sum, uint64(ts))
-	sum = sumBytes(sum, manifest)
+// snapshot is the checksum of a snapshot row.
+func (c *checksummer) snapshot(pid string, seq uint64, ts int64, manifest, payload []byte) int32 {
+	start := c.pid(pid)
+	b := binary.BigEndian.AppendUint64(c.buf[:0], seq)
+	b = binary.BigEndian.AppendUint64(b, uint64(ts))
+	b = binary.AppendUvarint(b, uint64(len(manifest)))
+	b = append(b, manifest...)
+	c.buf = b
+	sum := crc32.Update(start, castagnoli, b)
 	return int32(crc32.Update(sum, castagnoli, payload))
 }
 
@@ -149,6 +147,7 @@ func clampInt64(v uint64) int64 {
 // strings of the previous row when they repeat, as manifests and writer ids
 // usually do.
 type eventDecoder struct {
+	sums             checksummer
 	manifest, writer string
 	binary           bool // the result columns are in binary format
 }
@@ -210,7 +209,7 @@ func (d *eventDecoder) read(rows pgx.Rows, r *rawRow, lead ...any) error {
 }
 
 // record checks the row's checksum and builds the record, which does not
-// alias the row. start is pidSum(pid).
+// alias the row. start is d.sums.pid(pid).
 func (d *eventDecoder) record(pid string, start uint32, r *rawRow) (persistence.Record, error) {
 	var tags []byte
 	if !r.tagsNull {
@@ -219,7 +218,7 @@ func (d *eventDecoder) record(pid string, start uint32, r *rawRow) (persistence.
 			tags = []byte{}
 		}
 	}
-	if eventSum(start, uint64(r.seq), r.ts, r.manifest, r.writer, tags, r.payload) != r.checksum {
+	if d.sums.event(start, uint64(r.seq), r.ts, r.manifest, r.writer, tags, r.payload) != r.checksum {
 		return persistence.Record{}, &persistence.CorruptRecordError{PersistenceID: pid, SequenceNr: uint64(r.seq), Reason: "checksum mismatch"}
 	}
 	rec := persistence.Record{PersistenceID: pid, SequenceNr: uint64(r.seq), Timestamp: time.Unix(0, r.ts)}

@@ -34,10 +34,10 @@ func (s *Store) ReplayMessages(ctx context.Context, persistenceID string, fromSe
 		return nil
 	}
 	pid := []byte(persistenceID)
-	start := pidSum(persistenceID)
+	var dec eventDecoder
+	start := dec.sums.pid(persistenceID)
 	from, to := int64(fromSeq), clampInt64(toSeq)
 	page := uint64(s.cfg.ReplayPageSize)
-	var dec eventDecoder
 	var row rawRow
 	var delivered uint64
 	done := ctx.Done()

@@ -52,7 +52,8 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap persistence.Snapshot) err
 	if payload == nil {
 		payload = []byte{}
 	}
-	sum := snapshotSum(m.PersistenceID, m.SequenceNr, ts, manifest, payload)
+	var sums checksummer
+	sum := sums.snapshot(m.PersistenceID, m.SequenceNr, ts, manifest, payload)
 	_, err := s.pool.Exec(ctx, saveSnapshotSQL, []byte(m.PersistenceID), int64(m.SequenceNr), ts, manifest, sum, payload)
 	if err != nil {
 		return storageError(fmt.Sprintf("save snapshot %q #%d", m.PersistenceID, m.SequenceNr), err)
@@ -102,7 +103,8 @@ func (s *Store) LoadSnapshot(ctx context.Context, persistenceID string, c persis
 	if err != nil {
 		return persistence.Snapshot{}, false, storageError(fmt.Sprintf("load snapshot of %q", persistenceID), err)
 	}
-	if snapshotSum(persistenceID, uint64(seq), ts, manifest, payload) != sum {
+	var sums checksummer
+	if sums.snapshot(persistenceID, uint64(seq), ts, manifest, payload) != sum {
 		return persistence.Snapshot{}, false, &persistence.CorruptRecordError{
 			PersistenceID: persistenceID, SequenceNr: uint64(seq), Snapshot: true, Reason: "checksum mismatch"}
 	}

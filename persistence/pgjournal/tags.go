@@ -72,7 +72,7 @@ func (s *Store) EventsByTag(ctx context.Context, tag string, fromOffset, max uin
 			}
 			if string(rowPID) != pid {
 				pid = string(rowPID)
-				start = pidSum(pid)
+				start = dec.sums.pid(pid)
 			}
 			rec, err := dec.record(pid, start, &row)
 			if err == nil {

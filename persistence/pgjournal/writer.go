@@ -141,7 +141,8 @@ func (s *Store) encodeWrite(aw *persistence.AtomicWrite, now int64) (pendingWrit
 		size:   size,
 		events: make([]pendingEvent, len(aw.Events)),
 	}
-	start := pidSum(pid)
+	sums := checksummer{buf: make([]byte, 0, 128)}
+	start := sums.pid(pid)
 	for k := range aw.Events {
 		e := &aw.Events[k]
 		pe := &w.events[k]
@@ -160,7 +161,7 @@ func (s *Store) encodeWrite(aw *persistence.AtomicWrite, now int64) (pendingWrit
 				}
 			}
 		}
-		pe.checksum = eventSum(start, e.SequenceNr, pe.ts, pe.manifest, pe.writer, pe.tags, pe.payload)
+		pe.checksum = sums.event(start, e.SequenceNr, pe.ts, pe.manifest, pe.writer, pe.tags, pe.payload)
 	}
 	return w, nil
 }
