@@ -28,8 +28,14 @@ const (
 	stateBox uint32 = 1 << 8
 	// stateParentWatches says the parent watches the actor. Parents watch their
 	// children more than anyone watches anything (a sharding shard watches each of its
-	// entities): as a flag the watch costs no extras. Only the owner sets and clears it.
+	// entities): as a flag the watch costs no extras. Only the owner sets and clears it,
+	// when it handles the parent's Watch and Unwatch.
 	stateParentWatches uint32 = 1 << 9
+	// stateWatchedByParent is the parent's side of the same watch: set when the parent
+	// calls Watch, cleared by its Unwatch or when it takes the child's death notice, so
+	// that a parent keeps no entry per watched child in extras.watching. Only the parent
+	// sets and clears it; every write of state is therefore atomic (Or, And, CAS).
+	stateWatchedByParent uint32 = 1 << 10
 )
 
 // cell is a local actor: its mailbox, its instance and its bookkeeping. It is the
@@ -108,9 +114,15 @@ func (c *cell) extras() *extras {
 // lifecycle returns the actor's state constant.
 func (c *cell) lifecycle() uint32 { return c.state.Load() & stateMask }
 
-// setLifecycle changes the state constant, keeping the flags. Only the owner calls it.
+// setLifecycle changes the state constant, keeping the flags. Only the owner calls it;
+// the parent may change stateWatchedByParent meanwhile, hence the loop.
 func (c *cell) setLifecycle(s uint32) {
-	c.state.Store(c.state.Load()&^stateMask | s)
+	for {
+		old := c.state.Load()
+		if c.state.CompareAndSwap(old, old&^stateMask|s) {
+			return
+		}
+	}
 }
 
 // hasBox reports whether the actor's user messages go to extras.box.

@@ -5,6 +5,14 @@ func (c *cell) Watch(ref Ref) {
 	if ref.p == nil || ref == (Ref{c}) {
 		return
 	}
+	if kid := c.childOf(ref); kid != nil {
+		if kid.state.Load()&stateWatchedByParent != 0 {
+			return
+		}
+		kid.state.Or(stateWatchedByParent)
+		kid.sendSystem(sysWatch{watcher: Ref{c}})
+		return
+	}
 	x := c.extras()
 	if _, ok := x.watching[ref]; ok {
 		return
@@ -23,6 +31,13 @@ func (c *cell) Unwatch(ref Ref) {
 		return
 	}
 	delete(x.termQueued, ref)
+	if kid := c.childOf(ref); kid != nil {
+		if kid.state.Load()&stateWatchedByParent != 0 {
+			kid.state.And(^stateWatchedByParent)
+			kid.sendSystem(sysUnwatch{watcher: Ref{c}})
+		}
+		return
+	}
 	if _, ok := x.watching[ref]; !ok {
 		return
 	}
@@ -36,7 +51,7 @@ func (c *cell) addWatcher(w Ref) {
 		return
 	}
 	if c.parent != nil && w == (Ref{c.parent}) {
-		c.state.Store(c.state.Load() | stateParentWatches)
+		c.state.Or(stateParentWatches)
 		return
 	}
 	x := c.extras()
@@ -59,7 +74,7 @@ func (c *cell) addWatcher(w Ref) {
 // removeWatcher forgets watcher w.
 func (c *cell) removeWatcher(w Ref) {
 	if c.parent != nil && w == (Ref{c.parent}) {
-		c.state.Store(c.state.Load() &^ stateParentWatches)
+		c.state.And(^stateParentWatches)
 		return
 	}
 	if x := c.x.Load(); x != nil {
@@ -83,10 +98,19 @@ func (c *cell) watchedDied(m sysDeath) {
 	if x == nil {
 		return
 	}
-	if _, ok := x.watching[m.ref]; !ok {
-		return
+	if kid := c.childOf(m.ref); kid != nil {
+		// The first notice after a Watch counts; a second one (the child died while
+		// a repeated Watch was on its way) and one after Unwatch find the flag clear.
+		if kid.state.Load()&stateWatchedByParent == 0 {
+			return
+		}
+		kid.state.And(^stateWatchedByParent)
+	} else {
+		if _, ok := x.watching[m.ref]; !ok {
+			return
+		}
+		delete(x.watching, m.ref)
 	}
-	delete(x.watching, m.ref)
 	switch c.lifecycle() {
 	case stateStopping, stateDead:
 		return
@@ -96,4 +120,14 @@ func (c *cell) watchedDied(m sysDeath) {
 	}
 	x.termQueued[m.ref] = struct{}{}
 	c.pushInternal(deathNote{t: Terminated{Ref: m.ref, AddressTerminated: m.addressTerminated}}, m.ref)
+}
+
+// childOf returns ref's cell when ref is a child of c (running or not), else nil. The
+// parent's watch of a child lives in the child's state (stateWatchedByParent) rather
+// than in extras.watching.
+func (c *cell) childOf(ref Ref) *cell {
+	if kid, ok := ref.p.(*cell); ok && kid.parent == c {
+		return kid
+	}
+	return nil
 }

@@ -126,3 +126,77 @@ func TestParentWatchAndUnwatchOfChild(t *testing.T) {
 	probe.ExpectMsg("/user/parent/watched")
 	probe.ExpectNoMsg(50 * time.Millisecond)
 }
+
+// A parent's watch of its child lives in the child's state, not in a table of the
+// parent's: these are the races that table used to settle. In each case the child dies
+// while the parent is busy, so its death notice is on its way when the parent calls
+// Watch or Unwatch again; the parent then sends itself two markers, and any Terminated
+// the notice produced comes between them.
+func TestParentWatchWhileTheChildsDeathIsOnItsWay(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after func(ctx actor.Context, kid actor.Ref) // once the child is dead
+		want  int                                    // Terminated messages
+	}{
+		{"unwatch", func(ctx actor.Context, kid actor.Ref) { ctx.Unwatch(kid) }, 0},
+		{"watch again", func(ctx actor.Context, kid actor.Ref) { ctx.Watch(kid) }, 1},
+		{"unwatch and watch again", func(ctx actor.Context, kid actor.Ref) { ctx.Unwatch(kid); ctx.Watch(kid) }, 1},
+		{"nothing", func(actor.Context, actor.Ref) {}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sys := testkit.NewSystem(t)
+			probe := testkit.NewProbe(t, sys)
+			other := testkit.NewProbe(t, sys)
+			spawn(t, sys, actor.PropsFunc(func(ctx actor.Context) {
+				switch m := ctx.Message().(type) {
+				case actor.Started:
+					kid, _ := ctx.Spawn(actor.PropsFunc(func(actor.Context) {}), "kid")
+					other.Watch(kid)
+					ctx.Watch(kid)
+					_ = ctx.Stop(kid)
+					other.ExpectTerminated(kid) // the parent's notice is queued by now
+					tc.after(ctx, kid)
+					_ = ctx.Self().Tell("m1")
+				case string:
+					if m == "m1" {
+						_ = ctx.Self().Tell("m2")
+						return
+					}
+					_ = probe.Ref().Tell(m)
+				case actor.Terminated:
+					_ = probe.Ref().Tell("terminated")
+				}
+			}), "parent")
+			for range tc.want {
+				probe.ExpectMsg("terminated")
+			}
+			probe.ExpectMsg("m2")
+			probe.ExpectNoMsg(50 * time.Millisecond)
+		})
+	}
+}
+
+// Watching a child that has already stopped yields Terminated, once.
+func TestParentWatchOfAStoppedChild(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	probe := testkit.NewProbe(t, sys)
+	other := testkit.NewProbe(t, sys)
+	var kid actor.Ref
+	spawn(t, sys, actor.PropsFunc(func(ctx actor.Context) {
+		switch ctx.Message().(type) {
+		case actor.Started:
+			kid, _ = ctx.Spawn(actor.PropsFunc(func(actor.Context) {}), "kid")
+			other.Watch(kid)
+			_ = ctx.Stop(kid)
+			other.ExpectTerminated(kid)
+			_ = ctx.Self().Tell("later") // handled after the parent has removed the child
+		case string:
+			ctx.Watch(kid)
+			ctx.Watch(kid)
+		case actor.Terminated:
+			_ = probe.Ref().Tell("terminated")
+		}
+	}), "parent")
+	probe.ExpectMsg("terminated")
+	probe.ExpectNoMsg(50 * time.Millisecond)
+}
