@@ -8,7 +8,8 @@ import (
 
 // children is a parent's index of its live children, guarded by extras.mu.
 //
-// Named children are few and live in a map by name. Anonymous children can be many (a
+// Named children live in a nameTable (a sharding shard names each of its entities,
+// and may run thousands). Anonymous children can be many (a
 // guardian with a million of them is a benchmark, and a real pattern), so they cost no
 // map entry: their ids are drawn under the parent's lock, so in spawn order they are in
 // id order, and they are appended to fixed-size chunks. A child is found by id with a
@@ -18,7 +19,7 @@ import (
 // compacted. So an anonymous child costs one pointer, 8 bytes, where a map entry cost
 // about 40, and spawning one is an append.
 type children struct {
-	named  map[string]*cell
+	named  nameTable
 	chunks []*childChunk
 	empty  int // chunks whose live count is 0
 	anon   int // live anonymous children
@@ -40,10 +41,7 @@ type childChunk struct {
 // anonymous children added so far.
 func (cs *children) add(k *cell) {
 	if k.name != nil {
-		if cs.named == nil {
-			cs.named = make(map[string]*cell)
-		}
-		cs.named[*k.name] = k
+		cs.named.add(k)
 		return
 	}
 	var last *childChunk
@@ -63,16 +61,12 @@ func (cs *children) add(k *cell) {
 }
 
 // count returns the number of live children.
-func (cs *children) count() int { return len(cs.named) + cs.anon }
+func (cs *children) count() int { return cs.named.len() + cs.anon }
 
 // remove unindexes k and reports whether it was indexed.
 func (cs *children) remove(k *cell) bool {
 	if k.name != nil {
-		if cs.named[*k.name] != k {
-			return false
-		}
-		delete(cs.named, *k.name)
-		return true
+		return cs.named.remove(k)
 	}
 	ch := cs.chunkOf(k.id)
 	if ch == nil {
@@ -126,7 +120,7 @@ func (cs *children) chunkOf(id uint64) *childChunk {
 func (cs *children) get(name string) *cell {
 	rest, anonymous := strings.CutPrefix(name, "$")
 	if !anonymous {
-		return cs.named[name]
+		return cs.named.get(name)
 	}
 	id, err := strconv.ParseUint(rest, 36, 64)
 	if err != nil || anonymousName(id) != name { // "$01" is not "$1"
@@ -153,7 +147,7 @@ func (cs *children) get(name string) *cell {
 // has reports whether k is a live child.
 func (cs *children) has(k *cell) bool {
 	if k.name != nil {
-		return cs.named[*k.name] == k
+		return cs.named.get(*k.name) == k
 	}
 	ch := cs.chunkOf(k.id)
 	if ch == nil {
@@ -175,9 +169,7 @@ func (cs *children) all() []*cell {
 		return nil
 	}
 	kids := make([]*cell, 0, n)
-	for _, k := range cs.named {
-		kids = append(kids, k)
-	}
+	cs.named.each(func(k *cell) { kids = append(kids, k) })
 	for _, ch := range cs.chunks {
 		if ch.live == 0 {
 			continue

@@ -37,7 +37,7 @@ func (c *cell) spawnChild(props *Props, name string) (Ref, error) {
 		x.mu.Unlock()
 		return Ref{}, fmt.Errorf("%w: %s", ErrStopping, c.path())
 	}
-	if child.name != nil && x.children.named[name] != nil {
+	if child.name != nil && x.children.named.get(name) != nil {
 		x.mu.Unlock()
 		return Ref{}, fmt.Errorf("%w: %q under %s", ErrNameTaken, name, c.path())
 	}
