@@ -53,15 +53,13 @@ type fastPath struct {
 	gone atomic.Bool
 
 	mu       sync.Mutex
-	open     bool                    // direct delivery allowed
-	entities map[EntityID]fastEntity // the shard's running entities
-	used     map[EntityID]struct{}   // delivered to directly since the shard last looked
-}
-
-// fastEntity is a running entity of the shard.
-type fastEntity struct {
-	ref    actor.Ref
-	listed bool // its region may reach it directly
+	open     bool                   // direct delivery allowed
+	entities map[EntityID]actor.Ref // the shard's running entities
+	// unlisted holds the running entities the region may not reach directly: most are
+	// listed, so the exception has the map (a value of a Ref alone keeps entities'
+	// entries at 16 bytes, a headline figure with a million of them).
+	unlisted map[EntityID]struct{}
+	used     map[EntityID]struct{} // delivered to directly since the shard last looked
 }
 
 // reachable returns entity id's Ref when the region may reach it directly, marking
@@ -70,8 +68,11 @@ func (f *fastPath) reachable(id EntityID) (actor.Ref, bool) {
 	if !f.open {
 		return actor.Ref{}, false
 	}
-	e, ok := f.entities[id]
-	if !ok || !e.listed {
+	ref, ok := f.entities[id]
+	if !ok {
+		return actor.Ref{}, false
+	}
+	if _, no := f.unlisted[id]; no {
 		return actor.Ref{}, false
 	}
 	if _, seen := f.used[id]; !seen {
@@ -80,7 +81,7 @@ func (f *fastPath) reachable(id EntityID) (actor.Ref, bool) {
 		}
 		f.used[id] = struct{}{}
 	}
-	return e.ref, true
+	return ref, true
 }
 
 // tryDeliver sends d straight to its entity and reports whether it did. Only the
@@ -149,7 +150,7 @@ func (f *fastPath) tryAsk(ctx context.Context, id EntityID, msg any, watch bool)
 
 // newFastPath returns a closed fast path with no entity.
 func newFastPath() *fastPath {
-	return &fastPath{entities: map[EntityID]fastEntity{}}
+	return &fastPath{entities: map[EntityID]actor.Ref{}}
 }
 
 // setOpen allows (or stops) direct delivery.
@@ -162,7 +163,8 @@ func (f *fastPath) setOpen(open bool) {
 // add records the running entity id, not yet listed.
 func (f *fastPath) add(id EntityID, ref actor.Ref) {
 	f.mu.Lock()
-	f.entities[id] = fastEntity{ref: ref}
+	f.entities[id] = ref
+	f.unlist(id)
 	f.mu.Unlock()
 }
 
@@ -170,6 +172,7 @@ func (f *fastPath) add(id EntityID, ref actor.Ref) {
 func (f *fastPath) remove(id EntityID) {
 	f.mu.Lock()
 	delete(f.entities, id)
+	f.list(id)
 	delete(f.used, id)
 	f.mu.Unlock()
 }
@@ -177,12 +180,24 @@ func (f *fastPath) remove(id EntityID) {
 // setListed makes entity id reachable directly, or only through the shard again.
 func (f *fastPath) setListed(id EntityID, listed bool) {
 	f.mu.Lock()
-	if e, ok := f.entities[id]; ok && e.listed != listed {
-		e.listed = listed
-		f.entities[id] = e
+	if _, ok := f.entities[id]; ok && !listed {
+		f.unlist(id)
+	} else {
+		f.list(id)
 	}
 	f.mu.Unlock()
 }
+
+// unlist puts id on the unlisted entities. The caller holds mu.
+func (f *fastPath) unlist(id EntityID) {
+	if f.unlisted == nil {
+		f.unlisted = map[EntityID]struct{}{}
+	}
+	f.unlisted[id] = struct{}{}
+}
+
+// list takes id off the unlisted entities. The caller holds mu.
+func (f *fastPath) list(id EntityID) { delete(f.unlisted, id) }
 
 // usedSinceLastLook returns the entities delivered to directly since the last call,
 // and clears their marks.

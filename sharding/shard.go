@@ -89,34 +89,30 @@ type queued[M any] struct {
 	msg M
 }
 
-// entity is the shard's record of one entity.
+// entity is the shard's record of one entity. A million idle entities are a headline
+// figure, so the record is 48 bytes, an allocator size class: the messages held for an
+// entity's next incarnation (rare) live in shardCore.held, and whether it is in the
+// least-recently-used list follows from its links.
 type entity[M any] struct {
 	id         EntityID
-	held       *[]queued[M] // messages for the next incarnation; nil when none (most entities)
-	lastActive int64        // when it last got a message, in Unix nanoseconds
+	lastActive int64 // when it last got a message, in Unix nanoseconds
 	// prev and next link the entity into shardCore.lru while it is active: an
-	// intrusive list costs no allocation per entity (a million idle entities are a
-	// headline figure).
+	// intrusive list costs no allocation per entity.
 	prev, next *entity[M]
-	// The small fields last, together: 56 bytes, the 64-byte size class (96 with them
-	// spread out and the held messages as a slice).
-	state   entityState
-	restart bool // StartEntity while passivating: start again even without messages
-	linked  bool
+	state      entityState
+	restart    bool // StartEntity while passivating: start again even without messages
 }
 
 // buf returns the messages held for e's next incarnation.
-func (e *entity[M]) buf() []queued[M] {
-	if e.held == nil {
-		return nil
-	}
-	return *e.held
-}
+func (s *shardCore[M]) buf(e *entity[M]) []queued[M] { return s.held[e] }
 
-// takeBuf returns the held messages and holds none any more.
-func (e *entity[M]) takeBuf() []queued[M] {
-	b := e.buf()
-	e.held = nil
+// holds reports whether messages are held for e's next incarnation.
+func (s *shardCore[M]) holds(e *entity[M]) bool { return len(s.held[e]) > 0 }
+
+// takeBuf returns the messages held for e and holds none any more.
+func (s *shardCore[M]) takeBuf(e *entity[M]) []queued[M] {
+	b := s.held[e]
+	delete(s.held, e)
 	return b
 }
 
@@ -187,9 +183,10 @@ type shardCore[M any] struct {
 	phase shardPhase
 
 	entities map[EntityID]*entity[M]
-	lru      lruList[M] // active entities, most recently used at the front
-	live     int        // incarnations running (active or passivating)
-	buffered int        // messages held, in all
+	held     map[*entity[M]][]queued[M] // messages for entities' next incarnations
+	lru      lruList[M]                 // active entities, most recently used at the front
+	live     int                        // incarnations running (active or passivating)
+	buffered int                        // messages held, in all
 	seq      uint64
 	early    []queued[M]           // messages that came while loading
 	extra    []queued[M]           // messages for unknown entities during a hand-off
@@ -208,6 +205,7 @@ func newShardCore[M any](id ShardID, cfg shardSettings[M]) *shardCore[M] {
 		id:       id,
 		cfg:      cfg.withDefaults(),
 		entities: map[EntityID]*entity[M]{},
+		held:     map[*entity[M]][]queued[M]{},
 		earlyIDs: map[uint64]EntityID{},
 		starts:   map[EntityID]struct{}{},
 		stops:    map[EntityID]struct{}{},
@@ -417,7 +415,7 @@ func (s *shardCore[M]) entityTerminated(now time.Time, id EntityID) shardDecisio
 		s.writeNext()
 	case was == entPassivating:
 		e.state = entNone
-		if len(e.buf()) > 0 || e.restart {
+		if s.holds(e) || e.restart {
 			e.restart = false
 			s.spawn(now, e)
 			s.flush(now, e)
@@ -483,7 +481,7 @@ func (s *shardCore[M]) entityFor(id EntityID) *entity[M] {
 
 // tidy forgets an entity that has nothing left.
 func (s *shardCore[M]) tidy(e *entity[M]) {
-	if e.state == entNone && e.held == nil && !e.restart {
+	if e.state == entNone && !s.holds(e) && !e.restart {
 		delete(s.entities, e.id)
 	}
 }
@@ -505,7 +503,7 @@ func (s *shardCore[M]) spawn(now time.Time, e *entity[M]) {
 func (s *shardCore[M]) touch(now time.Time, id EntityID) {
 	if e := s.entities[id]; e != nil && e.state == entActive {
 		e.lastActive = now.UnixNano()
-		if e.linked {
+		if s.lru.has(e) {
 			s.lru.moveToFront(e)
 		}
 	}
@@ -522,7 +520,7 @@ func (s *shardCore[M]) fastPathAllowed() bool {
 func (s *shardCore[M]) give(now time.Time, e *entity[M], msg M) {
 	s.act(shardAction[M]{kind: shardDeliver, entity: e.id, msg: msg})
 	e.lastActive = now.UnixNano()
-	if e.linked {
+	if s.lru.has(e) {
 		s.lru.moveToFront(e)
 	}
 }
@@ -534,17 +532,14 @@ func (s *shardCore[M]) hold(e *entity[M], q queued[M], fresh bool) bool {
 		s.tidy(e)
 		return false
 	}
-	if e.held == nil {
-		e.held = new([]queued[M])
-	}
-	*e.held = append(*e.held, q)
+	s.held[e] = append(s.held[e], q)
 	s.buffered++
 	return true
 }
 
 // flush delivers what waited for e, in order.
 func (s *shardCore[M]) flush(now time.Time, e *entity[M]) {
-	buf := e.takeBuf()
+	buf := s.takeBuf(e)
 	s.buffered -= len(buf)
 	for _, q := range buf {
 		s.deliverTo(now, e.id, q, false)
@@ -560,7 +555,7 @@ func (s *shardCore[M]) stopEntity(e *entity[M], msg M) {
 
 // unlink takes e out of the least-recently-used list.
 func (s *shardCore[M]) unlink(e *entity[M]) {
-	if e.linked {
+	if s.lru.has(e) {
 		s.lru.remove(e)
 	}
 }
@@ -622,8 +617,12 @@ type lruList[M any] struct {
 	n          int
 }
 
+// has reports whether e is in the list: a linked entity other than the head has a
+// previous one.
+func (l *lruList[M]) has(e *entity[M]) bool { return e.prev != nil || l.head == e }
+
 func (l *lruList[M]) pushFront(e *entity[M]) {
-	e.prev, e.next, e.linked = nil, l.head, true
+	e.prev, e.next = nil, l.head
 	if l.head != nil {
 		l.head.prev = e
 	} else {
@@ -644,7 +643,7 @@ func (l *lruList[M]) remove(e *entity[M]) {
 	} else {
 		l.tail = e.prev
 	}
-	e.prev, e.next, e.linked = nil, nil, false
+	e.prev, e.next = nil, nil
 	l.n--
 }
 

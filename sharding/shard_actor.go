@@ -143,7 +143,7 @@ func (s *shardActor) Receive(ctx actor.Context) {
 				s.drop(ctx, q.msg, fmt.Errorf("%w: shard %q stopped", errStoppedLoss, s.id))
 			}
 			for _, e := range s.core.entities {
-				for _, q := range e.buf() {
+				for _, q := range s.core.buf(e) {
 					s.drop(ctx, q.msg, fmt.Errorf("%w: shard %q stopped", errStoppedLoss, s.id))
 				}
 			}
@@ -158,7 +158,7 @@ func (s *shardActor) entityOf(ref actor.Ref) (EntityID, bool) {
 		return "", false
 	}
 	id := EntityID(name)
-	if cur, ok := s.fast.entities[id]; !ok || cur.ref != ref {
+	if cur, ok := s.fast.entities[id]; !ok || cur != ref {
 		return "", false
 	}
 	return id, true
@@ -196,7 +196,7 @@ func (s *shardActor) apply(ctx actor.Context, d shardDecisions[*delivery]) {
 	// Entities spawned by these decisions have had what waited for them: those still
 	// active may be reached directly from now on.
 	for _, id := range s.spawned {
-		if e := s.core.entities[id]; e != nil && e.state == entActive && e.held == nil {
+		if e := s.core.entities[id]; e != nil && e.state == entActive && !s.core.holds(e) {
 			s.fast.setListed(id, true)
 		}
 	}
@@ -242,8 +242,7 @@ func (s *shardActor) act(ctx actor.Context, a shardAction[*delivery]) {
 		s.spawned = append(s.spawned, a.entity)
 		s.entry.stats.entitiesStarted.Add(1)
 	case shardDeliver:
-		e, ok := s.fast.entities[a.entity]
-		ref := e.ref
+		ref, ok := s.fast.entities[a.entity]
 		if !ok {
 			s.drop(ctx, a.msg, fmt.Errorf("%w: entity %q has no actor", errStoppedLoss, a.entity))
 			return
@@ -251,13 +250,13 @@ func (s *shardActor) act(ctx actor.Context, a shardAction[*delivery]) {
 		_ = ref.Send(a.msg.msg, a.msg.sender)
 	case shardStopEntity:
 		s.fast.setListed(a.entity, false) // before the stop message: see fastpath.go
-		if e, ok := s.fast.entities[a.entity]; ok {
-			_ = e.ref.Send(a.msg.msg, s.self)
+		if ref, ok := s.fast.entities[a.entity]; ok {
+			_ = ref.Send(a.msg.msg, s.self)
 		}
 	case shardKill:
 		s.fast.setListed(a.entity, false)
-		if e, ok := s.fast.entities[a.entity]; ok {
-			_ = ctx.Stop(e.ref)
+		if ref, ok := s.fast.entities[a.entity]; ok {
+			_ = ctx.Stop(ref)
 		}
 	}
 }

@@ -65,7 +65,7 @@ func (s *shardCore[M]) finish() {
 	}
 	all := append(slices.Clone(s.early), s.extra...)
 	for _, e := range s.entities {
-		all = append(all, e.takeBuf()...)
+		all = append(all, s.takeBuf(e)...)
 	}
 	slices.SortFunc(all, byArrival[M])
 	left := make([]M, len(all))
@@ -126,7 +126,7 @@ func (s *shardCore[M]) stored(now time.Time) shardDecisions[M] {
 			continue
 		}
 		e.state = entNone
-		if len(e.buf()) > 0 || e.restart {
+		if s.holds(e) || e.restart {
 			e.restart = false
 			s.recordStart(e)
 		} else {

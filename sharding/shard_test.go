@@ -378,7 +378,7 @@ func TestEntityStateString(t *testing.T) {
 // The entity record is a headline figure's part (entities-1m): it stays in the 64-byte
 // size class.
 func TestEntityRecordSize(t *testing.T) {
-	if n := unsafe.Sizeof(entity[*delivery]{}); n > 64 {
-		t.Fatalf("entity record of %d bytes, want at most 64", n)
+	if n := unsafe.Sizeof(entity[*delivery]{}); n > 48 {
+		t.Fatalf("entity record of %d bytes, want at most 48", n)
 	}
 }
