@@ -2,7 +2,6 @@ package sharding
 
 import (
 	"errors"
-	"maps"
 	"slices"
 	"time"
 
@@ -271,14 +270,19 @@ func (c *coordShell) storeEvent(ev coordEvent) {
 // trackHandOffs reports hand-offs that ended without a deallocation: failed when the
 // shard is still at its old home, completed when its region is gone.
 func (c *coordShell) trackHandOffs() {
-	for _, s := range slices.Sorted(maps.Keys(c.handOffs)) {
+	// A hand-off ends when its worker is gone (a completed one whose deallocation is
+	// being stored still has its worker). Only the ended ones are sorted, for the order
+	// of the events: a region that shuts down hands off all its shards at once, and
+	// sorting them all at every step made that quadratic.
+	var ended []ShardID
+	for s := range c.handOffs {
+		if c.core.workers[s] == nil {
+			ended = append(ended, s)
+		}
+	}
+	slices.Sort(ended)
+	for _, s := range ended {
 		h := c.handOffs[s]
-		if c.core.workers[s] != nil && !h.completed {
-			continue
-		}
-		if c.core.workers[s] != nil {
-			continue // completed; its deallocation is being stored
-		}
 		delete(c.handOffs, s)
 		if h.completed {
 			continue
