@@ -1,11 +1,14 @@
 package sharding
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/wiretypes"
 	"github.com/troupe-go/troupe/serialization"
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // delivery is one message on its way to an entity: the envelope the region and shard
@@ -24,16 +27,126 @@ type delivery struct {
 // frame's sender is the region handing over, and Sender the original sender). Between
 // systems the message travels serialized as Manifest and Payload, through the registry
 // sharding was started with; within one system it travels as it is.
+//
+// Between systems a msgDelivery is encoded by EncodeMsgpack and DecodeMsgpack, as a
+// compact array, not by msgpack's reflection (it is one per message sent to another
+// node).
 type msgDelivery struct {
-	Shard    ShardID   `msgpack:"shard"`
-	Entity   EntityID  `msgpack:"entity"`
-	Start    bool      `msgpack:"start,omitempty"`
-	HandOver bool      `msgpack:"handOver,omitempty"`
-	Sender   actor.Ref `msgpack:"sender"`
-	Manifest string    `msgpack:"manifest,omitempty"`
-	Payload  []byte    `msgpack:"payload,omitempty"`
+	Shard    ShardID
+	Entity   EntityID
+	Start    bool
+	HandOver bool
+	Sender   actor.Ref
+	Manifest string
+	Payload  []byte
 
-	local any // the message itself, within one system
+	local any // the message itself, within one system; never encoded
+}
+
+// deliveryName is msgDelivery's name on the wire.
+const deliveryName = "troupe.sharding.Delivery.v2"
+
+// deliveryFields is the number of elements of msgDelivery's encoding.
+const deliveryFields = 7
+
+// EncodeMsgpack writes m as an array of deliveryFields elements: shard, entity, start,
+// handOver, sender, manifest, payload. The sender is written as serialization writes an
+// actor.Ref (its URI, "" for the zero Ref); local is not written.
+func (m msgDelivery) EncodeMsgpack(enc *msgpack.Encoder) error {
+	return errors.Join(
+		enc.EncodeArrayLen(deliveryFields),
+		enc.EncodeString(string(m.Shard)),
+		enc.EncodeString(string(m.Entity)),
+		enc.EncodeBool(m.Start),
+		enc.EncodeBool(m.HandOver),
+		encodeSender(enc, m.Sender),
+		enc.EncodeString(m.Manifest),
+		enc.EncodeBytes(m.Payload),
+	)
+}
+
+// encodeSender writes ref as serialization's codec for an actor.Ref does: the zero Ref
+// (the common case: a forward's sender travels as the frame's sender) directly as "",
+// any other through that codec.
+func encodeSender(enc *msgpack.Encoder, ref actor.Ref) error {
+	if ref.IsZero() {
+		return enc.EncodeString("")
+	}
+	return enc.Encode(ref)
+}
+
+// errMalformedDelivery is returned for an encoding that is not a msgDelivery.
+var errMalformedDelivery = errors.New("sharding: malformed delivery")
+
+// DecodeMsgpack reads what EncodeMsgpack wrote; elements beyond deliveryFields (from a
+// newer version) are skipped. A non-empty sender is decoded by serialization's codec
+// for an actor.Ref, which needs a serialization.RefResolver as the decoder's context.
+// Any error wraps errMalformedDelivery; on error m is unchanged.
+func (m *msgDelivery) DecodeMsgpack(dec *msgpack.Decoder) error {
+	n, err := dec.DecodeArrayLen()
+	if err != nil {
+		return fmt.Errorf("%w: %w", errMalformedDelivery, err)
+	}
+	if n < deliveryFields {
+		return fmt.Errorf("%w: %d elements, want %d", errMalformedDelivery, n, deliveryFields)
+	}
+	var q msgDelivery
+	field := "shard"
+	s, err := dec.DecodeString()
+	q.Shard = ShardID(s)
+	if err == nil {
+		field = "entity"
+		s, err = dec.DecodeString()
+		q.Entity = EntityID(s)
+	}
+	if err == nil {
+		field = "start"
+		q.Start, err = dec.DecodeBool()
+	}
+	if err == nil {
+		field = "handOver"
+		q.HandOver, err = dec.DecodeBool()
+	}
+	if err == nil {
+		field = "sender"
+		q.Sender, err = decodeSender(dec)
+	}
+	if err == nil {
+		field = "manifest"
+		q.Manifest, err = dec.DecodeString()
+	}
+	if err == nil {
+		field = "payload"
+		q.Payload, err = dec.DecodeBytes()
+	}
+	for i := deliveryFields; err == nil && i < n; i++ {
+		field = "a newer version's element"
+		err = dec.Skip()
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", errMalformedDelivery, field, err)
+	}
+	*m = q
+	return nil
+}
+
+// decodeSender reads a sender written by EncodeMsgpack: the zero Ref for "" (or nil),
+// otherwise whatever serialization's codec for an actor.Ref makes of it (it resolves
+// the URI through the decoder's context, and bounds its length).
+func decodeSender(dec *msgpack.Decoder) (actor.Ref, error) {
+	c, err := dec.PeekCode()
+	if err != nil {
+		return actor.Ref{}, err
+	}
+	if c == msgpcode.FixedStrLow || c == msgpcode.Nil {
+		_, err := dec.DecodeString() // "" or nil: the zero Ref, no resolver needed
+		return actor.Ref{}, err
+	}
+	var ref actor.Ref
+	if err := dec.Decode(&ref); err != nil {
+		return actor.Ref{}, err
+	}
+	return ref, nil
 }
 
 // msgHandOverDone ends a hand-over of Shard from the sending region.
@@ -71,7 +184,7 @@ type timerFired struct{ key timerKey }
 
 // The messages between regions are Troupe's own wire types.
 func init() {
-	wiretypes.MustRegister[*msgDelivery]("troupe.sharding.Delivery.v1")
+	wiretypes.MustRegister[*msgDelivery](deliveryName)
 	wiretypes.MustRegister[msgHandOverDone]("troupe.sharding.HandOverDone.v1")
 }
 
