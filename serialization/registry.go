@@ -162,11 +162,18 @@ func (r *Registry) byType(t reflect.Type) (*entry, bool) {
 	if e, ok := r.tables.Load().byType[t]; ok {
 		return e, true
 	}
+	if e, ok := wireByType.Load(t); ok {
+		return e.(*entry), true
+	}
 	name, ok := wiretypes.NameOf(t)
 	if !ok {
 		return nil, false
 	}
-	return r.byName(name)
+	e, ok := wireEntry(name)
+	if ok {
+		wireByType.Store(t, e)
+	}
+	return e, ok
 }
 
 // byName returns the registration of name, as byType does.
@@ -174,14 +181,31 @@ func (r *Registry) byName(name string) (*entry, bool) {
 	if e, ok := r.tables.Load().byName[name]; ok {
 		return e, true
 	}
+	return wireEntry(name)
+}
+
+// The entries of Troupe's own wire types are the same in every registry: they are
+// made once (with their fast path) and kept, by name and by the type a caller
+// encodes (a value or a pointer), so that each message of one costs no lock and no
+// allocation to look up.
+var wireByName, wireByType sync.Map
+
+// wireEntry returns the entry of the wire type named name.
+func wireEntry(name string) (*entry, bool) {
+	if e, ok := wireByName.Load(name); ok {
+		return e.(*entry), true
+	}
 	t, ok := wiretypes.Lookup(name)
 	if !ok {
 		return nil, false
 	}
+	e := &entry{name: name, base: t}
 	if t.Kind() == reflect.Pointer {
-		return &entry{name: name, base: t.Elem(), ptr: true}, true
+		e.base, e.ptr = t.Elem(), true
 	}
-	return &entry{name: name, base: t}, true
+	e.fast = planFor(e.base)
+	got, _ := wireByName.LoadOrStore(name, e)
+	return got.(*entry), true
 }
 
 // encState is a pooled encoder writing into its own buffer.
