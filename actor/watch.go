@@ -99,8 +99,9 @@ func (c *cell) watchedDied(m sysDeath) {
 		return
 	}
 	if kid := c.childOf(m.ref); kid != nil {
-		// The first notice after a Watch counts; a second one (the child died while
-		// a repeated Watch was on its way) and one after Unwatch find the flag clear.
+		// The first notice after a Watch counts. One that comes after Unwatch finds
+		// the flag clear, and so does the second of two (an Unwatch and a new Watch
+		// while the child was dying: the dead child answers that Watch too).
 		if kid.state.Load()&stateWatchedByParent == 0 {
 			return
 		}
