@@ -121,6 +121,8 @@ func sameValue(a, b *flat) bool {
 	return reflect.DeepEqual(ca, cb)
 }
 
+// TestTheFastPathWritesAndReadsWhatMsgpackDoes holds the Codec, and the Registry's
+// Marshal and Unmarshal (which persistence uses), to msgpack's bytes and values.
 func TestTheFastPathWritesAndReadsWhatMsgpackDoes(t *testing.T) {
 	reg := NewRegistry()
 	if err := Register[*flat](reg, "t.flat"); err != nil {
@@ -130,33 +132,42 @@ func TestTheFastPathWritesAndReadsWhatMsgpackDoes(t *testing.T) {
 		t.Fatal("no fast path for the test type")
 	}
 	c := reg.NewCodec(nil)
-	rapid.Check(t, func(t *rapid.T) {
-		v := genFlat(t)
-		want := msgpackBytes(t, v)
-		_, got, err := c.Append(nil, v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("fast path wrote\n%x\nmsgpack writes\n%x", got, want)
-		}
-		dec, err := c.Decode("t.flat", want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		viaMsgpack, err := msgpackOnly(reg, "t.flat", want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !sameValue(dec.(*flat), viaMsgpack.(*flat)) {
-			t.Fatalf("fast path read %+v, msgpack reads %+v", dec, viaMsgpack)
-		}
-	})
+	for _, tc := range []struct {
+		name   string
+		encode func(v any) (string, []byte, error)
+		decode func(data []byte) (any, error)
+	}{
+		{"Codec", func(v any) (string, []byte, error) { return c.Append(nil, v) },
+			func(data []byte) (any, error) { return c.Decode("t.flat", data) }},
+		{"Registry", reg.Marshal, func(data []byte) (any, error) { return reg.Unmarshal("t.flat", data) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rapid.Check(t, func(t *rapid.T) {
+				v := genFlat(t)
+				want := msgpackBytes(t, v)
+				m, got, err := tc.encode(v)
+				if err != nil || m != "t.flat" {
+					t.Fatal(m, err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("fast path wrote\n%x\nmsgpack writes\n%x", got, want)
+				}
+				dec, err := tc.decode(want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				viaMsgpack, err := msgpackOnly(reg, "t.flat", want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !sameValue(dec.(*flat), viaMsgpack.(*flat)) {
+					t.Fatalf("fast path read %+v, msgpack reads %+v", dec, viaMsgpack)
+				}
+			})
+		})
+	}
 }
 
-// TestWhatTheFastPathDoesNotRecogniseGoesToMsgpack hands the Codec encodings msgpack
-// accepts (or refuses) but its own encoder does not write: the Codec must answer as
-// msgpack does.
 // msgpackOnly decodes as the registry does without its fast path: the reference the
 // fast path is held to.
 func msgpackOnly(reg *Registry, manifest string, data []byte) (any, error) {
@@ -167,35 +178,13 @@ func msgpackOnly(reg *Registry, manifest string, data []byte) (any, error) {
 	return reg.unmarshalMsgpack(e, data, nil)
 }
 
-// TestTheRegistryTakesTheFastPath checks Marshal and Unmarshal, which persistence
-// uses, against msgpack as the Codec's test does, and that they take the fast path.
+// TestTheRegistryTakesTheFastPath checks that Marshal and AppendMarshal encode a flat
+// value without msgpack.
 func TestTheRegistryTakesTheFastPath(t *testing.T) {
 	reg := NewRegistry()
 	if err := Register[*flat](reg, "t.flat"); err != nil {
 		t.Fatal(err)
 	}
-	rapid.Check(t, func(t *rapid.T) {
-		v := genFlat(t)
-		want := msgpackBytes(t, v)
-		m, got, err := reg.Marshal(v)
-		if err != nil || m != "t.flat" {
-			t.Fatal(m, err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("Marshal wrote\n%x\nmsgpack writes\n%x", got, want)
-		}
-		dec, err := reg.Unmarshal("t.flat", want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		viaMsgpack, err := msgpackOnly(reg, "t.flat", want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !sameValue(dec.(*flat), viaMsgpack.(*flat)) {
-			t.Fatalf("Unmarshal read %+v, msgpack reads %+v", dec, viaMsgpack)
-		}
-	})
 	// msgpack's encoder allocates four times for this value; the fast path not at all.
 	// (Decoding allocates as often either way: the value, its string and its bytes.)
 	dst, v := make([]byte, 0, 512), &flat{S: "abc", Raw: []byte{1}}
@@ -204,6 +193,9 @@ func TestTheRegistryTakesTheFastPath(t *testing.T) {
 	}
 }
 
+// TestWhatTheFastPathDoesNotRecogniseGoesToMsgpack hands the Codec encodings msgpack
+// accepts (or refuses) but its own encoder does not write: the Codec must answer as
+// msgpack does.
 func TestWhatTheFastPathDoesNotRecogniseGoesToMsgpack(t *testing.T) {
 	reg := NewRegistry()
 	if err := Register[flat](reg, "t.flat"); err != nil {
