@@ -174,17 +174,24 @@ func TestNetFlappingLinkEndsInOneCluster(t *testing.T) {
 			return settled(v) && len(v.members) > 0 && (l.Kind != multinode.KindState && l.Kind != multinode.KindEvent || l.Event != multinode.EventJoined)
 		})
 	}
-	// Stable: no more decisions follow.
+	// Stable: no decision follows. A member may still show as unreachable for a while
+	// after the heal: the other side's rows of the reachability table, written during
+	// the cut, reach this side with the gossip, and stand until their observers hear
+	// the member again (after the transport's reconnect backoff, which two cuts have
+	// lengthened). That is an observation, as in Akka, not a decision; it must clear.
 	c.Node(0).ExpectNoLine(testkit.Dilated(7*time.Second), func(l multinode.Line) bool {
-		return l.Kind == multinode.KindEvent && (l.Event == multinode.EventDowned || l.Event == multinode.EventUnreachable)
+		return l.Kind == multinode.KindEvent && l.Event == multinode.EventDowned
 	})
 	views := make([]*view, 5)
 	running := map[string]bool{}
 	for i, n := range c.Nodes() {
 		views[i] = newView()
-		for _, l := range n.NodeLines() {
+		seen := len(n.NodeLines())
+		n.WaitLine(timeout, "a settled view again", func(l multinode.Line) bool {
 			views[i].add(l)
-		}
+			seen--
+			return seen <= 0 && settled(views[i])
+		})
 		if !views[i].terminated {
 			running[n.HostPort] = true
 		}
