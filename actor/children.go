@@ -9,10 +9,10 @@ import (
 // children is a parent's index of its live children, guarded by extras.mu.
 //
 // Named children live in a nameTable (a sharding shard names each of its entities,
-// and may run thousands). Anonymous children can be many (a
-// guardian with a million of them is a benchmark, and a real pattern), so they cost no
-// map entry: their ids are drawn under the parent's lock, so in spawn order they are in
-// id order, and they are appended to fixed-size chunks. A child is found by id with a
+// and may run thousands). Anonymous children can be many (a guardian with a million of
+// them is a benchmark, and a real pattern), so they cost no map entry: their ids are
+// drawn under the parent's lock, so in spawn order they are in id order, and they are
+// appended to fixed-size chunks. A child is found by id with a
 // binary search over the chunks' first ids and a short scan inside one chunk, and
 // removed by clearing its slot. A chunk that empties stays in the list (its first id
 // keeps the search correct) until empty chunks outnumber the others, when the list is
