@@ -25,8 +25,8 @@ func init() {
 		}
 		return r.askDeferred(ctx, msg, watch)
 	}
-	actorstate.FailOnContext = func(ctx context.Context, future any, target any, msg any) error {
+	actorstate.AwaitAsk = func(ctx context.Context, future any, target any, msg any) (any, error) {
 		t, _ := target.(Ref)
-		return future.(*Future).failOnContext(ctx, t, msg)
+		return future.(*Future).await(ctx, t, msg)
 	}
 }

@@ -11,8 +11,8 @@ import (
 
 // The hooks package actor gives internal/actorstate: Idle says whether a local actor
 // has handled everything sent to it; AskDeferred queues an ask and leaves running the
-// idle recipient to the caller; FailOnContext fails such an ask as a blocking ask
-// fails.
+// idle recipient to the caller; AwaitAsk waits for such an ask as a blocking ask does,
+// and fails it when ctx ends.
 func TestActorStateHooks(t *testing.T) {
 	sys, err := New("hooks", Config{})
 	if err != nil {
@@ -67,10 +67,9 @@ func TestActorStateHooks(t *testing.T) {
 	if run != nil {
 		run()
 	}
-	<-short.Done()
-	err = actorstate.FailOnContext(short, v, ref, "ping")
+	_, err = actorstate.AwaitAsk(short, v, ref, "ping")
 	if !errors.Is(err, ErrTimeout) {
-		t.Fatalf("FailOnContext: %v, want ErrTimeout", err)
+		t.Fatalf("AwaitAsk: %v, want ErrTimeout", err)
 	}
 	close(release)
 }

@@ -35,25 +35,33 @@ func Ask[T any](ctx context.Context, ref Ref, msg any) (T, error) {
 	if ref.p == nil {
 		return zero, ErrNoRecipient
 	}
-	f := ref.ask(ctx, msg)
+	res, err := ref.ask(ctx, msg).await(ctx, ref, msg)
+	if err != nil {
+		return zero, err
+	}
+	v, ok := res.(T)
+	if !ok {
+		return zero, fmt.Errorf("%w: got %T, want %T", ErrUnexpectedReply, res, zero)
+	}
+	return v, nil
+}
+
+// await waits for f's outcome. When ctx ends first it fails f as Ask does, with an
+// error naming target and msg (unless the reply came at the same time). A future
+// without its own deadline or context watch is waited for this way: ask adds a
+// deadline only when ctx has none.
+func (f *Future) await(ctx context.Context, target Ref, msg any) (any, error) {
 	if !f.completed() {
 		if done := ctx.Done(); done != nil {
 			select {
 			case <-f.Done():
 			case <-done:
-				f.complete(nil, contextError(ctx, ref, msg))
+				f.complete(nil, contextError(ctx, target, msg))
 			}
 		}
 		<-f.Done()
 	}
-	if f.err != nil {
-		return zero, f.err
-	}
-	v, ok := f.res.(T)
-	if !ok {
-		return zero, fmt.Errorf("%w: got %T, want %T", ErrUnexpectedReply, f.res, zero)
-	}
-	return v, nil
+	return f.res, f.err
 }
 
 // ask is Ask for a caller that waits for the reply right away (the generic Ask): when
@@ -78,8 +86,8 @@ func (r Ref) ask(ctx context.Context, msg any) *Future {
 // running an idle local recipient to the caller: when run is not nil the caller owns
 // the recipient's cell and must call run, once, soon (it runs the recipient on the
 // caller's goroutine, as ask does). With watch the future fails by itself when ctx
-// ends; without, the caller waits on ctx itself and fails the future with
-// failOnContext (as Ask does, which spares the context watch). Sharding sends under a
+// ends; without, the caller waits with await (as Ask does, which spares the context
+// watch). Sharding sends under a
 // lock that orders the message before an entity's stop message, and runs the entity
 // after releasing it.
 func (r Ref) askDeferred(ctx context.Context, msg any, watch bool) (*Future, func()) {
@@ -123,15 +131,6 @@ func (c *cell) runAsked() {
 		c.sys.disp.submit(c)
 	}
 	c.sys.inlining.Add(-1)
-}
-
-// failOnContext completes f, whose ctx ended before its reply came, with the error
-// Ask gives (naming target and msg), and returns f's error: the reply's, if it came
-// first.
-func (f *Future) failOnContext(ctx context.Context, target Ref, msg any) error {
-	f.complete(nil, contextError(ctx, target, msg))
-	<-f.Done()
-	return f.err
 }
 
 // maxInlineAsks bounds the blocking asks that run their recipient on the asking

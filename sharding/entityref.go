@@ -151,15 +151,7 @@ func Ask[R, M any](ctx context.Context, ref EntityRef[M], msg M) (R, error) {
 	}
 	if ref.direct != nil {
 		if fut, target := ref.direct.ask(ctx, ref.id, msg, false); fut != nil {
-			res, err := fut.Result(ctx)
-			if err != nil && ctx.Err() != nil {
-				// ctx ended first (or at the same time): fail the ask as a blocking ask
-				// does, with an error naming the entity and the message, unless the
-				// reply made it.
-				if err = actorstate.FailOnContext(ctx, fut, target, msg); err == nil {
-					res, err = fut.Result(context.Background())
-				}
-			}
+			res, err := actorstate.AwaitAsk(ctx, fut, target, msg)
 			var zero R
 			if err != nil {
 				return zero, err

@@ -119,9 +119,9 @@ func (f *fastPath) outsideMayGo() bool {
 }
 
 // tryAsk is trySend for an ask: it sends msg to entity id with a new future as its
-// sender and returns the future and the entity (boxed, for FailOnContext), or a nil
+// sender and returns the future and the entity (boxed, for AwaitAsk), or a nil
 // future when the fast path cannot be taken. With watch the future fails by itself
-// when ctx ends; without, the caller fails it (actorstate.FailOnContext).
+// when ctx ends; without, the caller waits with actorstate.AwaitAsk.
 func (f *fastPath) tryAsk(ctx context.Context, id EntityID, msg any, watch bool) (*actor.Future, any) {
 	if !f.outsideMayGo() {
 		return nil, nil

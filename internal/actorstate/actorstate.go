@@ -17,10 +17,10 @@ var Idle = func(ref any) bool { return false }
 // recipient and must call run, once, soon: it runs the recipient on the caller's
 // goroutine, as a blocking ask does. Sharding sends under a lock and runs the entity
 // after releasing it. With watch the future fails by itself when ctx ends; without,
-// a caller whose ctx ends must call FailOnContext.
+// the caller waits with AwaitAsk.
 var AskDeferred func(ctx context.Context, ref any, msg any, watch bool) (future any, run func())
 
-// FailOnContext completes future (from AskDeferred, without watch), whose ctx ended,
-// with the error a blocking ask gives (naming target and msg), and returns the
-// future's error: the reply's, if it came first.
-var FailOnContext func(ctx context.Context, future any, target any, msg any) error
+// AwaitAsk waits for the outcome of future (from AskDeferred, without watch) as a
+// blocking ask does: when ctx ends first, the future fails with the error such an ask
+// gives, naming target and msg.
+var AwaitAsk func(ctx context.Context, future any, target any, msg any) (any, error)
