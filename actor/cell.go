@@ -88,8 +88,8 @@ type extras struct {
 
 	stats map[*cell]*supervision.RetryStats
 
-	watcher    Ref              // one watcher kept inline: most actors have one (their parent)
-	watchers   map[Ref]struct{} // the others
+	watcher    Ref              // one watcher other than the parent, kept inline
+	watchers   map[Ref]struct{} // the others (the parent's watch is stateParentWatches)
 	watching   map[Ref]struct{}
 	termQueued map[Ref]struct{}
 

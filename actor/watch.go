@@ -6,11 +6,9 @@ func (c *cell) Watch(ref Ref) {
 		return
 	}
 	if kid := c.childOf(ref); kid != nil {
-		if kid.state.Load()&stateWatchedByParent != 0 {
-			return
+		if kid.state.Or(stateWatchedByParent)&stateWatchedByParent == 0 {
+			kid.sendSystem(sysWatch{watcher: Ref{c}})
 		}
-		kid.state.Or(stateWatchedByParent)
-		kid.sendSystem(sysWatch{watcher: Ref{c}})
 		return
 	}
 	x := c.extras()
@@ -32,8 +30,7 @@ func (c *cell) Unwatch(ref Ref) {
 	}
 	delete(x.termQueued, ref)
 	if kid := c.childOf(ref); kid != nil {
-		if kid.state.Load()&stateWatchedByParent != 0 {
-			kid.state.And(^stateWatchedByParent)
+		if kid.state.And(^stateWatchedByParent)&stateWatchedByParent != 0 {
 			kid.sendSystem(sysUnwatch{watcher: Ref{c}})
 		}
 		return
@@ -102,10 +99,9 @@ func (c *cell) watchedDied(m sysDeath) {
 		// The first notice after a Watch counts. One that comes after Unwatch finds
 		// the flag clear, and so does the second of two (an Unwatch and a new Watch
 		// while the child was dying: the dead child answers that Watch too).
-		if kid.state.Load()&stateWatchedByParent == 0 {
+		if kid.state.And(^stateWatchedByParent)&stateWatchedByParent == 0 {
 			return
 		}
-		kid.state.And(^stateWatchedByParent)
 	} else {
 		if _, ok := x.watching[m.ref]; !ok {
 			return
