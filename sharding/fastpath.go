@@ -150,7 +150,7 @@ func (f *fastPath) tryAsk(ctx context.Context, id EntityID, msg any, watch bool)
 
 // newFastPath returns a closed fast path with no entity.
 func newFastPath() *fastPath {
-	return &fastPath{entities: map[EntityID]actor.Ref{}}
+	return &fastPath{entities: map[EntityID]actor.Ref{}, unlisted: map[EntityID]struct{}{}}
 }
 
 // setOpen allows (or stops) direct delivery.
@@ -164,7 +164,7 @@ func (f *fastPath) setOpen(open bool) {
 func (f *fastPath) add(id EntityID, ref actor.Ref) {
 	f.mu.Lock()
 	f.entities[id] = ref
-	f.unlist(id)
+	f.unlisted[id] = struct{}{}
 	f.mu.Unlock()
 }
 
@@ -172,7 +172,7 @@ func (f *fastPath) add(id EntityID, ref actor.Ref) {
 func (f *fastPath) remove(id EntityID) {
 	f.mu.Lock()
 	delete(f.entities, id)
-	f.list(id)
+	delete(f.unlisted, id)
 	delete(f.used, id)
 	f.mu.Unlock()
 }
@@ -181,23 +181,12 @@ func (f *fastPath) remove(id EntityID) {
 func (f *fastPath) setListed(id EntityID, listed bool) {
 	f.mu.Lock()
 	if _, ok := f.entities[id]; ok && !listed {
-		f.unlist(id)
+		f.unlisted[id] = struct{}{}
 	} else {
-		f.list(id)
+		delete(f.unlisted, id)
 	}
 	f.mu.Unlock()
 }
-
-// unlist puts id on the unlisted entities. The caller holds mu.
-func (f *fastPath) unlist(id EntityID) {
-	if f.unlisted == nil {
-		f.unlisted = map[EntityID]struct{}{}
-	}
-	f.unlisted[id] = struct{}{}
-}
-
-// list takes id off the unlisted entities. The caller holds mu.
-func (f *fastPath) list(id EntityID) { delete(f.unlisted, id) }
 
 // usedSinceLastLook returns the entities delivered to directly since the last call,
 // and clears their marks.

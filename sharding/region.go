@@ -566,12 +566,7 @@ func (r *regionCore[M]) tryCompleteShutdown() {
 // recycle takes back the actions of decisions the shell has carried out, so that the
 // next decisions reuse their array instead of allocating one per message. The shell
 // must not touch actions afterwards.
-func (r *regionCore[M]) recycle(actions []regionAction[M]) {
-	if r.out.actions == nil && cap(actions) > 0 && cap(actions) <= maxRecycled {
-		clear(actions) // release the messages
-		r.out.actions = actions[:0]
-	}
-}
+func (r *regionCore[M]) recycle(actions []regionAction[M]) { reuse(&r.out.actions, actions) }
 
 func (r *regionCore[M]) act(a regionAction[M]) {
 	r.out.actions = append(r.out.actions, a)

@@ -163,6 +163,17 @@ func (r *regionActor) refreshLocal(s ShardID) {
 	}
 }
 
+// retireFastPath closes shard s's fast path for good (its shard has stopped, or the
+// region): EntityRefs that hold it look up its successor.
+func (r *regionActor) retireFastPath(s ShardID) {
+	if fp := r.fast[s]; fp != nil {
+		fp.local.Store(false)
+		fp.gone.Store(true)
+		delete(r.fast, s)
+		r.entry.fast.Delete(s)
+	}
+}
+
 // refreshAllLocal is refreshLocal for every local shard, after a message that may
 // have changed any of them.
 func (r *regionActor) refreshAllLocal() {
@@ -197,10 +208,8 @@ func (r *regionActor) started(ctx actor.Context) {
 
 func (r *regionActor) stopped(ctx actor.Context) {
 	unsubscribe(ctx.System(), r.self)
-	for s, fp := range r.fast {
-		fp.local.Store(false)
-		fp.gone.Store(true)
-		r.entry.fast.Delete(s)
+	for s := range r.fast {
+		r.retireFastPath(s)
 	}
 	if !r.coordinator.IsZero() {
 		_ = r.coordinator.Send(msgRegionStopped{}, r.self)
@@ -246,12 +255,7 @@ func (r *regionActor) terminated(ctx actor.Context, t actor.Terminated) {
 			delete(r.shardIDs, t.Ref)
 			if r.shards[s] == t.Ref {
 				delete(r.shards, s)
-				if fp := r.fast[s]; fp != nil {
-					fp.local.Store(false)
-					fp.gone.Store(true)
-					delete(r.fast, s)
-					r.entry.fast.Delete(s)
-				}
+				r.retireFastPath(s)
 			}
 			left := r.leftovers[s]
 			delete(r.leftovers, s)

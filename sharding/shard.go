@@ -502,10 +502,15 @@ func (s *shardCore[M]) spawn(now time.Time, e *entity[M]) {
 // touch marks the active entity id used at now (its region delivered to it directly).
 func (s *shardCore[M]) touch(now time.Time, id EntityID) {
 	if e := s.entities[id]; e != nil && e.state == entActive {
-		e.lastActive = now.UnixNano()
-		if s.lru.has(e) {
-			s.lru.moveToFront(e)
-		}
+		s.markUsed(now, e)
+	}
+}
+
+// markUsed records that the active entity e got a message at now.
+func (s *shardCore[M]) markUsed(now time.Time, e *entity[M]) {
+	e.lastActive = now.UnixNano()
+	if s.lru.has(e) {
+		s.lru.moveToFront(e)
 	}
 }
 
@@ -519,10 +524,7 @@ func (s *shardCore[M]) fastPathAllowed() bool {
 // give delivers msg to the active entity e and marks it used.
 func (s *shardCore[M]) give(now time.Time, e *entity[M], msg M) {
 	s.act(shardAction[M]{kind: shardDeliver, entity: e.id, msg: msg})
-	e.lastActive = now.UnixNano()
-	if s.lru.has(e) {
-		s.lru.moveToFront(e)
-	}
+	s.markUsed(now, e)
 }
 
 // hold keeps q for e's next incarnation (a fresh message only while there is room) and
@@ -586,16 +588,20 @@ func (s *shardCore[M]) passivateIdle(now time.Time) {
 	}
 }
 
+// recycle takes back the actions of decisions the shell has carried out (as
+// regionCore.recycle).
+func (s *shardCore[M]) recycle(actions []shardAction[M]) { reuse(&s.out.actions, actions) }
+
 // maxRecycled bounds the action arrays the cores keep for reuse (one large burst does
 // not pin a large array).
 const maxRecycled = 64
 
-// recycle takes back the actions of decisions the shell has carried out (as
-// regionCore.recycle).
-func (s *shardCore[M]) recycle(actions []shardAction[M]) {
-	if s.out.actions == nil && cap(actions) > 0 && cap(actions) <= maxRecycled {
-		clear(actions)
-		s.out.actions = actions[:0]
+// reuse makes a carried-out array of actions the next decisions' array, when those
+// have none yet and it is small, after releasing what it holds.
+func reuse[A any](next *[]A, done []A) {
+	if *next == nil && cap(done) > 0 && cap(done) <= maxRecycled {
+		clear(done)
+		*next = done[:0]
 	}
 }
 
