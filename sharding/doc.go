@@ -105,7 +105,12 @@
 //     its removal margin) is in charge, or with a lease per shard (EntityConfig.Lease).
 //   - A sender's messages to an entity, through one region, arrive in the order sent,
 //     also across graceful hand-offs (a hand-off that completes within its timeout,
-//     while the coordinator does not move).
+//     while the coordinator does not move). The same holds for a sender's messages
+//     through EntityRefs of the entity. Between the two paths it does not: a message
+//     told to the region may be overtaken by the same sender's later EntityRef
+//     message when the entity runs on this node, since EntityRefs then skip the
+//     region (as two different recipients, the region and the entity, are not
+//     ordered against each other).
 //   - Delivery is at most once, as between any two actors: end-to-end reliability
 //     needs acknowledgements (persistence.AtLeastOnceDelivery).
 //

@@ -20,19 +20,32 @@ type EntityRef[M any] struct {
 	direct   *directRoute // nil: always through the region
 }
 
-// directRoute is how an EntityRef reaches its entity without the region when the
-// entity runs in a shard of this node (fastpath.go).
+// directRoute is how the EntityRefs of one shard's entities reach them without the
+// region when the shard runs on this node (fastpath.go).
 type directRoute struct {
-	entry  *typeEntry
-	region any // the region's Ref, boxed once for actorstate.Idle
-	shard  ShardID
-	last   atomic.Pointer[fastPath] // the shard's fast path last found, until it is gone
+	entry *typeEntry
+	shard ShardID
+	last  atomic.Pointer[fastPath] // the shard's fast path last found, until it is gone
+	// viaRegion counts the messages EntityRefs sent this shard's entities through the
+	// region (a refMessage each) that the region has not yet handed on. While it is not
+	// zero, every EntityRef of the shard sends through the region too, behind them.
+	viaRegion atomic.Int64
+}
+
+// refMessage is what an EntityRef with a direct route sends through the region: the
+// region places it as an Envelope, then counts it off its route.
+type refMessage struct {
+	route *directRoute
+	env   Envelope
 }
 
 // path returns the fast path of the entity's shard when a sender may take it now: the
-// shard is local and the region idle (none of the sender's earlier messages is still
-// queued there); nil otherwise.
+// shard has a fast path on this node and no EntityRef message for the shard is still
+// queued in the region; nil otherwise.
 func (d *directRoute) path() *fastPath {
+	if d.viaRegion.Load() != 0 {
+		return nil
+	}
 	fp := d.last.Load()
 	if fp == nil || fp.gone.Load() {
 		v, ok := d.entry.fast.Load(d.shard)
@@ -42,10 +55,23 @@ func (d *directRoute) path() *fastPath {
 		fp = v.(*fastPath)
 		d.last.Store(fp)
 	}
-	if !actorstate.Idle(d.region) {
-		return nil
-	}
 	return fp
+}
+
+// viaRegionSend sends msg to entity id through the region, counted on the route.
+func (d *directRoute) viaRegionSend(region actor.Ref, id EntityID, msg any, sender actor.Ref) error {
+	d.viaRegion.Add(1)
+	err := region.Send(refMessage{route: d, env: Envelope{EntityID: id, Message: msg}}, sender)
+	if err != nil {
+		d.viaRegion.Add(-1) // not queued
+	}
+	return err
+}
+
+// viaRegionAsk asks entity id through the region, counted on the route.
+func (d *directRoute) viaRegionAsk(ctx context.Context, region actor.Ref, id EntityID, msg any) *actor.Future {
+	d.viaRegion.Add(1)
+	return region.Ask(ctx, refMessage{route: d, env: Envelope{EntityID: id, Message: msg}})
 }
 
 // send tries the fast path of the entity's shard; it reports whether msg was sent.
@@ -84,7 +110,7 @@ func EntityRefFor[M any](sys *actor.System, typeName string, id EntityID) (Entit
 	ref := EntityRef[M]{region: e.region, typeName: typeName, id: id}
 	if shard, ok := extractShard(e, id); ok && !e.proxy {
 		// One route per shard, so that two EntityRefs of one entity stay equal.
-		r, _ := e.routes.LoadOrStore(shard, &directRoute{entry: e, region: e.region, shard: shard})
+		r, _ := e.routes.LoadOrStore(shard, &directRoute{entry: e, shard: shard})
 		ref.direct = r.(*directRoute)
 	}
 	return ref, nil
@@ -121,21 +147,25 @@ func (r EntityRef[M]) Send(msg M, sender actor.Ref) error {
 	if r.region.IsZero() {
 		return actor.ErrNoRecipient
 	}
-	if r.direct != nil && r.direct.send(r.id, msg, sender) {
+	if r.direct == nil {
+		return r.region.Send(Envelope{EntityID: r.id, Message: msg}, sender)
+	}
+	if r.direct.send(r.id, msg, sender) {
 		return nil
 	}
-	return r.region.Send(Envelope{EntityID: r.id, Message: msg}, sender)
+	return r.direct.viaRegionSend(r.region, r.id, msg, sender)
 }
 
 // Ask sends msg to the entity and returns the Future of its reply, without blocking
 // (inside an actor, PipeTo turns the reply into a message).
 func (r EntityRef[M]) Ask(ctx context.Context, msg M) *actor.Future {
-	if r.direct != nil {
-		if fut, _ := r.direct.ask(ctx, r.id, msg, true); fut != nil {
-			return fut
-		}
+	if r.direct == nil {
+		return r.region.Ask(ctx, Envelope{EntityID: r.id, Message: msg})
 	}
-	return r.region.Ask(ctx, Envelope{EntityID: r.id, Message: msg})
+	if fut, _ := r.direct.ask(ctx, r.id, msg, true); fut != nil {
+		return fut
+	}
+	return r.direct.viaRegionAsk(ctx, r.region, r.id, msg)
 }
 
 // Ask sends msg to the entity and waits, until ctx ends, for a reply of type R (see
@@ -149,19 +179,21 @@ func Ask[R, M any](ctx context.Context, ref EntityRef[M], msg M) (R, error) {
 		var zero R
 		return zero, actor.ErrNoRecipient
 	}
-	if ref.direct != nil {
-		if fut, target := ref.direct.ask(ctx, ref.id, msg, false); fut != nil {
-			res, err := actorstate.AwaitAsk(ctx, fut, target, msg)
-			var zero R
-			if err != nil {
-				return zero, err
-			}
-			v, ok := res.(R)
-			if !ok {
-				return zero, fmt.Errorf("%w: got %T, want %T", actor.ErrUnexpectedReply, res, zero)
-			}
-			return v, nil
-		}
+	if ref.direct == nil {
+		return actor.Ask[R](ctx, ref.region, Envelope{EntityID: ref.id, Message: msg})
 	}
-	return actor.Ask[R](ctx, ref.region, Envelope{EntityID: ref.id, Message: msg})
+	fut, target := ref.direct.ask(ctx, ref.id, msg, false)
+	if fut == nil {
+		fut, target = ref.direct.viaRegionAsk(ctx, ref.region, ref.id, msg), ref.region
+	}
+	res, err := actorstate.AwaitAsk(ctx, fut, target, msg)
+	var zero R
+	if err != nil {
+		return zero, err
+	}
+	v, ok := res.(R)
+	if !ok {
+		return zero, fmt.Errorf("%w: got %T, want %T", actor.ErrUnexpectedReply, res, zero)
+	}
+	return v, nil
 }

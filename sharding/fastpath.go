@@ -27,13 +27,21 @@ import (
 //     entity's mailbox before the stop message, or it is not sent direct at all (and
 //     then goes through the shard, which keeps it for the next incarnation).
 //   - Senders outside the region. An EntityRef whose entity lives in a local shard
-//     goes direct too (trySend) when the region is idle, which means none of that
-//     sender's earlier messages is still queued in the region, and the region would
-//     deliver to the shard itself (local). The counts and the lock then hold as for
-//     the region. Other senders' messages are not ordered against this sender's, as
-//     between any actors.
-//   - Idle passivation. A direct delivery marks the entity used; the shard takes the
-//     marks into its bookkeeping before each idle check. With an active-entity limit
+//     goes direct too (trySend) when no EntityRef message for that shard is still
+//     queued in the region (its route's count, entityref.go: every EntityRef that does
+//     not go direct sends through the region, counted, and the region counts each off
+//     once it has handed it on) and the region would deliver to the shard itself
+//     (local). The counts and the lock then hold as for the region. The count is per
+//     shard, not a test of the region's whole mailbox: a stream of EntityRef messages
+//     that once went through a busy region comes back to the direct path as soon as
+//     the region has passed its shard's messages on, instead of keeping the region
+//     busy for good. Its price: a message a sender told the region itself (an
+//     Envelope, not through an EntityRef) may be overtaken by the same sender's later
+//     EntityRef message to that entity; each path keeps its own order. Other senders'
+//     messages are not ordered against this sender's, as between any actors.
+//   - Idle passivation. A direct delivery marks the entity used (only when the shard
+//     passivates idle entities); the shard takes the marks into its bookkeeping before
+//     each idle check. With an active-entity limit
 //     (least-recently-used passivation on every start) the shard does not open the
 //     fast path at all.
 //
@@ -59,7 +67,10 @@ type fastPath struct {
 	// listed, so the exception has the map (a value of a Ref alone keeps entities'
 	// entries at 16 bytes, a headline figure with a million of them).
 	unlisted map[EntityID]struct{}
-	used     map[EntityID]struct{} // delivered to directly since the shard last looked
+	// used holds the entities delivered to directly since the shard last looked; kept
+	// only with idle passivation (trackUse), the one thing that reads it.
+	used     map[EntityID]struct{}
+	trackUse bool
 }
 
 // reachable returns entity id's Ref when the region may reach it directly, marking
@@ -72,8 +83,13 @@ func (f *fastPath) reachable(id EntityID) (actor.Ref, bool) {
 	if !ok {
 		return actor.Ref{}, false
 	}
-	if _, no := f.unlisted[id]; no {
-		return actor.Ref{}, false
+	if len(f.unlisted) != 0 {
+		if _, no := f.unlisted[id]; no {
+			return actor.Ref{}, false
+		}
+	}
+	if !f.trackUse {
+		return ref, true
 	}
 	if _, seen := f.used[id]; !seen {
 		if f.used == nil {
@@ -103,17 +119,17 @@ func (f *fastPath) send(id EntityID, msg any, sender actor.Ref) bool {
 }
 
 // trySend sends msg straight to entity id for a sender outside the region (an
-// EntityRef), and reports whether it did. The caller has seen the region idle: none of
-// its own earlier messages is still queued there. The region must deliver this shard
-// locally now and have nothing on its way through the shard; then the rules above
-// hold for this sender as they do for the region.
+// EntityRef), and reports whether it did. The caller has seen its route's count at
+// zero: no EntityRef message for this shard is still queued in the region. The region
+// must deliver this shard locally now and have nothing on its way through the shard;
+// then the rules above hold for this sender as they do for the region.
 func (f *fastPath) trySend(id EntityID, msg any, sender actor.Ref) bool {
 	return f.outsideMayGo() && f.send(id, msg, sender)
 }
 
 // outsideMayGo reports whether a sender outside the region may go direct now (its
-// caller has seen the region idle): the region would deliver this shard locally and
-// has nothing on its way through the shard.
+// caller has seen its route's count at zero): the region would deliver this shard
+// locally and has nothing on its way through the shard.
 func (f *fastPath) outsideMayGo() bool {
 	return f.local.Load() && f.handled.Load() == f.sent.Load()
 }
@@ -148,9 +164,10 @@ func (f *fastPath) tryAsk(ctx context.Context, id EntityID, msg any, watch bool)
 // The shard's side: only the shard calls the methods below, and reads entities
 // without mu.
 
-// newFastPath returns a closed fast path with no entity.
-func newFastPath() *fastPath {
-	return &fastPath{entities: map[EntityID]actor.Ref{}, unlisted: map[EntityID]struct{}{}}
+// newFastPath returns a closed fast path with no entity; with trackUse it marks the
+// entities it delivers to (for idle passivation).
+func newFastPath(trackUse bool) *fastPath {
+	return &fastPath{entities: map[EntityID]actor.Ref{}, unlisted: map[EntityID]struct{}{}, trackUse: trackUse}
 }
 
 // setOpen allows (or stops) direct delivery.

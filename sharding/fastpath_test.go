@@ -3,6 +3,7 @@ package sharding
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -67,21 +68,44 @@ func (e *seqEntity) Receive(ctx actor.Context) {
 	}
 }
 
-// The region delivers to running entities of its own shards directly (fastpath.go).
-// Three entities of one shard get 20,000 numbered messages each, interleaved, from
-// one sender, while each passivates itself every 97 messages: every message arrives,
-// once, and each entity sees its messages in the order sent, across its incarnations.
+// The region delivers to running entities of its own shards directly, and so do
+// EntityRefs (fastpath.go). Three entities of one shard get 20,000 numbered messages
+// each, interleaved, from one sender, while each passivates itself every 97 messages:
+// every message arrives, once, and each entity sees its messages in the order sent,
+// across its incarnations. Sent through the region, the messages switch between the
+// shard and the region's direct delivery; sent through EntityRefs, they switch between
+// the region (counted on their route) and the EntityRef's direct delivery as well.
 func TestFastPathKeepsOrderAcrossPassivations(t *testing.T) {
+	for _, path := range []string{"region", "EntityRef"} {
+		t.Run(path, func(t *testing.T) { testOrderAcrossPassivations(t, path == "EntityRef") })
+	}
+}
+
+func testOrderAcrossPassivations(t *testing.T, viaRefs bool) {
 	const perEntity = 20_000
 	ids := []EntityID{"a", "b", "c"}
 	l := &seqLog{got: map[EntityID][]int{}, done: make(chan struct{}), want: perEntity * len(ids)}
-	_, region := startLocal(t, EntityConfig{
+	sys, region := startLocal(t, EntityConfig{
 		Entity:    actor.PropsOf(func() actor.Actor { return &seqEntity{log: l} }),
 		Extractor: ExtractorFuncs{Shard: func(EntityID) ShardID { return "one" }},
 	})
+	send := func(id EntityID, n int) error {
+		return region.Tell(Envelope{EntityID: id, Message: seqMsg{N: n}})
+	}
+	if viaRefs {
+		refs := map[EntityID]EntityRef[seqMsg]{}
+		for _, id := range ids {
+			ref, err := EntityRefFor[seqMsg](sys, "Counter", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refs[id] = ref
+		}
+		send = func(id EntityID, n int) error { return refs[id].Tell(seqMsg{N: n}) }
+	}
 	for n := range perEntity {
 		for _, id := range ids {
-			if err := region.Tell(Envelope{EntityID: id, Message: seqMsg{N: n}}); err != nil {
+			if err := send(id, n); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -110,6 +134,98 @@ func TestFastPathKeepsOrderAcrossPassivations(t *testing.T) {
 				t.Fatalf("entity %s: message %d is %d (order broken)", id, i, n)
 			}
 		}
+	}
+}
+
+// An EntityRef goes direct as long as no EntityRef message for its shard waits in the
+// region, whatever else the region is busy with. While the region is stuck placing a
+// message for a third shard (its extractor blocks): a message for an entity of shard a
+// that does not run goes through the region, and so does the next one for a running
+// entity of shard a (both counted on a's route), while a tell to a running entity of
+// shard b arrives at once. Once the region is released, a's messages arrive, the count
+// goes back to zero, and a's next message goes direct again: it arrives while the
+// region is stuck a second time.
+func TestEntityRefsPassABusyRegion(t *testing.T) {
+	release := make(chan struct{})
+	stuck := make(chan struct{})
+	got := make(chan string, 16)
+	sys, region := startLocal(t, EntityConfig{
+		Entity: actor.PropsOf(func() actor.Actor {
+			return actor.ReceiveFunc(func(ctx actor.Context) {
+				if m, ok := ctx.Message().(string); ok {
+					got <- string(EntityIDOf(ctx)) + ":" + m
+				}
+			})
+		}),
+		Extractor: ExtractorFuncs{Shard: func(id EntityID) ShardID {
+			if id == "stuck" {
+				stuck <- struct{}{}
+				<-release
+			}
+			return ShardID(id[:1])
+		}},
+	})
+	next := func() string {
+		t.Helper()
+		select {
+		case m := <-got:
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatal("a message did not arrive")
+			return ""
+		}
+	}
+	counted := func(route *directRoute, n int64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for route.viaRegion.Load() != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d EntityRef messages counted in the region, want %d", route.viaRegion.Load(), n)
+			}
+			runtime.Gosched()
+		}
+	}
+	a1, _ := EntityRefFor[string](sys, "Counter", "a1")
+	a2, _ := EntityRefFor[string](sys, "Counter", "a2")
+	b1, _ := EntityRefFor[string](sys, "Counter", "b1")
+	for _, ref := range []EntityRef[string]{a1, b1} {
+		_ = ref.Tell("start") // through the region: starts the shard and the entity
+		if m, want := next(), string(ref.EntityID())+":start"; m != want {
+			t.Fatalf("got %q, want %q", m, want)
+		}
+		counted(ref.direct, 0) // counted off just after it was handed on
+	}
+
+	_ = region.Tell(Envelope{EntityID: "stuck", Message: "x"})
+	<-stuck
+	_ = a2.Tell("first")  // a2 does not run: through the region
+	_ = a1.Tell("second") // behind it, through the region too
+	counted(a1.direct, 2)
+	_ = b1.Tell("direct")
+	if m := next(); m != "b1:direct" {
+		t.Fatalf("got %q while the region is stuck, want b1:direct", m)
+	}
+	release <- struct{}{}
+	seen := map[string]bool{}
+	for range 3 { // in any order between entities
+		seen[next()] = true
+	}
+	for _, m := range []string{"stuck:x", "a2:first", "a1:second"} {
+		if !seen[m] {
+			t.Fatalf("after the release got %v, missing %q", seen, m)
+		}
+	}
+	counted(a1.direct, 0)
+
+	_ = region.Tell(Envelope{EntityID: "stuck", Message: "y"})
+	<-stuck
+	_ = a1.Tell("third")
+	if m := next(); m != "a1:third" {
+		t.Fatalf("got %q while the region is stuck again, want a1:third", m)
+	}
+	release <- struct{}{}
+	if m := next(); m != "stuck:y" {
+		t.Fatalf("got %q, want stuck:y", m)
 	}
 }
 

@@ -126,6 +126,10 @@ func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 	case GetClusterShardingStats:
 		r.queryCluster(ctx, m)
 		return false
+	case refMessage:
+		r.place(ctx, m.env)
+		m.route.viaRegion.Add(-1) // handed on: its shard's EntityRefs may go direct again
+		return false
 	default:
 		if r.view.apply(m) {
 			r.clusterChanged(ctx)
@@ -522,7 +526,7 @@ func (r *regionActor) forward(ctx actor.Context, to actor.Ref, d *delivery, hand
 }
 
 func (r *regionActor) startShard(ctx actor.Context, s ShardID) {
-	fp := newFastPath()
+	fp := newFastPath(r.cfg.Passivation.IdleTimeout > 0)
 	ref, err := ctx.Spawn(shardProps(r.ext, r.entry, s, r.self, fp), encodeName(string(s)))
 	if err != nil {
 		r.log.Error("sharding: cannot start shard", zap.String("shard", string(s)), zap.Error(err))

@@ -1,16 +1,9 @@
-// Package actorstate lets Troupe's own layers ask the actor runtime about an actor's
-// scheduling state, which the public API does not show. Package actor fills in Idle
-// when it is initialised; this package imports nothing of Troupe's, so that actor can
-// import it.
+// Package actorstate lets Troupe's own layers queue and await asks in ways the public
+// API does not offer. Package actor fills in the hooks when it is initialised; this
+// package imports nothing of Troupe's, so that actor can import it.
 package actorstate
 
 import "context"
-
-// Idle reports whether ref (an actor.Ref) is a local actor that no goroutine runs:
-// every message sent to it before the call returned has been handled (or stashed).
-// A sender that sees its recipient idle knows that its own earlier messages are no
-// longer queued there. It returns false for anything else.
-var Idle = func(ref any) bool { return false }
 
 // AskDeferred sends msg to ref (an actor.Ref) with a new future as its sender and
 // returns the future (an *actor.Future). When run is not nil the caller owns the idle
