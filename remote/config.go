@@ -79,7 +79,8 @@ type Config struct {
 	// letters and is counted (Stats.RefusedSenders). Default 256.
 	MaxUnverifiedPeers int
 	// ReconnectBackoffMin and ReconnectBackoffMax bound the wait between attempts to
-	// reconnect to a peer; the wait doubles after each failure. Defaults 100ms, 5s.
+	// reconnect to a peer; the wait doubles after each failure, and ends at once when
+	// the peer connects to this system. Defaults 100ms, 5s.
 	ReconnectBackoffMin time.Duration
 	ReconnectBackoffMax time.Duration
 

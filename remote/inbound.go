@@ -156,6 +156,8 @@ func (r *Remote) serveInbound(ic *inConn) {
 	if quarantined || blocked || r.isClosed() {
 		return
 	}
+	p.user.redialNow()
+	p.sys.redialNow()
 	in := &inbound{r: r, p: p, conn: conn, uid: h.fromUID}
 	br := bufio.NewReaderSize(small, readBuffer) // reads through small, which is empty after its first fill
 	fr := frameReader{br: br, max: r.cfg.MaxFrameSize}

@@ -61,10 +61,13 @@ type outLane struct {
 	failingSince  time.Time // first failure of the current run of failed attempts
 	backoff       time.Duration
 	nextDial      time.Time
+	// redial cuts a backoff wait short: the peer has just connected to us, so the
+	// network between us works again (see redialNow).
+	redial chan struct{}
 }
 
 func newOutLane(p *peer, lane byte) *outLane {
-	l := &outLane{p: p, lane: lane, wake: make(chan struct{}, 1)}
+	l := &outLane{p: p, lane: lane, wake: make(chan struct{}, 1), redial: make(chan struct{}, 1)}
 	l.q.self, l.q.selfStr = p.r.addr, p.r.self
 	return l
 }
@@ -409,6 +412,10 @@ func (l *outLane) run() {
 		l.everConnected = true
 		l.failingSince, l.backoff, l.nextDial = time.Time{}, 0, time.Time{}
 		l.serve(conn, br)
+		select { // a nudge from while this connection stood means nothing now
+		case <-l.redial:
+		default:
+		}
 	}
 }
 
@@ -425,8 +432,8 @@ func (l *outLane) parkUnlessPending() bool {
 	return false
 }
 
-// waitBackoff waits until the next connection attempt is due; false when the
-// transport closes first.
+// waitBackoff waits until the next connection attempt is due, or until redialNow
+// says the peer is back; false when the transport closes first.
 func (l *outLane) waitBackoff() bool {
 	d := time.Until(l.nextDial)
 	if d <= 0 {
@@ -437,8 +444,22 @@ func (l *outLane) waitBackoff() bool {
 	select {
 	case <-t.C:
 		return true
+	case <-l.redial:
+		return true
 	case <-l.p.r.done:
 		return false
+	}
+}
+
+// redialNow ends the lane's backoff wait, if it waits: the peer has just completed a
+// handshake with this system, so a connection attempt is likely to succeed now.
+// Without it, a lane whose backoff grew during a long cut would stay down for up to
+// ReconnectBackoffMax after the network healed, while the peer's messages already
+// arrive: the cluster would see that peer as unreachable from this side alone.
+func (l *outLane) redialNow() {
+	select {
+	case l.redial <- struct{}{}:
+	default:
 	}
 }
 
