@@ -24,6 +24,7 @@ func (h hookAdapter) SetBlocked(addr actor.Address, blocked bool)    { h.r.setBl
 func (h hookAdapter) Serialization() (*serialization.Registry, serialization.RefResolver) {
 	return h.r.cfg.Registry, localResolver(h)
 }
+func (h hookAdapter) MaxFrameSize() int { return h.r.cfg.MaxFrameSize }
 
 // quarantine ends communication with incarnation uid of the system at addr, as if the
 // transport had decided it itself: actors watched there are reported terminated with

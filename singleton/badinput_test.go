@@ -3,6 +3,7 @@ package singleton_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -171,4 +172,49 @@ func TestProxyRefusesUnregisteredMessages(t *testing.T) {
 	if u := dl.Message.(singleton.Undelivered); !strings.Contains(u.Reason, "not registered") {
 		t.Fatalf("reason: %q", u.Reason)
 	}
+}
+
+// Messages sent through a proxy in a burst travel in batches; one too large for a
+// frame travels alone and is dropped alone (an Undelivered dead letter naming the
+// reason), and the others reach the singleton in order.
+func TestProxyDropsATooLargeMessageAlone(t *testing.T) {
+	h := newHarness(t, harnessOptions{nodes: 2})
+	host := h.ping(0, 5*time.Second)
+	from := 1 - host
+	h.ping(from, 5*time.Second)
+	sys := h.c.Node(from).System
+	dead := testkit.NewProbe(t, sys)
+	actor.Subscribe[actor.DeadLetter](sys.EventStream(), dead.Ref())
+	huge := strings.Repeat("x", 300<<10) // above the transport's frame of 256 KiB
+	p := h.proxy(from)
+	for i := 1; i <= 200; i++ {
+		if i == 100 {
+			if err := p.Tell(Numbered{Stream: huge, Seq: i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Tell(Numbered{Stream: "burst", Seq: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.tab.await(t, 10*time.Second, "the burst", func(tb *table) bool { return len(tb.streams["burst"]) == 200 })
+	if got := h.tab.stream("burst"); !slices.Equal(got, seqs(1, 200)) {
+		t.Fatalf("received %v", got)
+	}
+	dl := dead.FishForMessage(func(msg any) bool {
+		_, ok := msg.(actor.DeadLetter).Message.(singleton.Undelivered)
+		return ok
+	}).(actor.DeadLetter)
+	u := dl.Message.(singleton.Undelivered)
+	if n, ok := u.Message.(Numbered); !ok || n.Seq != 100 || !strings.Contains(u.Reason, "failed") {
+		t.Fatalf("dead letter: %.200v", u)
+	}
+}
+
+func seqs(from, to int) []int {
+	var out []int
+	for i := from; i <= to; i++ {
+		out = append(out, i)
+	}
+	return out
 }

@@ -74,6 +74,12 @@
 // host puts each proxy's messages back in order before it delivers them. (Akka loses
 // the messages that reach the old instance after its termination message.)
 //
+// A proxy sends what it has in batches: the messages it took while it was sending the
+// last batch leave together, in one wire message (of at most 32 KiB, or half the
+// transport's frame), so a stream through a proxy costs little more than remote tells;
+// a lone message leaves at once. The manager decodes each message once, as it delivers
+// it.
+//
 // A message sent through a proxy is serialized, even when the singleton runs on the
 // same member: its type must be registered in the registry given to remote.Start. A
 // message that cannot be serialized becomes an Undelivered dead letter with the
@@ -108,8 +114,14 @@
 //   - the proxy stops (its actor is stopped, or its system shuts down) with messages
 //     buffered: at shutdown it waits a little (five identification intervals) for
 //     them to leave first;
-//   - the transport refuses a message (its queue towards the singleton's member is
-//     full, see remote.Config.OutboundQueueBytes).
+//   - the transport refuses a message: its queue towards the singleton's member is
+//     full (see remote.Config.OutboundQueueBytes), and so are the other messages of
+//     its batch; or it is larger than a frame (remote.Config.MaxFrameSize), and then
+//     it travels alone;
+//   - the singleton's member cannot resolve the sender of a message in a batch (an
+//     actor of a third member, when the transport refuses more strangers, see
+//     remote.Config.MaxUnverifiedPeers): the batch is dropped there, as a message the
+//     transport cannot decode, logged and counted by the transport.
 //
 // A host that waits for a proxy's earlier messages (sent to the previous host)
 // gives up after the hand-over retry limit (about 15 s) and delivers what it has,

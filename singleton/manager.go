@@ -135,6 +135,13 @@ func (a *managerActor) Receive(ctx actor.Context) {
 	case actor.Restarting:
 	case post:
 		a.feed(ctx, msg.envelope(ctx.Sender()))
+	case batch:
+		if len(msg.b.Payloads) == 0 {
+			// Only a nil on the wire decodes to an empty batch: nothing to deliver.
+			a.log.Warn("singleton manager: an empty batch", zap.Stringer("sender", ctx.Sender()))
+			return
+		}
+		a.feed(ctx, msg.b)
 	case core.HandOverToMe, core.HandOverInProgress, core.HandOverDone, core.TakeOverFromMe,
 		core.Relay, core.HandOverComplete, core.Identify, core.Detach:
 		a.feed(ctx, msg.(core.Event))
@@ -202,6 +209,10 @@ func (a *managerActor) run(ctx actor.Context, ds []core.Decision) {
 			a.terminateChild(ctx)
 		case core.Deliver:
 			a.deliver(ctx, d.Envelope)
+		case core.DeliverBatch:
+			for i := range d.Batch.Payloads {
+				a.deliver(ctx, d.Batch.Envelope(i))
+			}
 		case core.SendToManager:
 			a.sendToManager(ctx, d.To, d.Message)
 		case core.SendToProxy:

@@ -96,7 +96,16 @@ type proxyActor struct {
 
 	buffered int
 	drainers []actor.Ref
-	stopped  chan struct{} // closed when the proxy stops: ends the cluster watcher
+
+	out        outbox // the messages taken since the last flush
+	batchLimit int    // the bytes of a batch's encoding, at most
+	// flushed and flushedTables are the payloads of the flush under way and their
+	// tables, which the batch the core makes of them reuses; kept is set when
+	// something may still refer to them after the flush.
+	flushed       []core.Payload
+	flushedTables *batchTables
+	kept          bool
+	stopped       chan struct{} // closed when the proxy stops: ends the cluster watcher
 
 	// managers are the managers that confirmed they run the singleton, as they sent
 	// their confirmation: Envelopes go to that incarnation and no other.
@@ -104,7 +113,21 @@ type proxyActor struct {
 }
 
 func (p *proxyActor) Receive(ctx actor.Context) {
-	switch msg := ctx.Message().(type) {
+	msg := ctx.Message()
+	switch msg.(type) {
+	case flushBatch:
+		p.out.flushQueued = false
+		p.flush(ctx)
+		return
+	case actor.Started, actor.Stopped, actor.Restarting:
+	case clusterEvent, timerTick, clusterDone, core.IdentifyAck, drainRequest, actor.Stopping:
+		// What the proxy took before goes first.
+		p.flush(ctx)
+	default:
+		p.send(ctx, msg)
+		return
+	}
+	switch msg := msg.(type) {
 	case actor.Started:
 		p.start(ctx)
 	case clusterEvent:
@@ -143,11 +166,11 @@ func (p *proxyActor) Receive(ctx actor.Context) {
 		if p.drops != nil {
 			p.drops.flush()
 		}
-	case actor.Stopped, actor.Restarting:
-	default:
-		p.send(ctx, msg)
 	}
 }
+
+// flushBatch is the message a proxy sends itself to flush what it took meanwhile.
+type flushBatch struct{}
 
 func (p *proxyActor) start(ctx actor.Context) {
 	p.log = ctx.Logger().With(zap.String("singleton", p.cfg.Name))
@@ -166,22 +189,48 @@ func (p *proxyActor) start(ctx actor.Context) {
 		return
 	}
 	p.core = pc
+	p.batchLimit = batchLimit(ctx.System())
+	p.out = newOutbox(id, p.batchLimit)
 	p.stopped = make(chan struct{})
 	watchCluster(self, p.c, p.stopped)
 }
 
-// send serializes a user message and hands it to the core.
+// send serializes a user message into the pending batch; the batch goes to the core
+// when it is full, or when the flush the proxy sends itself arrives.
 func (p *proxyActor) send(ctx actor.Context, msg any) {
 	if p.core == nil {
 		p.drops.drop(msg, ctx.Sender(), "the proxy did not start")
 		return
 	}
-	manifest, data, err := p.reg.Marshal(msg)
+	full, err := p.out.add(p.codec, msg, ctx.Sender())
 	if err != nil {
 		p.drops.drop(msg, ctx.Sender(), "the message cannot be sent to the singleton: "+err.Error())
 		return
 	}
-	p.run(ctx, core.Send{Payload: core.Payload{Sender: ctx.Sender(), Manifest: manifest, Data: data}})
+	switch {
+	case full:
+		p.flush(ctx)
+	case !p.out.flushQueued:
+		p.out.flushQueued = true
+		_ = ctx.Self().Tell(flushBatch{})
+	}
+}
+
+// flush hands the messages in the outbox to the core, which keeps them (it may
+// buffer them, and a batch to a manager on this member is not copied).
+func (p *proxyActor) flush(ctx actor.Context) {
+	ps, t, data := p.out.take()
+	if len(ps) == 0 {
+		return
+	}
+	p.flushed, p.flushedTables, p.kept = ps, t, false
+	p.run(ctx, core.SendMany{Payloads: ps})
+	if !p.kept && p.buffered == 0 {
+		// Every message left in frames to a remote manager, encoded: the outbox may
+		// reuse the buffers.
+		p.out.recycle(ps, t, data)
+	}
+	p.flushed, p.flushedTables = nil, nil
 }
 
 func (p *proxyActor) run(ctx actor.Context, ev core.Event) {
@@ -197,6 +246,7 @@ func (p *proxyActor) run(ctx actor.Context, ev core.Event) {
 		case core.CancelTimer:
 			ctx.CancelTimer(timerKey(d.Name))
 		case core.Dropped:
+			p.kept = true // its payload may be the dead letter
 			p.drops.drop(decodeForDeadLetter(p.codec, d.Payload), d.Payload.Sender, d.Reason)
 		case core.ProxyStateChanged:
 			p.buffered = d.Status.Buffered
@@ -224,10 +274,23 @@ func (p *proxyActor) sendToManager(ctx actor.Context, to cluster.UniqueAddress, 
 		}
 	}
 	switch m := msg.(type) {
-	case core.Envelope:
-		// The payload's sender travels as the message's sender (see post).
-		if err := ref.Send(toPost(m), m.Payload.Sender); err != nil {
-			p.drops.drop(decodeForDeadLetter(p.codec, m.Payload), m.Payload.Sender, "sending to the singleton's member failed: "+err.Error())
+	case core.Batch:
+		// Several batches when it does not fit in one frame.
+		bs := []batch{{b: m, t: tablesFor(m, p.flushed, p.flushedTables, p.batchLimit)}}
+		if bs[0].t == nil {
+			bs = packBatches(m, p.batchLimit)
+		}
+		// A manager on this member gets the payloads themselves; the transport encodes
+		// a message to another member before Tell returns, and keeps it only when it
+		// refuses it (as a dead letter).
+		p.kept = p.kept || ref.IsLocal()
+		for _, b := range bs {
+			if err := ref.Tell(b); err != nil {
+				p.kept = true
+				for _, pl := range b.b.Payloads {
+					p.drops.drop(decodeForDeadLetter(p.codec, pl), pl.Sender, "sending to the singleton's member failed: "+err.Error())
+				}
+			}
 		}
 		return
 	case core.Detach:

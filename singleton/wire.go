@@ -11,10 +11,11 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// post is how a core.Envelope travels on its own, from a proxy to a manager or from a
-// manager to its successor: without its payload's sender, which travels as the
-// message's sender (the transport names a sender once per connection instead of in
-// every message), and encoded as a compact array.
+// post is how a core.Envelope travels on its own, from a manager to its successor
+// (proxies send batches, see batch; a manager still takes a post from a proxy):
+// without its payload's sender, which travels as the message's sender (the transport
+// names a sender once per connection instead of in every message), and encoded as a
+// compact array.
 type post struct {
 	proxy    core.ProxyID
 	seq      uint64

@@ -31,6 +31,9 @@ type Remote interface {
 	// inside messages, for layers that carry serialized messages inside their own
 	// (the singleton's proxies and managers).
 	Serialization() (*serialization.Registry, serialization.RefResolver)
+	// MaxFrameSize returns the largest frame the transport sends (its configuration's,
+	// with the default applied), for layers that pack several messages into one.
+	MaxFrameSize() int
 }
 
 // Cluster is what a running cluster node offers the test kits and the layers above

@@ -53,7 +53,9 @@
 // overflows. It works like this:
 //
 //   - A proxy numbers the messages it sends (Envelope.Seq, without gaps) and marks
-//     where each run of messages to one manager starts (After, Prev).
+//     where each run of messages to one manager starts (After, Prev). It sends them
+//     in batches (Batch: consecutive numbers of one run), which a manager handles as
+//     the envelopes they stand for.
 //   - The host delivers to the singleton while it runs. It stops delivering before
 //     it sends the termination message, so everything it delivered is ahead of that
 //     message in the singleton's mailbox, and holds what arrives afterwards.

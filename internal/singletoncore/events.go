@@ -88,6 +88,15 @@ type Send struct {
 	Payload Payload
 }
 
+// SendMany is user messages for the singleton, given to the proxy at once, oldest
+// first: the proxy handles them as one Send each, but sends those it may send now in
+// one Batch. The proxy keeps Payloads (it may buffer them or send them on): the
+// caller must not change the slice afterwards.
+type SendMany struct {
+	// Payloads are the messages with their senders.
+	Payloads []Payload
+}
+
 // ProxyStopping says the proxy is stopping (its actor stops, or its member leaves):
 // it detaches from the manager it sends to, which then knows that nothing more comes
 // from it, and drops what is still buffered. The shell should let the buffer drain
@@ -105,6 +114,7 @@ func (LeaseAcquired) singletonEvent()       {}
 func (LeaseFailed) singletonEvent()         {}
 func (LeaseLost) singletonEvent()           {}
 func (Send) singletonEvent()                {}
+func (SendMany) singletonEvent()            {}
 func (ProxyStopping) singletonEvent()       {}
 
 // Timer names used in StartTimer, CancelTimer and TimerFired.
@@ -146,12 +156,19 @@ type Deliver struct {
 	Envelope Envelope
 }
 
+// DeliverBatch tells the manager's shell to deliver the messages of Batch in order, as
+// one Deliver for each of Batch.Envelopes would.
+type DeliverBatch struct {
+	// Batch holds the messages.
+	Batch Batch
+}
+
 // SendToManager tells the shell to send Message to the manager of this singleton on
 // member To.
 type SendToManager struct {
 	// To is the member whose manager gets the message.
 	To cluster.UniqueAddress
-	// Message is one of the wire messages (HandOverToMe, Envelope, Identify, ...).
+	// Message is one of the wire messages (HandOverToMe, Envelope, Batch, Identify, ...).
 	Message any
 }
 
@@ -225,6 +242,7 @@ type ProxyStateChanged struct {
 func (StartChild) singletonDecision()        {}
 func (SendTermination) singletonDecision()   {}
 func (Deliver) singletonDecision()           {}
+func (DeliverBatch) singletonDecision()      {}
 func (SendToManager) singletonDecision()     {}
 func (SendToProxy) singletonDecision()       {}
 func (StartTimer) singletonDecision()        {}

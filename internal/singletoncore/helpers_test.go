@@ -75,6 +75,8 @@ func show(ds []Decision) []string {
 			out = append(out, "SendTermination")
 		case Deliver:
 			out = append(out, "Deliver "+string(d.Envelope.Payload.Data))
+		case DeliverBatch:
+			out = append(out, "DeliverBatch "+showPayloads(d.Batch.Payloads))
 		case SendToManager:
 			out = append(out, nodeName(d.To)+" <- "+showMessage(d.Message))
 		case SendToProxy:
@@ -132,12 +134,26 @@ func showMessage(msg any) string {
 		return "IdentifyAck"
 	case Envelope:
 		return "Envelope " + string(m.Payload.Data)
+	case Batch:
+		return "Batch " + showPayloads(m.Payloads)
 	case Identify:
 		return "Identify"
 	case Detach:
 		return "Detach"
 	}
 	return strings.TrimPrefix(fmt.Sprintf("%T", msg), "singletoncore.")
+}
+
+// showPayloads writes the payloads' data, separated by spaces.
+func showPayloads(ps []Payload) string {
+	var b strings.Builder
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.Write(p.Data)
+	}
+	return b.String()
 }
 
 // wantDecisions fails the test unless got equals want.

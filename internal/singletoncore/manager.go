@@ -24,10 +24,10 @@ const (
 // Inputs: MemberChanged, MemberRemoved, RemovalMarginPassed, SelfDowned, SelfLeaving,
 // ChildTerminated, TimerFired, LeaseAcquired, LeaseFailed, LeaseLost, and the wire
 // messages HandOverToMe, HandOverInProgress, HandOverDone, TakeOverFromMe, Relay,
-// HandOverComplete (from other managers) and Identify, Envelope, Detach (from
-// proxies).
+// HandOverComplete (from other managers) and Identify, Envelope, Batch, Detach (from
+// proxies; managers forward Envelopes too).
 //
-// Outputs: StartChild, SendTermination, Deliver, SendToManager, SendToProxy,
+// Outputs: StartChild, SendTermination, Deliver, DeliverBatch, SendToManager, SendToProxy,
 // StartTimer, CancelTimer, StopManager, AcquireLease, ReleaseLease, Alert, Dropped and
 // StateChanged.
 //
@@ -129,12 +129,17 @@ func (m *ManagerCore) Status() Status { return m.computeStatus() }
 
 // Handle applies one event and returns the decisions the shell must carry out, in
 // order. Events that do not concern the manager are ignored. After StopManager it
-// returns nothing, except Dropped for an Envelope.
+// returns nothing, except Dropped for an Envelope or a Batch.
 func (m *ManagerCore) Handle(ev Event) []Decision {
 	m.out = nil
 	if m.stopped {
-		if e, ok := ev.(Envelope); ok {
+		switch e := ev.(type) {
+		case Envelope:
 			m.drop(e, "the singleton's manager has stopped")
+		case Batch:
+			for i := range e.Payloads {
+				m.drop(e.Envelope(i), "the singleton's manager has stopped")
+			}
 		}
 		return m.out
 	}
@@ -205,6 +210,8 @@ func (m *ManagerCore) Handle(ev Event) []Decision {
 		m.onIdentify(e.Proxy)
 	case Envelope:
 		m.onEnvelope(e)
+	case Batch:
+		m.onBatch(e)
 	case Detach:
 		delete(m.clients, e.Proxy)
 		delete(m.pending, e.Proxy)

@@ -74,6 +74,25 @@ func (m *ManagerCore) onEnvelope(e Envelope) {
 	}
 }
 
+// onBatch handles b as its envelopes, one after the other. When the singleton runs
+// here, nothing is queued and nothing of the proxy is held back, and b's first
+// message is in order, all of b is (its Seqs follow each other): it is delivered in
+// one decision.
+func (m *ManagerCore) onBatch(b Batch) {
+	if len(b.Payloads) == 0 {
+		return
+	}
+	if m.accepting() && len(m.ready) == 0 && m.seq.inOrder(b.Envelope(0), m.released) {
+		m.seq.advance(b.Proxy, b.First+uint64(len(b.Payloads))-1)
+		m.emit(DeliverBatch{Batch: b})
+		m.checkOrderWait()
+		return
+	}
+	for i := range b.Payloads {
+		m.onEnvelope(b.Envelope(i))
+	}
+}
+
 // receiveData takes a delivery table and messages handed over by another manager.
 func (m *ManagerCore) receiveData(next []ProxyNext, ordered, held []Envelope) {
 	if len(next) == 0 && len(ordered) == 0 && len(held) == 0 {

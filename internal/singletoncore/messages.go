@@ -62,6 +62,36 @@ type Envelope struct {
 	Payload Payload
 }
 
+// Batch carries consecutive messages of one proxy in one epoch: Payloads[i] has Seq
+// First+i, and every one has the same After and Prev (see Envelope). A proxy sends its
+// messages in batches, so that a stream of them costs one wire message per batch; a
+// manager handles a Batch exactly as the Envelopes it stands for, one after the other.
+// It crosses the wire in the shell's own compact form, not as a registered type.
+type Batch struct {
+	// Proxy is the sending proxy.
+	Proxy ProxyID
+	// First is the Seq of Payloads[0], from 1.
+	First uint64
+	// After is the epoch's After, as in Envelope.
+	After uint64
+	// Prev is the epoch's Prev, as in Envelope.
+	Prev cluster.UniqueAddress
+	// Payloads are the user messages, oldest first.
+	Payloads []Payload
+}
+
+// Envelope returns the envelope of the i-th message.
+func (b Batch) Envelope(i int) Envelope {
+	return Envelope{Proxy: b.Proxy, Seq: b.First + uint64(i), After: b.After, Prev: b.Prev, Payload: b.Payloads[i]}
+}
+
+// Slice returns the batch of the messages i to j-1.
+func (b Batch) Slice(i, j int) Batch {
+	b.First += uint64(i)
+	b.Payloads = b.Payloads[i:j:j]
+	return b
+}
+
 // ProxyNext is one row of a manager's delivery table: the next Seq the singleton will
 // get from Proxy (every message before it was delivered, or is known to be lost).
 type ProxyNext struct {
@@ -196,6 +226,7 @@ func init() {
 }
 
 func (Envelope) singletonEvent()           {}
+func (Batch) singletonEvent()              {}
 func (HandOverToMe) singletonEvent()       {}
 func (HandOverInProgress) singletonEvent() {}
 func (HandOverDone) singletonEvent()       {}

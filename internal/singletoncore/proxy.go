@@ -11,10 +11,10 @@ import (
 // not) serializes each user message into a Payload, feeds it as Send, feeds the
 // cluster's membership and what managers send it, and carries out the decisions.
 //
-// Inputs: MemberChanged, MemberRemoved, RemovalMarginPassed, Send, IdentifyAck,
-// TimerFired (TimerIdentify) and ProxyStopping.
+// Inputs: MemberChanged, MemberRemoved, RemovalMarginPassed, Send, SendMany,
+// IdentifyAck, TimerFired (TimerIdentify) and ProxyStopping.
 //
-// Outputs: SendToManager (Identify, Envelope, Detach), StartTimer, CancelTimer,
+// Outputs: SendToManager (Identify, Batch, Detach), StartTimer, CancelTimer,
 // Dropped and ProxyStateChanged.
 //
 // The proxy sends to the manager on the oldest member with the role (Up or Leaving,
@@ -23,7 +23,9 @@ import (
 // singleton, and buffers messages meanwhile (the oldest is dropped when the buffer is
 // full). When the oldest changes, or its manager departs, the proxy sends Detach to
 // the manager it was sending to and identifies the new one. It numbers the messages
-// it sends (Envelope.Seq) so that managers can keep them in order across a hand-over.
+// it sends (Envelope.Seq) so that managers can keep them in order across a hand-over,
+// and sends what it may send at once in one Batch: the messages of one SendMany, or
+// the whole buffer when the manager answers.
 type ProxyCore struct {
 	self     ProxyID
 	cfg      ProxyConfig
@@ -84,8 +86,11 @@ func (p *ProxyCore) Handle(ev Event) []Decision {
 	if p.stopped {
 		switch e := ev.(type) {
 		case Send:
-			p.dropped++
-			p.emit(Dropped{Proxy: p.self, Payload: e.Payload, Reason: "the proxy has stopped"})
+			p.dropStopped(e.Payload)
+		case SendMany:
+			for _, m := range e.Payloads {
+				p.dropStopped(m)
+			}
 		case IdentifyAck:
 			if e.Accepting {
 				// It counts this proxy as a client until it detaches.
@@ -112,6 +117,14 @@ func (p *ProxyCore) Handle(ev Event) []Decision {
 		p.retarget()
 	case Send:
 		p.onSend(e.Payload)
+	case SendMany:
+		if p.identified {
+			p.send(e.Payloads)
+		} else {
+			for _, m := range e.Payloads {
+				p.onSend(m)
+			}
+		}
 	case IdentifyAck:
 		p.onAck(e)
 	case ProxyStopping:
@@ -181,20 +194,24 @@ func (p *ProxyCore) onAck(a IdentifyAck) {
 		p.timer = false
 		p.emit(CancelTimer{Name: TimerIdentify})
 	}
+	if p.size == 0 {
+		return
+	}
+	ms := make([]Payload, 0, p.size)
 	for p.size > 0 {
-		m := p.buf[p.head]
+		ms = append(ms, p.buf[p.head])
 		p.buf[p.head] = Payload{}
 		p.head = (p.head + 1) % p.capacity
 		p.size--
-		p.send(m)
 	}
 	p.head = 0
 	p.buf = p.buf[:0]
+	p.send(ms)
 }
 
 func (p *ProxyCore) onSend(m Payload) {
 	if p.identified {
-		p.send(m)
+		p.send([]Payload{m})
 		return
 	}
 	if p.capacity == 0 {
@@ -243,15 +260,23 @@ func (p *ProxyCore) stop() {
 	p.buf = p.buf[:0]
 }
 
-// send numbers m and sends it to the identified target.
-func (p *ProxyCore) send(m Payload) {
+// send numbers ms and sends them to the identified target, in one Batch.
+func (p *ProxyCore) send(ms []Payload) {
+	if len(ms) == 0 {
+		return
+	}
 	if p.target != p.lastTo {
 		// A new epoch: the messages so far went elsewhere.
 		p.after, p.prev = p.lastSeq, p.lastTo
 		p.lastTo = p.target
 	}
-	p.lastSeq++
-	p.emit(SendToManager{To: p.target, Message: Envelope{
-		Proxy: p.self, Seq: p.lastSeq, After: p.after, Prev: p.prev, Payload: m,
-	}})
+	b := Batch{Proxy: p.self, First: p.lastSeq + 1, After: p.after, Prev: p.prev, Payloads: ms}
+	p.lastSeq += uint64(len(ms))
+	p.emit(SendToManager{To: p.target, Message: b})
+}
+
+// dropStopped drops m, sent after the proxy stopped.
+func (p *ProxyCore) dropStopped(m Payload) {
+	p.dropped++
+	p.emit(Dropped{Proxy: p.self, Payload: m, Reason: "the proxy has stopped"})
 }

@@ -37,12 +37,15 @@ func sentEnvelopes(ds []Decision) []string {
 	var out []string
 	for _, d := range ds {
 		if s, ok := d.(SendToManager); ok {
-			if e, ok := s.Message.(Envelope); ok {
-				prev := "-"
-				if e.Prev != (cluster.UniqueAddress{}) {
-					prev = nodeName(e.Prev)
+			if b, ok := s.Message.(Batch); ok {
+				for i := range b.Payloads {
+					e := b.Envelope(i)
+					prev := "-"
+					if e.Prev != (cluster.UniqueAddress{}) {
+						prev = nodeName(e.Prev)
+					}
+					out = append(out, fmt.Sprintf("%s %s %d/%d/%s", nodeName(s.To), e.Payload.Data, e.Seq, e.After, prev))
 				}
-				out = append(out, fmt.Sprintf("%s %s %d/%d/%s", nodeName(s.To), e.Payload.Data, e.Seq, e.After, prev))
 			}
 		}
 	}
@@ -88,7 +91,7 @@ func TestProxyIdentifiesAndBuffers(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	ds := p.Handle(IdentifyAck{From: node(1), Accepting: true})
-	wantDecisions(t, show(ds), "CancelTimer identify", "n1 <- Envelope u1", "n1 <- Envelope u2")
+	wantDecisions(t, show(ds), "CancelTimer identify", "n1 <- Batch u1 u2")
 	wantDecisions(t, sentEnvelopes(ds), "n1 u1 1/0/-", "n1 u2 2/0/-")
 	wantDecisions(t, sentEnvelopes(p.Handle(send(3))), "n1 u3 3/0/-")
 	wantDecisions(t, feedProxy(p, TimerFired{Name: TimerIdentify})) // cancelled

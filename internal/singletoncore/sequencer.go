@@ -68,6 +68,12 @@ func (s *sequencer) add(e Envelope, released func(cluster.UniqueAddress) bool) [
 	return s.drain(e.Proxy, released, nil)
 }
 
+// inOrder reports whether e would be released at once by add, nothing of its proxy
+// being held back; it changes nothing.
+func (s *sequencer) inOrder(e Envelope, released func(cluster.UniqueAddress) bool) bool {
+	return len(s.held[e.Proxy]) == 0 && s.releasable(e, released)
+}
+
 // drain appends to out the messages of p that are now in order.
 func (s *sequencer) drain(p ProxyID, released func(cluster.UniqueAddress) bool, out []Envelope) []Envelope {
 	h := s.held[p]

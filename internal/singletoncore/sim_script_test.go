@@ -76,10 +76,19 @@ func (s *sim) sendLoop(n *simNode) {
 	if !n.alive || n.leaving || n.downed || s.now >= simSendUntil {
 		return
 	}
-	n.sent++
-	id := fmt.Sprintf("%d:%d", n.idx, n.sent)
-	s.sent[id] = true
-	s.feedProxy(n, Send{Payload: Payload{Manifest: "test", Data: []byte(id)}})
+	// One message (Send) or a few at once (SendMany, as the shell batches a backlog).
+	ms := make([]Payload, 1+s.rng.Intn(3))
+	for i := range ms {
+		n.sent++
+		id := fmt.Sprintf("%d:%d", n.idx, n.sent)
+		s.sent[id] = true
+		ms[i] = Payload{Manifest: "test", Data: []byte(id)}
+	}
+	if len(ms) == 1 {
+		s.feedProxy(n, Send{Payload: ms[0]})
+	} else {
+		s.feedProxy(n, SendMany{Payloads: ms})
+	}
 	s.after(s.between(20, 150), func() { s.sendLoop(n) })
 }
 
@@ -295,6 +304,10 @@ func (s *sim) excuseMsg(msg any, why string) {
 	switch m := msg.(type) {
 	case Envelope:
 		s.excuse(m, why)
+	case Batch:
+		for i := range m.Payloads {
+			s.excuse(m.Envelope(i), why)
+		}
 	case HandOverDone:
 		for _, e := range append(append([]Envelope{}, m.Ordered...), m.Held...) {
 			s.excuse(e, why)

@@ -433,6 +433,10 @@ func (s *sim) feedMgr(n *simNode, ev Event) {
 		if *flagTrace {
 			s.logf("n%d mgr <- Envelope(%s seq=%d after=%d prev=%s)", n.idx, e.Payload.Data, e.Seq, e.After, s.name(e.Prev))
 		}
+	case Batch:
+		if *flagTrace {
+			s.logf("n%d mgr <- Batch(%d from %s seq=%d after=%d prev=%s)", n.idx, len(e.Payloads), e.Payloads[0].Data, e.First, e.After, s.name(e.Prev))
+		}
 	case MemberChanged, MemberRemoved, RemovalMarginPassed:
 	default:
 		s.logf("n%d mgr <- %s", n.idx, brief(ev))
@@ -482,6 +486,14 @@ func (s *sim) execMgr(n *simNode, d Decision) {
 			s.fail("n%d: Deliver %s to a singleton that does not run", n.idx, d.Envelope.Payload.Data)
 		}
 		n.mailbox = append(n.mailbox, d.Envelope)
+		s.scheduleChild(n)
+	case DeliverBatch:
+		if !n.childAlive || n.termQueued {
+			s.fail("n%d: Deliver %s to a singleton that does not run", n.idx, d.Batch.Payloads[0].Data)
+		}
+		for i := range d.Batch.Payloads {
+			n.mailbox = append(n.mailbox, d.Batch.Envelope(i))
+		}
 		s.scheduleChild(n)
 	case SendToManager:
 		if _, ok := d.Message.(Envelope); ok {

@@ -1,0 +1,384 @@
+package singleton
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/hooks"
+	core "github.com/troupe-go/troupe/internal/singletoncore"
+	"github.com/troupe-go/troupe/internal/wiretypes"
+	"github.com/troupe-go/troupe/serialization"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// batch is how a core.Batch travels from a proxy to a manager: one wire message for
+// many user messages. Each distinct sender and manifest is written once, in a table;
+// an index gives, for each message, its sender's and manifest's positions in the
+// tables and the length of its encoding; the encodings follow each other in one byte
+// string, which the decoder reads with one allocation and the decoded payloads share.
+//
+// It is encoded as an array of batchFields elements: the proxy (member address, uid,
+// path), First, After, Prev (address, uid), the index (three uvarints per message),
+// the encodings, the senders' full paths ("" for none) and the manifests. Elements
+// beyond batchFields (from a newer version) are skipped.
+type batch struct {
+	b core.Batch
+	// t holds the tables when packBatches made the batch; EncodeMsgpack builds them
+	// when it is nil.
+	t *batchTables
+}
+
+// batchName is batch's name on the wire.
+const batchName = "troupe.singleton.Batch.v1"
+
+// batchFields is the number of elements of batch's encoding.
+const batchFields = 11
+
+// batchOverhead bounds what a batch's encoding adds to its proxy's and Prev's
+// addresses, its tables, index and encodings: the array, the numbers and the lengths.
+const batchOverhead = 64
+
+// maxBatchBytes bounds a batch's encoding; frameReserve is what a frame needs besides
+// its message (the frame's header, the recipient, the manifest).
+const (
+	maxBatchBytes = 32 << 10
+	frameReserve  = 1 << 10
+)
+
+// batchLimit returns the bytes a batch's encoding may take in sys: at most
+// maxBatchBytes, and within a frame of its transport.
+func batchLimit(sys *actor.System) int {
+	frame := 256 << 10
+	if r := hooks.RemoteOf(sys); r != nil {
+		frame = r.MaxFrameSize()
+	}
+	return min(maxBatchBytes, max(frame-frameReserve, frame/2))
+}
+
+// errBatch is returned for an encoding that is not a batch.
+var errBatch = errors.New("singleton: malformed batch")
+
+// batchTables are a batch's tables and index, and the bytes they and the encodings
+// take.
+type batchTables struct {
+	refs      []actor.Ref // the senders, for the lookup
+	senders   []string    // their full paths
+	manifests []string
+	index     []byte
+	size      int
+	// The table entries of the last message added: the next one usually has the same.
+	lastSender, lastManifest int
+}
+
+// entry is where a message's sender and manifest are in the tables (-1: not yet, and
+// uri is the sender's full path), and the bytes adding it takes.
+type entry struct {
+	sender, manifest int
+	uri              string
+	size             int
+}
+
+// lookup returns p's entry.
+func (t *batchTables) lookup(p core.Payload) entry {
+	e := entry{sender: -1, manifest: -1, size: len(p.Data) + 2 + uvarintLen(len(p.Data))}
+	if len(t.refs) > 0 && t.refs[t.lastSender] == p.Sender {
+		e.sender = t.lastSender
+	} else {
+		for i, r := range t.refs {
+			if r == p.Sender {
+				e.sender = i
+				break
+			}
+		}
+	}
+	if len(t.manifests) > 0 && t.manifests[t.lastManifest] == p.Manifest {
+		e.manifest = t.lastManifest
+	} else {
+		for i, name := range t.manifests {
+			if name == p.Manifest {
+				e.manifest = i
+				break
+			}
+		}
+	}
+	if e.sender < 0 {
+		e.uri = p.Sender.URI()
+		e.size += len(e.uri) + 5
+	}
+	if e.manifest < 0 {
+		e.size += len(p.Manifest) + 5
+	}
+	return e
+}
+
+// add records p, whose entry is e.
+func (t *batchTables) add(p core.Payload, e entry) {
+	if e.sender < 0 {
+		e.sender = len(t.refs)
+		t.refs = append(t.refs, p.Sender)
+		t.senders = append(t.senders, e.uri)
+	}
+	if e.manifest < 0 {
+		e.manifest = len(t.manifests)
+		t.manifests = append(t.manifests, p.Manifest)
+	}
+	t.lastSender, t.lastManifest = e.sender, e.manifest
+	t.index = binary.AppendUvarint(t.index, uint64(e.sender))
+	t.index = binary.AppendUvarint(t.index, uint64(e.manifest))
+	t.index = binary.AppendUvarint(t.index, uint64(len(p.Data)))
+	t.size += e.size
+}
+
+func uvarintLen(n int) int {
+	k := 1
+	for ; n >= 0x80; n >>= 7 {
+		k++
+	}
+	return k
+}
+
+// tablesOf returns the tables of ps.
+func tablesOf(ps []core.Payload) *batchTables {
+	t := &batchTables{}
+	for _, p := range ps {
+		t.add(p, t.lookup(p))
+	}
+	return t
+}
+
+// packBatches splits b into batches whose encodings take at most limit bytes each (a
+// message too large for that alone in its own), with their tables.
+func packBatches(b core.Batch, limit int) []batch {
+	fixed := batchOverhead + len(b.Proxy.Node.Addr) + len(b.Proxy.Path) + len(b.Prev.Addr)
+	var out []batch
+	t := &batchTables{index: make([]byte, 0, 3*len(b.Payloads))}
+	start := 0
+	for i, p := range b.Payloads {
+		e := t.lookup(p)
+		if i > start && fixed+t.size+e.size > limit {
+			out = append(out, batch{b: b.Slice(start, i), t: t})
+			t, start = &batchTables{index: make([]byte, 0, 3*(len(b.Payloads)-i))}, i
+			e = t.lookup(p)
+		}
+		t.add(p, e)
+	}
+	return append(out, batch{b: b.Slice(start, len(b.Payloads)), t: t})
+}
+
+// EncodeMsgpack writes w as an array of batchFields elements.
+func (w batch) EncodeMsgpack(enc *msgpack.Encoder) error {
+	t := w.t
+	if t == nil {
+		t = tablesOf(w.b.Payloads)
+	}
+	n := 0
+	for _, p := range w.b.Payloads {
+		n += len(p.Data)
+	}
+	if err := errors.Join(
+		enc.EncodeArrayLen(batchFields),
+		enc.EncodeString(w.b.Proxy.Node.Addr),
+		enc.EncodeUint(w.b.Proxy.Node.UID),
+		enc.EncodeString(w.b.Proxy.Path),
+		enc.EncodeUint(w.b.First),
+		enc.EncodeUint(w.b.After),
+		enc.EncodeString(w.b.Prev.Addr),
+		enc.EncodeUint(w.b.Prev.UID),
+		enc.EncodeBytes(t.index),
+		enc.EncodeBytesLen(n),
+	); err != nil {
+		return err
+	}
+	out := enc.Writer()
+	for _, p := range w.b.Payloads {
+		if _, err := out.Write(p.Data); err != nil {
+			return err
+		}
+	}
+	if err := enc.EncodeArrayLen(len(t.senders)); err != nil {
+		return err
+	}
+	for _, s := range t.senders {
+		if err := enc.EncodeString(s); err != nil {
+			return err
+		}
+	}
+	if err := enc.EncodeArrayLen(len(t.manifests)); err != nil {
+		return err
+	}
+	for _, m := range t.manifests {
+		if err := enc.EncodeString(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DecodeMsgpack reads what EncodeMsgpack wrote, and checks it: at least one message,
+// every index entry within the tables and the encodings, the encodings used up, the
+// Seqs within range. The senders are resolved with the decoder's context, a
+// serialization.RefResolver (the transport's); one that does not resolve fails the
+// whole batch.
+func (w *batch) DecodeMsgpack(dec *msgpack.Decoder) error {
+	n, err := dec.DecodeArrayLen()
+	if err != nil {
+		return err
+	}
+	if n < batchFields {
+		return fmt.Errorf("%w: %d elements", errBatch, n)
+	}
+	var b core.Batch
+	if b.Proxy.Node.Addr, err = dec.DecodeString(); err != nil {
+		return err
+	}
+	if b.Proxy.Node.UID, err = dec.DecodeUint64(); err != nil {
+		return err
+	}
+	if b.Proxy.Path, err = dec.DecodeString(); err != nil {
+		return err
+	}
+	if b.First, err = dec.DecodeUint64(); err != nil {
+		return err
+	}
+	if b.After, err = dec.DecodeUint64(); err != nil {
+		return err
+	}
+	if b.Prev.Addr, err = dec.DecodeString(); err != nil {
+		return err
+	}
+	if b.Prev.UID, err = dec.DecodeUint64(); err != nil {
+		return err
+	}
+	index, err := dec.DecodeBytes()
+	if err != nil {
+		return err
+	}
+	data, err := dec.DecodeBytes()
+	if err != nil {
+		return err
+	}
+	count, err := indexEntries(index)
+	if err != nil {
+		return err
+	}
+	switch {
+	case count == 0:
+		return fmt.Errorf("%w: no messages", errBatch)
+	case b.Proxy.Node.Addr == "" || b.Proxy.Path == "":
+		return fmt.Errorf("%w: no proxy", errBatch)
+	case b.First == 0 || b.First-1 > math.MaxUint64-uint64(count):
+		return fmt.Errorf("%w: first sequence number %d for %d messages", errBatch, b.First, count)
+	}
+	senders, err := decodeSenders(dec, count)
+	if err != nil {
+		return err
+	}
+	manifests, err := decodeTable(dec, count, "manifests")
+	if err != nil {
+		return err
+	}
+	for range n - batchFields {
+		if err := dec.Skip(); err != nil {
+			return err
+		}
+	}
+	b.Payloads = make([]core.Payload, count)
+	off := 0
+	for i := range b.Payloads {
+		var e [3]uint64
+		for j := range e {
+			v, k := binary.Uvarint(index)
+			e[j], index = v, index[k:]
+		}
+		if e[0] >= uint64(len(senders)) || e[1] >= uint64(len(manifests)) || e[2] > uint64(len(data)-off) {
+			return fmt.Errorf("%w: entry %d (%d, %d, %d) outside the tables or the encodings", errBatch, i, e[0], e[1], e[2])
+		}
+		end := off + int(e[2])
+		b.Payloads[i] = core.Payload{Sender: senders[e[0]], Manifest: manifests[e[1]], Data: data[off:end:end]}
+		off = end
+	}
+	if off != len(data) {
+		return fmt.Errorf("%w: %d bytes of encodings, the index names %d", errBatch, len(data), off)
+	}
+	w.b, w.t = b, nil
+	return nil
+}
+
+// indexEntries checks that index is whole entries of three uvarints, and counts them.
+func indexEntries(index []byte) (int, error) {
+	values := 0
+	for len(index) > 0 {
+		_, k := binary.Uvarint(index)
+		if k <= 0 {
+			return 0, fmt.Errorf("%w: a bad number in the index", errBatch)
+		}
+		index = index[k:]
+		values++
+	}
+	if values%3 != 0 {
+		return 0, fmt.Errorf("%w: an index of %d numbers", errBatch, values)
+	}
+	return values / 3, nil
+}
+
+// decodeTable reads an array of at most max strings.
+func decodeTable(dec *msgpack.Decoder, max int, what string) ([]string, error) {
+	n, err := dec.DecodeArrayLen()
+	if err != nil {
+		return nil, err
+	}
+	if n < 1 || n > max {
+		return nil, fmt.Errorf("%w: %d %s for %d messages", errBatch, n, what, max)
+	}
+	out := make([]string, n)
+	for i := range out {
+		if out[i], err = dec.DecodeString(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// decodeSenders reads the senders' table of a batch of count messages and resolves
+// each.
+func decodeSenders(dec *msgpack.Decoder, count int) ([]actor.Ref, error) {
+	paths, err := decodeTable(dec, count, "senders")
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]actor.Ref, len(paths))
+	resolver, _ := serialization.DecoderContext(dec).(serialization.RefResolver)
+	for i, s := range paths {
+		if s == "" {
+			continue
+		}
+		if len(s) > maxSenderLen {
+			return nil, fmt.Errorf("%w: a sender of %d bytes", errBatch, len(s))
+		}
+		if resolver == nil {
+			return nil, fmt.Errorf("%w: a sender decodes only with a serialization.RefResolver as the context", errBatch)
+		}
+		if refs[i], err = resolver.ResolveRef(s); err != nil {
+			return nil, fmt.Errorf("%w: sender %q: %w", errBatch, truncated(s), err)
+		}
+	}
+	return refs, nil
+}
+
+// maxSenderLen bounds a sender's full path.
+const maxSenderLen = 4096
+
+// truncated shortens s for an error message.
+func truncated(s string) string {
+	const max = 200
+	if len(s) > max {
+		return s[:max] + "..."
+	}
+	return s
+}
+
+// batch is one of Troupe's own wire types: every registry knows it.
+func init() { wiretypes.MustRegister[batch](batchName) }
