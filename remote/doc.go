@@ -35,6 +35,11 @@
 // message itself, with one write that never waits, and leaves any rest to the
 // writer: a request after a pause costs no hand-off to the writer goroutine.
 //
+// A send to a remote actor encodes the message into the queue before it returns; the
+// queue holds bytes, not the message. A message the transport refuses (its error is
+// returned) becomes a dead letter as it is. Troupe's own layers rely on this to reuse
+// their buffers once a send returned nil (the singleton's proxy does).
+//
 // The queue towards each peer is bounded in bytes (Config.OutboundQueueBytes). A send
 // that finds it full fails with ErrOverloaded, naming the recipient, and the message
 // becomes a dead letter; with Config.BackpressureTimeout the sender first waits for

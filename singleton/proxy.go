@@ -112,25 +112,19 @@ type proxyActor struct {
 	managers map[cluster.UniqueAddress]actor.Ref
 }
 
+// Receive handles the proxy's own messages; anything else is a user message for the
+// singleton. Before the proxy acts on one of its own messages it flushes what it took
+// before (the messages in its outbox go first).
 func (p *proxyActor) Receive(ctx actor.Context) {
-	msg := ctx.Message()
-	switch msg.(type) {
+	switch msg := ctx.Message().(type) {
 	case flushBatch:
 		p.out.flushQueued = false
 		p.flush(ctx)
-		return
-	case actor.Started, actor.Stopped, actor.Restarting:
-	case clusterEvent, timerTick, clusterDone, core.IdentifyAck, drainRequest, actor.Stopping:
-		// What the proxy took before goes first.
-		p.flush(ctx)
-	default:
-		p.send(ctx, msg)
-		return
-	}
-	switch msg := msg.(type) {
 	case actor.Started:
 		p.start(ctx)
+	case actor.Stopped, actor.Restarting:
 	case clusterEvent:
+		p.flush(ctx)
 		for _, ev := range coreEvents(msg.ev, p.c.SelfUniqueAddress()) {
 			if r, ok := ev.(core.MemberRemoved); ok {
 				delete(p.managers, r.Node)
@@ -138,23 +132,28 @@ func (p *proxyActor) Receive(ctx actor.Context) {
 			p.run(ctx, ev)
 		}
 	case timerTick:
+		p.flush(ctx)
 		p.run(ctx, core.TimerFired{Name: msg.name})
 	case clusterDone:
 		// This member left the cluster or was downed: nothing it sends reaches the
 		// singleton any more.
+		p.flush(ctx)
 		p.run(ctx, core.ProxyStopping{})
 	case core.IdentifyAck:
+		p.flush(ctx)
 		if msg.Accepting && !ctx.Sender().IsZero() {
 			p.managers[msg.From] = ctx.Sender()
 		}
 		p.run(ctx, msg)
 	case drainRequest:
+		p.flush(ctx)
 		if p.buffered == 0 {
 			_ = ctx.Respond(drained{})
 		} else if !ctx.Sender().IsZero() {
 			p.drainers = append(p.drainers, ctx.Sender())
 		}
 	case actor.Stopping:
+		p.flush(ctx)
 		if p.stopped != nil {
 			close(p.stopped)
 		}
@@ -166,6 +165,8 @@ func (p *proxyActor) Receive(ctx actor.Context) {
 		if p.drops != nil {
 			p.drops.flush()
 		}
+	default:
+		p.send(ctx, msg)
 	}
 }
 
