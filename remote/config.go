@@ -80,7 +80,10 @@ type Config struct {
 	MaxUnverifiedPeers int
 	// ReconnectBackoffMin and ReconnectBackoffMax bound the wait between attempts to
 	// reconnect to a peer; the wait doubles after each failure, and ends at once when
-	// the peer connects to this system. Defaults 100ms, 5s.
+	// the peer connects to this system. Defaults 100ms, and 1s or the minimum when that
+	// is longer (Akka's Artery restarts its outbound streams after 1s): a longer wait
+	// delays, by as much, a cluster's view of a member it can reach again after a
+	// partition heals.
 	ReconnectBackoffMin time.Duration
 	ReconnectBackoffMax time.Duration
 
@@ -142,7 +145,7 @@ func (c Config) withDefaults() Config {
 		c.ReconnectBackoffMin = 100 * time.Millisecond
 	}
 	if c.ReconnectBackoffMax == 0 {
-		c.ReconnectBackoffMax = 5 * time.Second
+		c.ReconnectBackoffMax = max(time.Second, c.ReconnectBackoffMin)
 	}
 	fd := &c.FailureDetector
 	if fd.HeartbeatInterval == 0 {

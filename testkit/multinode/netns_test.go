@@ -177,8 +177,9 @@ func TestNetFlappingLinkEndsInOneCluster(t *testing.T) {
 	// Stable: no decision follows. A member may still show as unreachable for a while
 	// after the heal: the other side's rows of the reachability table, written during
 	// the cut, reach this side with the gossip, and stand until their observers hear
-	// the member again (after the transport's reconnect backoff, which two cuts have
-	// lengthened). That is an observation, as in Akka, not a decision; it must clear.
+	// the member again (once the transport has reconnected: at most its reconnect
+	// backoff, 1 s, and sooner when the member connects first). That is an
+	// observation, as in Akka, not a decision; it must clear.
 	c.Node(0).ExpectNoLine(testkit.Dilated(7*time.Second), func(l multinode.Line) bool {
 		return l.Kind == multinode.KindEvent && l.Event == multinode.EventDowned
 	})
