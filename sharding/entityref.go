@@ -28,7 +28,9 @@ type directRoute struct {
 	last  atomic.Pointer[fastPath] // the shard's fast path last found, until it is gone
 	// viaRegion counts the messages EntityRefs sent this shard's entities through the
 	// region (a refMessage each) that the region has not yet handed on. While it is not
-	// zero, every EntityRef of the shard sends through the region too, behind them.
+	// zero, every EntityRef of the shard sends through the region too, behind them. A
+	// message the region never handles (it stopped first) leaves the count up for good,
+	// which is harmless: the route belongs to that region's type entry and goes with it.
 	viaRegion atomic.Int64
 }
 
