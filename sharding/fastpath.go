@@ -41,9 +41,8 @@ import (
 //     messages are not ordered against this sender's, as between any actors.
 //   - Idle passivation. A direct delivery marks the entity used (only when the shard
 //     passivates idle entities); the shard takes the marks into its bookkeeping before
-//     each idle check. With an active-entity limit
-//     (least-recently-used passivation on every start) the shard does not open the
-//     fast path at all.
+//     each idle check. With an active-entity limit (least-recently-used passivation on
+//     every start) the shard does not open the fast path at all.
 //
 // The shard keeps its map of running entities here, so that an entity costs one map
 // entry, not two: the shard writes it only under mu and reads it without (it is the
