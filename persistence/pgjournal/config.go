@@ -48,8 +48,13 @@ const (
 	DefaultWriteTimeout = 30 * time.Second
 
 	// DefaultReplayPageSize is how many events one query of a replay or
-	// of EventsByTag reads.
-	DefaultReplayPageSize = 4096
+	// of EventsByTag reads. A page's rows are read from the connection as
+	// they are consumed, so its size does not set how much is held in
+	// memory; it sets how often a long replay waits for a round trip and
+	// a new query, which on a busy machine (the server and the client
+	// waiting to be scheduled) costs as much as reading a few thousand
+	// rows.
+	DefaultReplayPageSize = 32768
 
 	// DefaultMaxBatchBytes bounds the size of one group commit, in bytes of
 	// events; a larger queue is split over several transactions (a single

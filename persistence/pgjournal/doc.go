@@ -52,6 +52,11 @@
 // number. Tag offsets are handed out in commit order across all nodes, so a
 // reader resuming from the last offset it saw plus one misses nothing.
 //
+// The records handed out are the caller's: nothing in them refers to the
+// connection's buffers. Payloads of up to 512 bytes are copied into 8 KiB
+// blocks that consecutive records share, one allocation per block rather
+// than per event; a caller that keeps a record keeps its block alive.
+//
 // # Failures
 //
 // Open fails within Config.ConnectTimeout, with ErrUnavailable, when the

@@ -145,11 +145,40 @@ func clampInt64(v uint64) int64 {
 // eventDecoder decodes event rows (sequence_nr, written_at, manifest,
 // writer_id, tags, checksum, payload, at column offset col), reusing the
 // strings of the previous row when they repeat, as manifests and writer ids
-// usually do.
+// usually do, and copying small payloads into shared blocks (see payload).
 type eventDecoder struct {
 	sums             checksummer
 	manifest, writer string
-	binary           bool // the result columns are in binary format
+	binary           bool   // the result columns are in binary format
+	block            []byte // the free end of the current payload block
+}
+
+// Payloads of records are copied out of pgx's buffer, which the next row
+// overwrites. A payload of at most maxBlockedPayload bytes is copied into a
+// block of payloadBlockSize bytes that it shares with the payloads of the
+// rows after it, so that a replay allocates once per block rather than once
+// per event. A block is never reused: it is freed by the garbage collector
+// once no record's payload refers to it, so a caller that keeps one record
+// keeps at most payloadBlockSize bytes alive with it.
+const (
+	payloadBlockSize  = 8 << 10
+	maxBlockedPayload = 512
+)
+
+// payload returns a copy of p that does not alias it. The copy's capacity
+// is its length, so appending to it cannot reach a neighbour in its block.
+func (d *eventDecoder) payload(p []byte) []byte {
+	if len(p) > maxBlockedPayload {
+		c := make([]byte, len(p))
+		copy(c, p)
+		return c
+	}
+	if len(p) > cap(d.block)-len(d.block) {
+		d.block = make([]byte, 0, payloadBlockSize)
+	}
+	n := len(d.block)
+	d.block = append(d.block, p...)
+	return d.block[n:len(d.block):len(d.block)]
 }
 
 // eventColumns is the column list every event query selects, in the order
@@ -238,7 +267,7 @@ func (d *eventDecoder) record(pid string, start uint32, r *rawRow) (persistence.
 		rec.Tags = t
 	}
 	if len(r.payload) > 0 {
-		rec.Payload = append([]byte(nil), r.payload...)
+		rec.Payload = d.payload(r.payload)
 	}
 	return rec, nil
 }
