@@ -63,6 +63,28 @@ type fastPlan struct {
 	typ       reflect.Type
 	fields    []fastField
 	omitEmpty bool // some field has omitempty
+	// valueType is the type word of an interface holding a typ value (see box).
+	valueType unsafe.Pointer
+}
+
+// eface is the layout of an interface value with no methods, as the Go runtime keeps
+// it: a type word and a pointer to the value. (A value is stored in the data word
+// itself only when its type is a pointer or a struct or array of one pointer, which no
+// planned struct is: every field of one has a basic type or is a string or []byte.)
+type eface struct {
+	typ  unsafe.Pointer
+	data unsafe.Pointer
+}
+
+// box returns an interface holding the typ value at ptr, without copying it; ptr must
+// point to a new value that nothing else refers to. (reflect's Interface copies the
+// value, since one reached through a pointer is addressable and might change: a
+// second allocation per decoded message.)
+func (p *fastPlan) box(ptr unsafe.Pointer) any {
+	var v any
+	e := (*eface)(unsafe.Pointer(&v))
+	e.typ, e.data = p.valueType, ptr
+	return v
 }
 
 // maxFastFields bounds the fields of a planned struct (decode tracks them in a mask).
@@ -95,7 +117,8 @@ func planFor(base reflect.Type) *fastPlan {
 			}
 		}
 	}
-	p := &fastPlan{typ: base}
+	zero := reflect.Zero(base).Interface()
+	p := &fastPlan{typ: base, valueType: (*eface)(unsafe.Pointer(&zero)).typ}
 	seen := map[string]bool{}
 	for i := range base.NumField() {
 		f := base.Field(i)
@@ -404,7 +427,7 @@ func (p *fastPlan) decode(data []byte, ptr bool) (any, bool) {
 	if ptr {
 		return v.Interface(), true
 	}
-	return v.Elem().Interface(), true
+	return p.box(v.UnsafePointer()), true
 }
 
 // decodeInto decodes data into the zero struct at base.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"pgregory.net/rapid"
@@ -265,6 +266,46 @@ func TestTheFastPathKeepsTheRegisteredShape(t *testing.T) {
 	var nilFlat *flat
 	if _, _, err := c.Append(nil, nilFlat); !errors.Is(err, ErrNilMessage) {
 		t.Errorf("nil pointer: %v", err)
+	}
+}
+
+// A value decoded for a type registered as a value (not a pointer) costs no more
+// allocations than one registered as a pointer, is the value encoded, and shares no
+// memory with other decoded values.
+func TestDecodingAValueDoesNotCopyIt(t *testing.T) {
+	reg := NewRegistry()
+	if err := Register[flat](reg, "t.value"); err != nil {
+		t.Fatal(err)
+	}
+	type other struct{ N int }
+	if err := Register[*other](reg, "t.pointer"); err != nil {
+		t.Fatal(err)
+	}
+	c := reg.NewCodec(nil)
+	want := flat{I: 7, U64: math.MaxUint64, F64: 2.5, S: "abc", OptS: "x"}
+	m, data, err := c.Append(nil, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.Decode(m, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := c.Decode(m, data)
+	if !reflect.DeepEqual(a, want) || !reflect.DeepEqual(b, want) {
+		t.Fatalf("decoded %+v and %+v, want %+v", a, b, want)
+	}
+	// Two decodes are two values: an interface's value cannot be changed, but the
+	// memory behind it must not be shared either.
+	if (*eface)(unsafe.Pointer(&a)).data == (*eface)(unsafe.Pointer(&b)).data {
+		t.Fatal("two decoded values share their memory")
+	}
+	pm, pdata, _ := c.Append(nil, &other{N: 1})
+	value := testing.AllocsPerRun(100, func() { _, _ = c.Decode(m, data) })
+	pointer := testing.AllocsPerRun(100, func() { _, _ = c.Decode(pm, pdata) })
+	// flat's string is one more allocation than other has.
+	if value > pointer+1 {
+		t.Errorf("decoding a value allocates %v times, a pointer to a struct without strings %v", value, pointer)
 	}
 }
 
