@@ -11,6 +11,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/persistence/memjournal"
+	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/testkit/multinode"
 )
 
@@ -32,6 +33,22 @@ func (h benchHome) AllocateShard(req AllocationRequest) (RegionID, error) {
 
 func (benchHome) Rebalance(RebalanceRequest) ([]ShardID, error) { return nil, nil }
 
+// benchMsg is the benchmarks' message, as examples/benchmark's: a sequence number and
+// 100 bytes.
+type benchMsg struct {
+	Seq  int64
+	Body []byte
+}
+
+// benchRegistry is the tests' registry, and benchMsg.
+func benchRegistry(b *testing.B) *serialization.Registry {
+	reg := testRegistry(b)
+	if err := serialization.Register[*benchMsg](reg, "test.benchMsg"); err != nil {
+		b.Fatal(err)
+	}
+	return reg
+}
+
 // cpuTime returns the CPU time the process has used, user and system.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -47,14 +64,14 @@ func BenchmarkEntityRefTellRemote(b *testing.B) {
 	var got atomic.Int64
 	signal := make(chan struct{}, 1)
 	count := actor.PropsFunc(func(ctx actor.Context) {
-		if _, ok := ctx.Message().(Increment); ok && got.Add(1)%1000 == 0 {
+		if _, ok := ctx.Message().(*benchMsg); ok && got.Add(1)%1000 == 0 {
 			select {
 			case signal <- struct{}{}:
 			default:
 			}
 		}
 	})
-	reg := testRegistry(b)
+	reg := benchRegistry(b)
 	mc := multinode.Start(b, multinode.Options{Nodes: 2, Registry: reg})
 	journal := memjournal.New()
 	b.Cleanup(func() { _ = journal.Close() })
@@ -101,7 +118,7 @@ func BenchmarkEntityRefTellRemote(b *testing.B) {
 			}
 		}
 	}
-	msg := Increment{By: 1}
+	msg := &benchMsg{Body: make([]byte, 100)}
 	for _, r := range refs { // start every entity, learn every home
 		if err := r.Tell(msg); err != nil {
 			b.Fatal(err)
@@ -133,10 +150,10 @@ func BenchmarkRemoteTellFloor(b *testing.B) {
 	const window = 60_000
 	var got atomic.Int64
 	signal := make(chan struct{}, 1)
-	reg := testRegistry(b)
+	reg := benchRegistry(b)
 	mc := multinode.Start(b, multinode.Options{Nodes: 2, Registry: reg})
 	sink, err := mc.Node(1).System.Spawn(actor.PropsFunc(func(ctx actor.Context) {
-		if _, ok := ctx.Message().(Increment); ok && got.Add(1)%1000 == 0 {
+		if _, ok := ctx.Message().(*benchMsg); ok && got.Add(1)%1000 == 0 {
 			select {
 			case signal <- struct{}{}:
 			default:
@@ -150,7 +167,7 @@ func BenchmarkRemoteTellFloor(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	msg := Increment{By: 1}
+	msg := &benchMsg{Body: make([]byte, 100)}
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuTime()
