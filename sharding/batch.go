@@ -23,7 +23,8 @@ import (
 // each delivery, its sender's and manifest's positions in the tables and the lengths
 // of its shard, entity and encoding; the shards and entities follow each other in one
 // byte string, and the encodings in another. The decoder reads each with one
-// allocation, and the decoded deliveries share them.
+// allocation and checks the index; the receiving region reads the deliveries from
+// them one after another (receivedBatch.next), sharing them.
 //
 // It is encoded as an array of deliveriesFields elements: the index (five uvarints per
 // delivery), the shards and entities, the encodings, the senders' full paths ("" for
@@ -32,8 +33,63 @@ import (
 type msgDeliveries struct {
 	// out is what a region sends; nil in a decoded batch.
 	out *deliveryBatch
-	// in is what a region received: the decoded deliveries, in order.
-	in []batchedDelivery
+	// in is what a region received.
+	in receivedBatch
+}
+
+// receivedBatch is a decoded msgDeliveries, checked: next reads its deliveries.
+type receivedBatch struct {
+	count     int
+	index     []byte
+	ids       string
+	payloads  []byte
+	senders   []actor.Ref
+	manifests []string
+}
+
+// batchCursor is where a reader of a receivedBatch is: the rest of the index, and the
+// offsets of the next delivery's identifiers and encoding.
+type batchCursor struct {
+	index           []byte
+	idAt, payloadAt int
+	started         bool
+}
+
+// next returns the delivery at c and moves c past it; false after the last one.
+func (b *receivedBatch) next(c *batchCursor) (batchedDelivery, bool) {
+	if !c.started {
+		c.index, c.started = b.index, true
+	}
+	if len(c.index) == 0 {
+		return batchedDelivery{}, false
+	}
+	var e [indexWidth]int
+	for j := range e {
+		v, k := binary.Uvarint(c.index)
+		e[j], c.index = int(v), c.index[k:] // checked by the decoder
+	}
+	shardEnd := c.idAt + e[2]
+	entityEnd := shardEnd + e[3]
+	payloadEnd := c.payloadAt + e[4]
+	d := batchedDelivery{
+		shard:    ShardID(b.ids[c.idAt:shardEnd]),
+		entity:   EntityID(b.ids[shardEnd:entityEnd]),
+		sender:   b.senders[e[0]],
+		manifest: b.manifests[e[1]],
+		payload:  b.payloads[c.payloadAt:payloadEnd:payloadEnd],
+	}
+	c.idAt, c.payloadAt = entityEnd, payloadEnd
+	return d, true
+}
+
+// all returns the deliveries of b, in order.
+func (b *receivedBatch) all() []batchedDelivery {
+	out := make([]batchedDelivery, 0, b.count)
+	var c batchCursor
+	for d, ok := b.next(&c); ok; d, ok = b.next(&c) {
+		out = append(out, d)
+	}
+	return out
 }
 
 // batchedDelivery is one delivery of a received msgDeliveries.
@@ -219,7 +275,7 @@ func batchOf(in []batchedDelivery) *deliveryBatch {
 func (m msgDeliveries) EncodeMsgpack(enc *msgpack.Encoder) error {
 	b := m.out
 	if b == nil {
-		b = batchOf(m.in)
+		b = batchOf(m.in.all())
 	}
 	if err := errors.Join(
 		enc.EncodeArrayLen(deliveriesFields),
@@ -261,83 +317,76 @@ func (m *msgDeliveries) DecodeMsgpack(dec *msgpack.Decoder) error {
 	return nil
 }
 
-func decodeDeliveries(dec *msgpack.Decoder) ([]batchedDelivery, error) {
+func decodeDeliveries(dec *msgpack.Decoder) (receivedBatch, error) {
+	var b receivedBatch
 	n, err := dec.DecodeArrayLen()
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	if n < deliveriesFields {
-		return nil, fmt.Errorf("%d elements, want %d", n, deliveriesFields)
+		return b, fmt.Errorf("%d elements, want %d", n, deliveriesFields)
 	}
-	index, err := dec.DecodeBytes()
-	if err != nil {
-		return nil, fmt.Errorf("index: %w", err)
+	if b.index, err = dec.DecodeBytes(); err != nil {
+		return b, fmt.Errorf("index: %w", err)
 	}
-	// Read as a string (msgpack reads a byte string as one): the decoded identifiers
-	// share it.
-	ids, err := dec.DecodeString()
-	if err != nil {
-		return nil, fmt.Errorf("identifiers: %w", err)
+	// Read as a string (msgpack reads a byte string as one): the deliveries'
+	// identifiers share it.
+	if b.ids, err = dec.DecodeString(); err != nil {
+		return b, fmt.Errorf("identifiers: %w", err)
 	}
-	payloads, err := dec.DecodeBytes()
-	if err != nil {
-		return nil, fmt.Errorf("encodings: %w", err)
+	if b.payloads, err = dec.DecodeBytes(); err != nil {
+		return b, fmt.Errorf("encodings: %w", err)
 	}
-	count, err := indexEntries(index)
-	if err != nil {
-		return nil, err
+	if b.count, err = indexEntries(b.index); err != nil {
+		return b, err
 	}
-	if count == 0 {
-		return nil, errors.New("no deliveries")
+	if b.count == 0 {
+		return b, errors.New("no deliveries")
 	}
-	senders, err := decodeSenders(dec, count)
-	if err != nil {
-		return nil, err
+	if b.senders, err = decodeSenders(dec, b.count); err != nil {
+		return b, err
 	}
-	manifests, err := decodeTable(dec, count, "manifests")
-	if err != nil {
-		return nil, err
+	if b.manifests, err = decodeTable(dec, b.count, "manifests"); err != nil {
+		return b, err
 	}
 	for range n - deliveriesFields {
 		if err := dec.Skip(); err != nil {
-			return nil, fmt.Errorf("a newer version's element: %w", err)
+			return b, fmt.Errorf("a newer version's element: %w", err)
 		}
 	}
-	out := make([]batchedDelivery, count)
+	return b, b.check()
+}
+
+// check checks that every index entry of b is within its tables, identifiers and
+// encodings, names a shard and an entity, and that the entries use up the
+// identifiers and the encodings: next needs no checks of its own.
+func (b *receivedBatch) check() error {
+	index := b.index
 	idAt, payloadAt := 0, 0
-	for i := range out {
+	for i := range b.count {
 		var e [indexWidth]uint64
 		for j := range e {
 			v, k := binary.Uvarint(index)
 			e[j], index = v, index[k:]
 		}
 		switch {
-		case e[0] >= uint64(len(senders)) || e[1] >= uint64(len(manifests)):
-			return nil, fmt.Errorf("delivery %d: sender %d or manifest %d outside the tables", i, e[0], e[1])
+		case e[0] >= uint64(len(b.senders)) || e[1] >= uint64(len(b.manifests)):
+			return fmt.Errorf("delivery %d: sender %d or manifest %d outside the tables", i, e[0], e[1])
 		case e[2] == 0 || e[3] == 0:
-			return nil, fmt.Errorf("delivery %d: an empty shard or entity", i)
-		case e[2] > uint64(len(ids)-idAt) || e[3] > uint64(len(ids)-idAt)-e[2]:
-			return nil, fmt.Errorf("delivery %d: identifiers beyond the %d bytes given", i, len(ids))
-		case e[4] > uint64(len(payloads)-payloadAt):
-			return nil, fmt.Errorf("delivery %d: an encoding beyond the %d bytes given", i, len(payloads))
+			return fmt.Errorf("delivery %d: an empty shard or entity", i)
+		case e[2] > uint64(len(b.ids)-idAt) || e[3] > uint64(len(b.ids)-idAt)-e[2]:
+			return fmt.Errorf("delivery %d: identifiers beyond the %d bytes given", i, len(b.ids))
+		case e[4] > uint64(len(b.payloads)-payloadAt):
+			return fmt.Errorf("delivery %d: an encoding beyond the %d bytes given", i, len(b.payloads))
 		}
-		shardEnd := idAt + int(e[2])
-		entityEnd := shardEnd + int(e[3])
-		payloadEnd := payloadAt + int(e[4])
-		out[i] = batchedDelivery{
-			shard:    ShardID(ids[idAt:shardEnd]),
-			entity:   EntityID(ids[shardEnd:entityEnd]),
-			sender:   senders[e[0]],
-			manifest: manifests[e[1]],
-			payload:  payloads[payloadAt:payloadEnd:payloadEnd],
-		}
-		idAt, payloadAt = entityEnd, payloadEnd
+		idAt += int(e[2] + e[3])
+		payloadAt += int(e[4])
 	}
-	if idAt != len(ids) || payloadAt != len(payloads) {
-		return nil, fmt.Errorf("%d bytes of identifiers and %d of encodings, the index names %d and %d",
-			len(ids), len(payloads), idAt, payloadAt)
+	if idAt != len(b.ids) || payloadAt != len(b.payloads) {
+		return fmt.Errorf("%d bytes of identifiers and %d of encodings, the index names %d and %d",
+			len(b.ids), len(b.payloads), idAt, payloadAt)
 	}
-	return out, nil
+	return nil
 }
 
 // indexEntries checks that index is whole entries of indexWidth uvarints, and counts

@@ -44,7 +44,7 @@ func unmarshalDeliveries(reg *serialization.Registry, data []byte, ctx any) ([]b
 	if err != nil {
 		return nil, err
 	}
-	return v.(*msgDeliveries).in, nil
+	return v.(*msgDeliveries).in.all(), nil
 }
 
 // sameDeliveries reports how a differs from b, or "".
@@ -96,7 +96,7 @@ func TestDeliveriesRoundTrip(t *testing.T) {
 		}
 	}
 	// What decodes encodes to the same deliveries again.
-	again, err := unmarshalDeliveries(reg, marshalDeliveries(t, reg, &msgDeliveries{in: got}), res)
+	again, err := unmarshalDeliveries(reg, marshalDeliveries(t, reg, &msgDeliveries{out: batchOf(got)}), res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func FuzzDeliveriesDecode(f *testing.F) {
 				t.Fatalf("decoded %+v", d)
 			}
 		}
-		again, err := unmarshalDeliveries(reg, marshalDeliveries(t, reg, &msgDeliveries{in: got}), res)
+		again, err := unmarshalDeliveries(reg, marshalDeliveries(t, reg, &msgDeliveries{out: batchOf(got)}), res)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -130,8 +130,8 @@ func (r *regionActor) fromRegionBatch(ctx actor.Context, m *msgDeliveries) {
 	if m == nil {
 		return
 	}
-	for i := range m.in {
-		in := &m.in[i]
+	var c batchCursor
+	for in, ok := m.in.next(&c); ok; in, ok = m.in.next(&c) {
 		msg, err := r.codec.Decode(in.manifest, in.payload)
 		if err != nil {
 			r.entry.stats.undelivered.Add(1)
