@@ -49,6 +49,14 @@
 // their state across: persistent entities (persistence.Props) recover it from their
 // journal at the new home.
 //
+// A region sends what it forwards to a region on another node in batches: it gathers
+// the forwards for each such region and sends them as one wire message when the flush
+// it sent itself comes back through its mailbox, when a batch holds about 16 KiB, and before
+// it handles any message that is not a delivery, so that nothing it does later
+// overtakes a forward. A lone message waits for one mailbox step at most; a message
+// too large for a batch, a StartEntity and the messages of a hand-over travel alone.
+// The receiving region handles a batch's deliveries in order, each with its sender.
+//
 // # State stores
 //
 // The coordinator's state (where shards live) is kept in distributed data
@@ -128,6 +136,8 @@
 //     is not registered), and a region or shard that stops with messages it could not
 //     deliver (a graceful shutdown that did not finish in time, a shard that failed):
 //     Stats.Undelivered.
+//   - A message for another node that the transport refuses (its queue to that node is
+//     full, the node is gone): Stats.Undelivered, every message of a refused batch.
 //   - An entity that ignores the hand-off stop message is stopped hard after
 //     max(HandOffTimeout - 5 s, 1 s); messages already in its mailbox are lost with it.
 //     A persistent entity stopped by actor.PoisonPill (the default stop message) also

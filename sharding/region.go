@@ -429,6 +429,17 @@ func (r *regionCore[M]) route(s ShardID, msg M) {
 	r.buffer(s, msg)
 }
 
+// forwardsTo returns the region a message for shard s would be forwarded to now
+// (what route does first when s's home is another region), and false when route would
+// do anything else with it.
+func (r *regionCore[M]) forwardsTo(s ShardID) (RegionID, bool) {
+	home, known := r.homes[s]
+	if !known || home == r.self || r.buffers[s] != nil || r.waiting[s] != "" {
+		return "", false
+	}
+	return home, true
+}
+
 // deliversLocally reports whether a message for shard s would go straight to s's
 // actor here (what route does first), so that the shell may try its fast path.
 func (r *regionCore[M]) deliversLocally(s ShardID) bool {

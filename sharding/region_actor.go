@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/supervision"
 	"go.uber.org/zap"
 )
@@ -45,6 +46,9 @@ type regionActor struct {
 	// dead holds regions that could not be resolved: homes naming them are ignored (the
 	// region asks again at its next retry) until the coordinator learns they are gone.
 	dead map[RegionID]bool
+
+	codec *serialization.Codec // encodes forwards to batches, decodes received batches
+	out   outbox               // forwards to regions on other nodes, not yet sent
 }
 
 func regionProps(ext *Sharding, e *typeEntry) *actor.Props {
@@ -68,8 +72,20 @@ func (r *regionActor) Receive(ctx actor.Context) {
 // any shard is routed (see refreshLocal). Messages about one shard refresh that one
 // themselves: with a thousand local shards, refreshing all at each allocation made
 // the start of a region quadratic.
+//
+// Before any message but a delivery the region flushes its outbox: what it forwarded
+// goes before whatever it does next.
 func (r *regionActor) handle(ctx actor.Context) (changed bool) {
+	if !keepsOutbox(ctx.Message()) {
+		r.flushOutbox(ctx)
+	}
 	switch m := ctx.Message().(type) {
+	case flushDeliveries:
+		r.out.flushQueued = false
+		return false
+	case *msgDeliveries:
+		r.fromRegionBatch(ctx, m)
+		return false
 	case actor.Started:
 		r.started(ctx)
 	case actor.Stopped:
@@ -141,6 +157,20 @@ func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 	return true
 }
 
+// keepsOutbox reports whether the region handles msg without flushing its outbox
+// first: msg is a delivery (from a user, an EntityRef or another region), which the
+// region may add to it, or the region's flush, which flushes it itself. Any other
+// message is the region's own, or a cluster event, and flushes it, and so is a user
+// message placed by the extractor, which the region cannot tell from those before
+// placing it.
+func keepsOutbox(msg any) bool {
+	switch msg.(type) {
+	case refMessage, Envelope, *Envelope, *msgDelivery, *msgDeliveries, flushDeliveries:
+		return true
+	}
+	return false
+}
+
 // shardOfCoordinatorMsg returns the shard a coordinator message about one shard is
 // about.
 func shardOfCoordinatorMsg(m any) ShardID {
@@ -207,6 +237,8 @@ func (r *regionActor) started(ctx actor.Context) {
 		r.solo = true
 	}
 	r.oldest = r.view.oldest(r.cfg.Role)
+	r.codec = r.ext.reg.NewCodec(refResolver{ctx.System()})
+	r.out = newOutbox(deliveriesLimit(ctx.System()))
 	r.apply(ctx, r.core.start())
 }
 
@@ -223,6 +255,7 @@ func (r *regionActor) stopped(ctx actor.Context) {
 		d.stop = false
 		r.apply(ctx, d)
 	}
+	r.flushOutbox(ctx) // no flush of its own comes any more
 }
 
 // clusterChanged re-registers when the coordinator's node changes.
@@ -283,6 +316,17 @@ func (r *regionActor) place(ctx actor.Context, msg any) {
 		local.sender = ctx.Sender()
 		if r.fast[local.shard].tryDeliver(&local) {
 			return
+		}
+	}
+	if err == nil && !local.start {
+		// A message for a shard on another node goes into that region's batch as the core
+		// would forward it, without a delivery of its own.
+		if home, ok := r.core.forwardsTo(local.shard); ok {
+			if to, ok := r.regions[home]; ok && !to.IsLocal() {
+				local.sender = ctx.Sender()
+				r.forwardBatched(ctx, to, &local)
+				return
+			}
 		}
 	}
 	if err != nil {
@@ -440,6 +484,11 @@ func (r *regionActor) apply(ctx actor.Context, d regionDecisions[*delivery]) {
 }
 
 func (r *regionActor) act(ctx actor.Context, a regionAction[*delivery]) {
+	if a.kind != actForward && a.kind != actDeliver {
+		// Whatever the region does besides forwarding and delivering goes after what it
+		// forwarded before.
+		r.flushOutbox(ctx)
+	}
 	switch a.kind {
 	case actDeliver:
 		if ref, ok := r.shards[a.shard]; ok {
@@ -509,6 +558,13 @@ func (r *regionActor) forward(ctx actor.Context, to actor.Ref, d *delivery, hand
 		r.drop(ctx, d, fmt.Errorf("%w: region unknown", errStoppedLoss))
 		return
 	}
+	if !to.IsLocal() {
+		if !handOver && !d.start {
+			r.forwardBatched(ctx, to, d)
+			return
+		}
+		r.flushTo(ctx, to) // it goes alone, after what was batched before it
+	}
 	m, err := wireDelivery(r.ext.reg, to, d, handOver)
 	if err != nil {
 		r.drop(ctx, d, err)
@@ -518,11 +574,7 @@ func (r *regionActor) forward(ctx actor.Context, to actor.Ref, d *delivery, hand
 	if handOver {
 		sender = r.self
 	}
-	if err := to.Send(m, sender); err != nil {
-		// The transport has sent it to dead letters already.
-		r.entry.stats.undelivered.Add(1)
-		r.drops.warn(r.log, "sharding: a message for another region was not sent", zap.Stringer("region", to), zap.Error(err))
-	}
+	r.sendDelivery(to, m, sender)
 }
 
 func (r *regionActor) startShard(ctx actor.Context, s ShardID) {

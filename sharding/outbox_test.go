@@ -1,0 +1,58 @@
+package sharding
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/testkit"
+)
+
+// Messages from several senders on one node to an entity on another travel in batches
+// and reach it in each sender's order, each with its sender (the entity's replies
+// reach them), also across flushes the region makes before a coordinator message.
+func TestBatchedForwardsKeepOrderAndSenders(t *testing.T) {
+	echo := actor.PropsFunc(func(ctx actor.Context) {
+		if s, ok := ctx.Message().(string); ok {
+			_ = ctx.Respond(s)
+		}
+	})
+	sc := startShardCluster(t, 2, func(int) EntityConfig {
+		c := persistentCounterConfig()
+		c.EntityFactory, c.Entity = nil, echo
+		c.RememberEntities = false
+		return c
+	})
+	a := testkit.NewProbe(t, sc.nodes[0].System)
+	b := testkit.NewProbe(t, sc.nodes[0].System)
+	// An entity on node 1, reached through node 0's region.
+	var id EntityID
+	for _, e := range entityIDs(50) {
+		a.Send(sc.nodes[0].region, Envelope{EntityID: e, Message: "probe"})
+		a.ExpectMsg("probe", 10*time.Second)
+		if a.LastSender().Address() == sc.addressOf(1) {
+			id = e
+			break
+		}
+	}
+	if id == "" {
+		t.Fatal("no entity of the first 50 lives on node 1")
+	}
+	shard := HashShardID(id, 10)
+	home := msgShardHome{Shard: shard, Region: RegionID(sc.nodes[1].region.URI())}
+	const n = 300
+	for i := range n {
+		a.Send(sc.nodes[0].region, Envelope{EntityID: id, Message: fmt.Sprintf("a-%d", i)})
+		b.Send(sc.nodes[0].region, Envelope{EntityID: id, Message: fmt.Sprintf("b-%d", i)})
+		if i%50 == 25 {
+			// A coordinator message (the home the region knows already): the region
+			// flushes what it forwarded before it handles it.
+			_ = sc.nodes[0].region.Tell(home)
+		}
+	}
+	for i := range n {
+		a.ExpectMsg(fmt.Sprintf("a-%d", i), 10*time.Second)
+		b.ExpectMsg(fmt.Sprintf("b-%d", i), 10*time.Second)
+	}
+}
