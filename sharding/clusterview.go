@@ -19,13 +19,17 @@ import (
 func clusterFor(sys *actor.System) *cluster.Cluster { return cluster.Get(sys) }
 
 // memberView is one actor's picture of the cluster, built from cluster events.
+//
+// It keeps one incarnation per address: while a restarted node's new incarnation joins
+// and its old one is downed and removed, the events of both arrive, and the view keeps
+// the one still in the cluster (see put).
 type memberView struct {
 	members     map[string]cluster.Member // by address (UniqueAddress.Addr)
-	unreachable map[string]bool
+	unreachable map[string]uint64         // address -> the UID of the incarnation unreachable there
 }
 
 func newMemberView() *memberView {
-	return &memberView{members: map[string]cluster.Member{}, unreachable: map[string]bool{}}
+	return &memberView{members: map[string]cluster.Member{}, unreachable: map[string]uint64{}}
 }
 
 // soloView is the view of a system without a cluster: itself, Up.
@@ -46,7 +50,7 @@ func (v *memberView) apply(ev any) bool {
 			v.members[m.Unique.Addr] = m
 		}
 		for _, m := range e.Unreachable {
-			v.unreachable[m.Unique.Addr] = true
+			v.unreachable[m.Unique.Addr] = m.Unique.UID
 		}
 	case cluster.MemberJoined:
 		v.put(e.Member)
@@ -59,15 +63,20 @@ func (v *memberView) apply(ev any) bool {
 	case cluster.MemberDowned:
 		v.put(e.Member)
 	case cluster.MemberRemoved:
-		if cur, ok := v.members[e.Member.Unique.Addr]; ok && cur.Unique == e.Member.Unique {
-			delete(v.members, e.Member.Unique.Addr)
-			delete(v.unreachable, e.Member.Unique.Addr)
+		addr := e.Member.Unique.Addr
+		if cur, ok := v.members[addr]; ok && cur.Unique == e.Member.Unique {
+			delete(v.members, addr)
+		}
+		if v.unreachable[addr] == e.Member.Unique.UID {
+			delete(v.unreachable, addr)
 		}
 	case cluster.UnreachableMember:
-		v.unreachable[e.Member.Unique.Addr] = true
+		v.unreachable[e.Member.Unique.Addr] = e.Member.Unique.UID
 		v.put(e.Member)
 	case cluster.ReachableMember:
-		delete(v.unreachable, e.Member.Unique.Addr)
+		if v.unreachable[e.Member.Unique.Addr] == e.Member.Unique.UID {
+			delete(v.unreachable, e.Member.Unique.Addr)
+		}
 		v.put(e.Member)
 	case cluster.OldestChanged, cluster.RemovalMarginPassed:
 	default:
@@ -78,12 +87,29 @@ func (v *memberView) apply(ev any) bool {
 	return true
 }
 
+// put records m, unless another incarnation at its address has the better claim: one
+// still in the cluster beats one that is downed or removed (the old incarnation's news
+// arrives late, or the new incarnation's Up comes after the old one was downed); of two
+// still in the cluster the one further along stays (a new incarnation joining while
+// the old one is still up waits for its own Up), and of two Up the younger (the new
+// incarnation: the old one's reachability news may come after the new one's Up).
 func (v *memberView) put(m cluster.Member) {
-	if cur, ok := v.members[m.Unique.Addr]; ok && cur.Unique.UID != m.Unique.UID && m.Status < cur.Status {
-		return // an old incarnation's late news
+	cur, ok := v.members[m.Unique.Addr]
+	if ok && cur.Unique.UID != m.Unique.UID {
+		mGone, curGone := gone(m.Status), gone(cur.Status)
+		switch {
+		case mGone && !curGone:
+			return
+		case !mGone && !curGone && (m.Status < cur.Status || m.Status == cur.Status && m.UpNumber < cur.UpNumber):
+			return
+		}
 	}
 	v.members[m.Unique.Addr] = m
 }
+
+// gone reports whether a member with status s has left the cluster for good or is
+// about to be removed without handing anything over.
+func gone(s cluster.MemberStatus) bool { return s == cluster.Down || s == cluster.Removed }
 
 // status returns the status of the member at a node address (0 when unknown).
 func (v *memberView) status(addr string) cluster.MemberStatus {
@@ -149,7 +175,7 @@ func (v *memberView) nodeInfos(role string) []NodeInfo {
 			Status:      m.Status,
 			AppVersion:  m.AppVersion,
 			UpNumber:    m.UpNumber,
-			Unreachable: v.unreachable[addr],
+			Unreachable: v.unreachable[addr] == m.Unique.UID,
 		})
 	}
 	slices.SortFunc(out, func(a, b NodeInfo) int { return cmp.Compare(a.Address.Addr, b.Address.Addr) })
