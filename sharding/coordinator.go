@@ -173,6 +173,7 @@ type coordinator struct {
 	predecessor       map[ShardID]RegionID              // region holding messages for the shard's next home
 	successor         map[ShardID]map[RegionID]RegionID // predecessor -> the home that followed it
 	stopWaiters       map[ShardID][]stopWaiter
+	awaiting          map[ShardID][]RegionID // asked while the shard's home was being removed
 	nextRequest       uint64
 	preparingShutdown bool
 
@@ -225,6 +226,7 @@ func newCoordinator(cfg coordSettings, strategy AllocationStrategy) *coordinator
 		predecessor: map[ShardID]RegionID{},
 		successor:   map[ShardID]map[RegionID]RegionID{},
 		stopWaiters: map[ShardID][]stopWaiter{},
+		awaiting:    map[ShardID][]RegionID{},
 		timers:      timerSet{},
 	}
 }
@@ -554,6 +556,7 @@ func (c *coordinator) storeDone() {
 				delete(c.predecessor, s)
 			}
 		}
+		c.forgetRequester(e.Region)
 		for s, m := range c.successor {
 			delete(m, e.Region)
 			for p, next := range m {
@@ -566,6 +569,8 @@ func (c *coordinator) storeDone() {
 			}
 		}
 		c.allocateRemembered()
+	case evRegionProxyTerminated:
+		c.forgetRequester(e.Proxy)
 	case evShardHomeAllocated, evShardHomesAllocated:
 		for _, a := range p.allocs {
 			c.homeStored(a)
@@ -576,6 +581,18 @@ func (c *coordinator) storeDone() {
 		// Re-home at once, so the shard (and with remember-entities its entities) is back
 		// before the first message asks for it.
 		c.queue = append(c.queue, inRegionMsg{Msg: msgGetShardHome{Shard: e.Shard}})
+	}
+}
+
+// forgetRequester drops a region or proxy that is gone from the requesters awaiting a
+// home.
+func (c *coordinator) forgetRequester(r RegionID) {
+	for s, rs := range c.awaiting {
+		if rs = slices.DeleteFunc(rs, func(x RegionID) bool { return x == r }); len(rs) == 0 {
+			delete(c.awaiting, s)
+		} else {
+			c.awaiting[s] = rs
+		}
 	}
 }
 
@@ -679,7 +696,15 @@ func (c *coordinator) answerKnown(from RegionID, s ShardID) bool {
 	if !ok {
 		return false
 	}
-	if !c.terminating[r] && from != "" {
+	switch {
+	case from == "":
+	case c.terminating[r]:
+		// Told once the shard has its next home, so that the region need not wait for
+		// its next retry.
+		if !slices.Contains(c.awaiting[s], from) {
+			c.awaiting[s] = append(c.awaiting[s], from)
+		}
+	default:
 		c.send(from, msgShardHome{Shard: s, Region: r})
 	}
 	return true

@@ -135,8 +135,8 @@ func (b *allocBatch) pendingWrite() *pendingWrite {
 	return &pendingWrite{event: e, allocs: b.allocs}
 }
 
-// homeStored tells a stored home to the shard's region and to the requesters, and
-// notes where the shard's previous home hands its messages over.
+// homeStored tells a stored home to the shard's region, to the requesters and to the
+// regions that asked while its previous home was being removed, and notes where the shard's previous home hands its messages over.
 func (c *coordinator) homeStored(a allocation) {
 	delete(c.successor[a.shard], a.region) // its own hand-over, if any, goes to itself
 	if p := c.predecessor[a.shard]; p != "" && p != a.region {
@@ -151,4 +151,10 @@ func (c *coordinator) homeStored(a allocation) {
 			c.send(to, msgShardHome{Shard: a.shard, Region: a.region})
 		}
 	}
+	for _, to := range c.awaiting[a.shard] {
+		if !slices.Contains(a.requesters, to) {
+			c.send(to, msgShardHome{Shard: a.shard, Region: a.region})
+		}
+	}
+	delete(c.awaiting, a.shard)
 }

@@ -353,3 +353,35 @@ func TestCoordinatorBatchHandOver(t *testing.T) {
 		t.Fatalf("s1 at %q: %+v, want HostShard naming a, and a told to hand over to b", home, d.sends)
 	}
 }
+
+// A region that asks for a shard while its home is being removed (the removal margin
+// runs) is told the next home as soon as it is stored, without asking again.
+func TestCoordinatorAnswersRequestsAwaitingRemoval(t *testing.T) {
+	h := newCoordHarness(t, coordSettings{removalMargin: 5}, nil, 3)
+	a, b, c := reg(1), reg(2), reg(3)
+	h.register(a, b, c)
+	for i := range 6 {
+		s := ShardID(fmt.Sprint("s", i))
+		h.allocate(a, s)
+		h.from(h.homeOf(s), msgShardStarted{Shard: s})
+	}
+	gone := slices.Clone(h.c.state.regions[c])
+	h.step(inRegionTerminated{Region: c, NodeRemoved: true})
+	for _, s := range gone {
+		h.expectNoSends(h.from(b, msgGetShardHome{Shard: s}), "a request while the home is being removed")
+		h.from(c, msgGetShardHome{Shard: s}) // the removed region's own request goes with it
+	}
+	d := h.fire(timerKey{kind: timerRemovalMargin, region: c})
+	for _, s := range gone {
+		home := h.homeOf(s)
+		if home == c || home == "" || !sent(d, b, msgShardHome{Shard: s, Region: home}) {
+			t.Fatalf("%s at %q: %+v, want b told", s, home, d.sends)
+		}
+		if len(sentTo(d, c)) > 0 {
+			t.Fatalf("the removed region was told: %+v", sentTo(d, c))
+		}
+	}
+	if len(h.c.awaiting) != 0 {
+		t.Fatalf("still awaiting: %v", h.c.awaiting)
+	}
+}
