@@ -173,6 +173,7 @@ type coordinator struct {
 	predecessor       map[ShardID]RegionID              // region holding messages for the shard's next home
 	successor         map[ShardID]map[RegionID]RegionID // predecessor -> the home that followed it
 	stopWaiters       map[ShardID][]stopWaiter
+	awaiting          map[ShardID][]RegionID // asked while the shard's home was being removed
 	nextRequest       uint64
 	preparingShutdown bool
 
@@ -188,8 +189,15 @@ type coordinator struct {
 
 // pendingWrite is the store decision the core waits for, with what to do after it.
 type pendingWrite struct {
-	event      coordEvent
-	requesters []RegionID // ShardHome goes to these after a ShardHomeAllocated
+	event  coordEvent
+	allocs []allocation // the shard homes event stores, in the order decided
+}
+
+// allocation is one shard home being stored, with the regions to tell it to.
+type allocation struct {
+	shard      ShardID
+	region     RegionID
+	requesters []RegionID // ShardHome goes to these once stored
 }
 
 // stopWaiter is a StopShards requester waiting for a shard to stop.
@@ -218,6 +226,7 @@ func newCoordinator(cfg coordSettings, strategy AllocationStrategy) *coordinator
 		predecessor: map[ShardID]RegionID{},
 		successor:   map[ShardID]map[RegionID]RegionID{},
 		stopWaiters: map[ShardID][]stopWaiter{},
+		awaiting:    map[ShardID][]RegionID{},
 		timers:      timerSet{},
 	}
 }
@@ -479,16 +488,19 @@ func (c *coordinator) activate() {
 
 // write starts storing e; the core is blocked until inStoreDone. A handler writes at
 // most once, as its last action.
-func (c *coordinator) write(e coordEvent, requesters ...RegionID) {
+func (c *coordinator) write(e coordEvent) { c.writePending(&pendingWrite{event: e}) }
+
+// writePending starts storing p.event, and keeps p for when it is stored.
+func (c *coordinator) writePending(p *pendingWrite) {
 	if c.pending != nil {
-		c.problem(fmt.Errorf("%w: %T while %T is pending (dropped)", errInvalidEvent, e, c.pending.event))
+		c.problem(fmt.Errorf("%w: %T while %T is pending (dropped)", errInvalidEvent, p.event, c.pending.event))
 		return
 	}
-	if err := c.state.check(e); err != nil {
+	if err := c.state.check(p.event); err != nil {
 		c.problem(err)
 		return
 	}
-	c.pending = &pendingWrite{event: e, requesters: requesters}
+	c.pending = p
 	c.emitStore()
 }
 
@@ -544,6 +556,7 @@ func (c *coordinator) storeDone() {
 				delete(c.predecessor, s)
 			}
 		}
+		c.forgetRequester(e.Region)
 		for s, m := range c.successor {
 			delete(m, e.Region)
 			for p, next := range m {
@@ -556,19 +569,11 @@ func (c *coordinator) storeDone() {
 			}
 		}
 		c.allocateRemembered()
-	case evShardHomeAllocated:
-		delete(c.successor[e.Shard], e.Region) // its own hand-over, if any, goes to itself
-		if p := c.predecessor[e.Shard]; p != "" && p != e.Region {
-			if c.successor[e.Shard] == nil {
-				c.successor[e.Shard] = map[RegionID]RegionID{}
-			}
-			c.successor[e.Shard][p] = e.Region
-		}
-		c.sendHostShard(e.Shard, e.Region)
-		for _, to := range p.requesters {
-			if to != "" {
-				c.send(to, msgShardHome(e))
-			}
+	case evRegionProxyTerminated:
+		c.forgetRequester(e.Proxy)
+	case evShardHomeAllocated, evShardHomesAllocated:
+		for _, a := range p.allocs {
+			c.homeStored(a)
 		}
 	case evShardHomeDeallocated:
 		c.finishWorker(e.Shard)
@@ -576,6 +581,18 @@ func (c *coordinator) storeDone() {
 		// Re-home at once, so the shard (and with remember-entities its entities) is back
 		// before the first message asks for it.
 		c.queue = append(c.queue, inRegionMsg{Msg: msgGetShardHome{Shard: e.Shard}})
+	}
+}
+
+// forgetRequester drops a region or proxy that is gone from the requesters awaiting a
+// home.
+func (c *coordinator) forgetRequester(r RegionID) {
+	for s, rs := range c.awaiting {
+		if rs = slices.DeleteFunc(rs, func(x RegionID) bool { return x == r }); len(rs) == 0 {
+			delete(c.awaiting, s)
+		} else {
+			c.awaiting[s] = rs
+		}
 	}
 }
 
@@ -652,16 +669,12 @@ func (c *coordinator) getShardHome(from RegionID, s ShardID) {
 	if len(cands) == 0 {
 		return // nobody can host now; the requester asks again
 	}
-	r, err := c.strategy.AllocateShard(AllocationRequest{Requester: from, Shard: s, Regions: cands})
-	if err != nil {
-		c.problem(fmt.Errorf("%w: shard %q: %v", errStrategy, s, err))
+	b := &allocBatch{regions: cands, index: map[ShardID]int{}}
+	if !c.allocate(b, from, s) {
 		return
 	}
-	if !c.canHost(r) {
-		c.problem(fmt.Errorf("%w: shard %q allocated to %q, which cannot host", errStrategy, s, r))
-		return
-	}
-	c.write(evShardHomeAllocated{Shard: s, Region: r}, from)
+	c.allocateQueued(b)
+	c.writePending(b.pendingWrite())
 }
 
 // answerKnown handles a GetShardHome that needs no allocation: deferred while the
@@ -683,7 +696,15 @@ func (c *coordinator) answerKnown(from RegionID, s ShardID) bool {
 	if !ok {
 		return false
 	}
-	if !c.terminating[r] && from != "" {
+	switch {
+	case from == "":
+	case c.terminating[r]:
+		// Told once the shard has its next home, so that the region need not wait for
+		// its next retry.
+		if !slices.Contains(c.awaiting[s], from) {
+			c.awaiting[s] = append(c.awaiting[s], from)
+		}
+	default:
 		c.send(from, msgShardHome{Shard: s, Region: r})
 	}
 	return true

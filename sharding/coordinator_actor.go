@@ -248,13 +248,11 @@ func (c *coordShell) ref(ctx actor.Context, id RegionID) actor.Ref {
 func (c *coordShell) storeEvent(ev coordEvent) {
 	switch e := ev.(type) {
 	case evShardHomeAllocated:
-		a := ShardAllocated{TypeName: c.entry.name, Shard: e.Shard, To: regionAddress(e.Region)}
-		if h := c.moved[e.Shard]; h != nil {
-			a.From, a.Duration = regionAddress(h.from), time.Since(h.start)
-			delete(c.moved, e.Shard)
+		c.publishAllocated(e)
+	case evShardHomesAllocated:
+		for _, one := range e.singles() {
+			c.publishAllocated(one)
 		}
-		c.entry.stats.allocated.Add(1)
-		c.ext.sys.EventStream().Publish(a)
 	case evShardHomeDeallocated:
 		if h := c.handOffs[e.Shard]; h != nil && !h.completed {
 			h.completed = true
@@ -265,6 +263,17 @@ func (c *coordShell) storeEvent(ev coordEvent) {
 			})
 		}
 	}
+}
+
+// publishAllocated publishes a new home.
+func (c *coordShell) publishAllocated(e evShardHomeAllocated) {
+	a := ShardAllocated{TypeName: c.entry.name, Shard: e.Shard, To: regionAddress(e.Region)}
+	if h := c.moved[e.Shard]; h != nil {
+		a.From, a.Duration = regionAddress(h.from), time.Since(h.start)
+		delete(c.moved, e.Shard)
+	}
+	c.entry.stats.allocated.Add(1)
+	c.ext.sys.EventStream().Publish(a)
 }
 
 // trackHandOffs reports hand-offs that ended without a deallocation: failed when the
@@ -393,10 +402,17 @@ func (p *persistentCoordinator) Recover(ctx persistence.Context) {
 		if st, ok := m.Snapshot.(*coordState); ok {
 			p.recovered = st
 		}
-	case coordEvent:
-		if err := p.recovered.apply(m); err != nil {
-			ctx.Logger().Error("sharding: coordinator event does not apply while recovering; skipped", zap.Error(err))
+	case evShardHomesAllocated:
+		// Whole if it applies, else as the single allocations it stands for, so that
+		// one that does not apply costs only its own shard.
+		if p.recovered.apply(m) == nil {
+			return
 		}
+		for _, one := range m.singles() {
+			p.recoverEvent(ctx, one)
+		}
+	case coordEvent:
+		p.recoverEvent(ctx, m)
 	case persistence.RecoveryCompleted:
 		p.write = func(actx actor.Context, st *coordStore) bool {
 			pctx := actx.(persistence.Context)
@@ -417,6 +433,13 @@ func (p *persistentCoordinator) Recover(ctx persistence.Context) {
 		st := p.recovered
 		p.recovered = nil
 		p.step(ctx, inStateLoaded{State: st})
+	}
+}
+
+// recoverEvent applies a replayed event to the recovered state, or logs and skips it.
+func (p *persistentCoordinator) recoverEvent(ctx persistence.Context, e coordEvent) {
+	if err := p.recovered.apply(e); err != nil {
+		ctx.Logger().Error("sharding: coordinator event does not apply while recovering; skipped", zap.Error(err))
 	}
 }
 

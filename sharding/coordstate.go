@@ -95,6 +95,36 @@ type evShardHomeAllocated struct {
 	Region RegionID `msgpack:"region"`
 }
 
+// evShardHomesAllocated: shards without a home now live in registered regions, all at
+// once: the coordinator allocates the home requests that queued up behind a write in
+// one write (see coordinator.getShardHome). It stands for the evShardHomeAllocated
+// events of its shards, region by region, each region's shards in the order they were
+// allocated (the order across regions does not matter: a region's shard list depends
+// on its own allocations only). As one event it applies whole or not at all; a
+// recovering coordinator that finds it does not apply replays it as those single
+// events instead (see singles), so that a damaged journal loses no more than the
+// single events would have.
+type evShardHomesAllocated struct {
+	Homes []regionShards `msgpack:"homes"`
+}
+
+// regionShards is one region with shards allocated to it, in allocation order.
+type regionShards struct {
+	Region RegionID  `msgpack:"region"`
+	Shards []ShardID `msgpack:"shards"`
+}
+
+// singles returns the evShardHomeAllocated events e stands for, in order.
+func (e evShardHomesAllocated) singles() []evShardHomeAllocated {
+	var out []evShardHomeAllocated
+	for _, h := range e.Homes {
+		for _, s := range h.Shards {
+			out = append(out, evShardHomeAllocated{Shard: s, Region: h.Region})
+		}
+	}
+	return out
+}
+
 // evShardHomeDeallocated: a shard was handed off and has no home (it becomes
 // unallocated with remember-entities).
 type evShardHomeDeallocated struct {
@@ -110,6 +140,7 @@ func (evRegionProxyRegistered) isCoordEvent()  {}
 func (evRegionTerminated) isCoordEvent()       {}
 func (evRegionProxyTerminated) isCoordEvent()  {}
 func (evShardHomeAllocated) isCoordEvent()     {}
+func (evShardHomesAllocated) isCoordEvent()    {}
 func (evShardHomeDeallocated) isCoordEvent()   {}
 func (evCoordinatorInitialized) isCoordEvent() {}
 
@@ -152,6 +183,8 @@ func (s *coordState) check(e coordEvent) error {
 		if r, ok := s.shards[e.Shard]; ok {
 			return bad("shard %q is already allocated to %q", e.Shard, r)
 		}
+	case evShardHomesAllocated:
+		return s.checkHomes(e, bad)
 	case evShardHomeDeallocated:
 		if _, ok := s.shards[e.Shard]; !ok {
 			return bad("shard %q is not allocated", e.Shard)
@@ -159,6 +192,42 @@ func (s *coordState) check(e coordEvent) error {
 	case evCoordinatorInitialized:
 	default:
 		return bad("unknown event")
+	}
+	return nil
+}
+
+// checkHomes checks a batch of allocations: each must be valid as a single allocation
+// (a non-empty shard without a home, a registered region), no shard and no region may
+// appear twice, and the batch may not be empty.
+func (s *coordState) checkHomes(e evShardHomesAllocated, bad func(string, ...any) error) error {
+	if len(e.Homes) == 0 {
+		return bad("no shard")
+	}
+	regions := make(map[RegionID]bool, len(e.Homes))
+	batch := map[ShardID]bool{}
+	for _, h := range e.Homes {
+		if _, ok := s.regions[h.Region]; !ok {
+			return bad("region %q is not registered", h.Region)
+		}
+		if regions[h.Region] {
+			return bad("region %q twice", h.Region)
+		}
+		regions[h.Region] = true
+		if len(h.Shards) == 0 {
+			return bad("no shard for region %q", h.Region)
+		}
+		for _, id := range h.Shards {
+			if id == "" {
+				return bad("empty shard")
+			}
+			if r, ok := s.shards[id]; ok {
+				return bad("shard %q is already allocated to %q", id, r)
+			}
+			if batch[id] {
+				return bad("shard %q twice", id)
+			}
+			batch[id] = true
+		}
 	}
 	return nil
 }
@@ -188,6 +257,14 @@ func (s *coordState) apply(e coordEvent) error {
 		s.shards[e.Shard] = e.Region
 		s.regions[e.Region] = append(s.regions[e.Region], e.Shard)
 		delete(s.unallocated, e.Shard)
+	case evShardHomesAllocated:
+		for _, h := range e.Homes {
+			s.regions[h.Region] = append(s.regions[h.Region], h.Shards...)
+			for _, id := range h.Shards {
+				s.shards[id] = h.Region
+				delete(s.unallocated, id)
+			}
+		}
 	case evShardHomeDeallocated:
 		r := s.shards[e.Shard]
 		delete(s.shards, e.Shard)

@@ -16,6 +16,7 @@ const (
 	manifestRegionTerminated      = "troupe.sharding.RegionTerminated.v1"
 	manifestRegionProxyTerminated = "troupe.sharding.RegionProxyTerminated.v1"
 	manifestShardHomeAllocated    = "troupe.sharding.ShardHomeAllocated.v1"
+	manifestShardHomesAllocated   = "troupe.sharding.ShardHomesAllocated.v1"
 	manifestShardHomeDeallocated  = "troupe.sharding.ShardHomeDeallocated.v1"
 	manifestCoordInitialized      = "troupe.sharding.CoordinatorInitialized.v1"
 )
@@ -23,6 +24,12 @@ const (
 // The coordinator's state (decoded as *coordState) and its events (as values) are
 // Troupe's own wire types: every registry knows them, so a distributed-data register
 // or a journal stores them without the application registering them.
+//
+// An event decodes when its bytes have the event's shape; whether it fits the state is
+// for coordState.check to say. A recovering coordinator skips (and logs) an event that
+// does not apply, where an event that does not decode would stop its recovery: so the
+// decoders do not judge the content (an evShardHomesAllocated naming a shard twice
+// decodes, and is replayed as its single allocations, the second of which is skipped).
 func init() {
 	wiretypes.MustRegister[*coordState](manifestCoordState)
 	wiretypes.MustRegister[evRegionRegistered](manifestRegionRegistered)
@@ -30,6 +37,7 @@ func init() {
 	wiretypes.MustRegister[evRegionTerminated](manifestRegionTerminated)
 	wiretypes.MustRegister[evRegionProxyTerminated](manifestRegionProxyTerminated)
 	wiretypes.MustRegister[evShardHomeAllocated](manifestShardHomeAllocated)
+	wiretypes.MustRegister[evShardHomesAllocated](manifestShardHomesAllocated)
 	wiretypes.MustRegister[evShardHomeDeallocated](manifestShardHomeDeallocated)
 	wiretypes.MustRegister[evCoordinatorInitialized](manifestCoordInitialized)
 }

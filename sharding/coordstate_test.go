@@ -3,6 +3,7 @@ package sharding
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -71,6 +72,47 @@ func TestCoordStateEvents(t *testing.T) {
 				{ev: evRegionProxyTerminated{Proxy: "p"}},
 			},
 			regions: map[RegionID][]ShardID{"b": {"2", "1"}},
+		},
+		{
+			name: "a batch of allocations",
+			steps: []step{
+				{ev: evRegionRegistered{Region: "a"}},
+				{ev: evRegionRegistered{Region: "b"}},
+				{ev: evShardHomeAllocated{Shard: "1", Region: "a"}},
+				{ev: evShardHomesAllocated{Homes: []regionShards{{Region: "b", Shards: []ShardID{"3", "2"}}, {Region: "a", Shards: []ShardID{"4"}}}}},
+				{ev: evShardHomeAllocated{Shard: "5", Region: "b"}},
+			},
+			regions: map[RegionID][]ShardID{"a": {"1", "4"}, "b": {"3", "2", "5"}},
+		},
+		{
+			name: "a batch that does not apply as a whole changes nothing",
+			steps: []step{
+				{ev: evRegionRegistered{Region: "a"}},
+				{ev: evRegionRegistered{Region: "b"}},
+				{ev: evShardHomeAllocated{Shard: "1", Region: "a"}},
+				{ev: evShardHomesAllocated{}, wantErr: true},
+				{ev: evShardHomesAllocated{Homes: []regionShards{{Region: "a", Shards: []ShardID{"2"}}, {Region: "b", Shards: []ShardID{"1"}}}}, wantErr: true},
+				{ev: evShardHomesAllocated{Homes: []regionShards{{Region: "a", Shards: []ShardID{"2"}}, {Region: "nope", Shards: []ShardID{"3"}}}}, wantErr: true},
+				{ev: evShardHomesAllocated{Homes: []regionShards{{Region: "a", Shards: []ShardID{"2"}}, {Region: "b", Shards: []ShardID{"2"}}}}, wantErr: true},
+				{ev: evShardHomesAllocated{Homes: []regionShards{{Region: "a", Shards: []ShardID{"2", "2"}}}}, wantErr: true},
+				{ev: evShardHomesAllocated{Homes: []regionShards{{Region: "a", Shards: []ShardID{"2"}}, {Region: "a", Shards: []ShardID{"3"}}}}, wantErr: true},
+				{ev: evShardHomesAllocated{Homes: []regionShards{{Region: "a", Shards: []ShardID{"2", ""}}}}, wantErr: true},
+				{ev: evShardHomesAllocated{Homes: []regionShards{{Region: "a", Shards: []ShardID{"2"}}, {Region: "b"}}}, wantErr: true},
+			},
+			regions: map[RegionID][]ShardID{"a": {"1"}, "b": nil},
+		},
+		{
+			name:     "a batch takes its shards out of the unallocated ones",
+			remember: true,
+			steps: []step{
+				{ev: evRegionRegistered{Region: "a"}},
+				{ev: evShardHomesAllocated{Homes: []regionShards{{Region: "a", Shards: []ShardID{"1", "2", "3"}}}}},
+				{ev: evRegionTerminated{Region: "a"}},
+				{ev: evRegionRegistered{Region: "b"}},
+				{ev: evShardHomesAllocated{Homes: []regionShards{{Region: "b", Shards: []ShardID{"3", "1"}}}}},
+			},
+			regions: map[RegionID][]ShardID{"b": {"3", "1"}},
+			unalloc: []ShardID{"2"},
 		},
 		{
 			name:     "remember-entities keeps shards without a home",
@@ -222,19 +264,71 @@ func TestCoordEventsRoundTrip(t *testing.T) {
 		evRegionTerminated{Region: "a"}, evRegionProxyTerminated{Proxy: "p"},
 		evShardHomeAllocated{Shard: "1", Region: "a"}, evShardHomeDeallocated{Shard: "1"},
 		evCoordinatorInitialized{},
+		evShardHomesAllocated{Homes: []regionShards{{Region: "b", Shards: []ShardID{"9", "3"}}, {Region: "a", Shards: []ShardID{"1"}}}},
 	}
+	manifests := map[string]bool{}
 	for _, e := range events {
 		man, b, err := reg.Marshal(e)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if manifests[man] {
+			t.Fatalf("%T shares manifest %q", e, man)
+		}
+		manifests[man] = true
 		v, err := reg.Unmarshal(man, b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v != any(e) {
+		if !reflect.DeepEqual(v, any(e)) {
 			t.Fatalf("%T round trip: %+v, want %+v", e, v, e)
 		}
+	}
+	if man, _, _ := reg.Marshal(evShardHomesAllocated{}); man != manifestShardHomesAllocated {
+		t.Fatalf("batch manifest %q", man)
+	}
+}
+
+// A batch decodes only from its own shape; what it says is for coordState.check.
+func TestShardHomesAllocatedDecodeRejectsMalformedInput(t *testing.T) {
+	reg := serialization.NewRegistry()
+	_, good, err := reg.Marshal(evShardHomesAllocated{Homes: []regionShards{{Region: "a", Shards: []ShardID{"1", "2"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := func(v any) []byte {
+		b, err := msgpack.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cases := map[string][]byte{
+		"garbage":               {0xc1},
+		"empty":                 {},
+		"truncated":             good[:len(good)-1],
+		"homes not a list":      wrong(map[string]any{"homes": "a"}),
+		"a home not a map":      wrong(map[string]any{"homes": []any{7}}),
+		"shards not a list":     wrong(map[string]any{"homes": []any{map[string]any{"region": "a", "shards": 3}}}),
+		"shard not a string":    wrong(map[string]any{"homes": []any{map[string]any{"region": "a", "shards": []any{1.5}}}}),
+		"region not a string":   wrong(map[string]any{"homes": []any{map[string]any{"region": []any{}, "shards": []any{"1"}}}}),
+		"not a map":             wrong([]any{"homes"}),
+		"list length too large": {0x81, 0xa5, 'h', 'o', 'm', 'e', 's', 0xdd, 0xff, 0xff, 0xff, 0xff},
+	}
+	for name, b := range cases {
+		if _, err := reg.Unmarshal(manifestShardHomesAllocated, b); !errors.Is(err, serialization.ErrDecode) {
+			t.Errorf("%s: err %v, want ErrDecode", name, err)
+		}
+	}
+	// Content that contradicts itself decodes, and the state refuses it.
+	v, err := reg.Unmarshal(manifestShardHomesAllocated, wrong(map[string]any{"homes": []any{map[string]any{"region": "a", "shards": []any{"1", "1"}}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newCoordState(false)
+	_ = st.apply(evRegionRegistered{Region: "a"})
+	if err := st.apply(v.(coordEvent)); !errors.Is(err, errInvalidEvent) {
+		t.Fatalf("a batch naming a shard twice applied: %v", err)
 	}
 }
 
@@ -263,4 +357,77 @@ func TestCoordStateDecodeRejectsCorruptState(t *testing.T) {
 	if _, err := reg.Unmarshal(manifestCoordState, []byte{0xc1}); !errors.Is(err, serialization.ErrDecode) {
 		t.Errorf("garbage: err %v", err)
 	}
+}
+
+// FuzzShardHomesAllocatedDecode feeds arbitrary bytes to the batch event's decoder. It
+// must never panic and fail only with ErrDecode; whatever decodes must encode and
+// decode to the same event, and apply to a state wholly or not at all.
+func FuzzShardHomesAllocatedDecode(f *testing.F) {
+	reg := serialization.NewRegistry()
+	for _, e := range []evShardHomesAllocated{
+		{Homes: []regionShards{{Region: "a", Shards: []ShardID{"1", "2"}}, {Region: "b", Shards: []ShardID{"3"}}}},
+		{Homes: []regionShards{{Region: "a", Shards: []ShardID{"1", "1"}}}},
+		{Homes: []regionShards{{Region: "", Shards: []ShardID{""}}}},
+		{},
+	} {
+		_, b, err := reg.Marshal(e)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte{0x81, 0xa5, 'h', 'o', 'm', 'e', 's', 0xdd, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{0xc0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := reg.Unmarshal(manifestShardHomesAllocated, data)
+		if err != nil {
+			if !errors.Is(err, serialization.ErrDecode) {
+				t.Fatalf("%v does not wrap ErrDecode", err)
+			}
+			return
+		}
+		e, ok := v.(evShardHomesAllocated)
+		if !ok {
+			t.Fatalf("decoded %T", v)
+		}
+		_, b, err := reg.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := reg.Unmarshal(manifestShardHomesAllocated, b)
+		if err != nil || !reflect.DeepEqual(normalHomes(again.(evShardHomesAllocated)), normalHomes(e)) {
+			t.Fatalf("re-decoding %+v: %+v, %v", e, again, err)
+		}
+		st := newCoordState(true)
+		_ = st.apply(evRegionRegistered{Region: "a"})
+		_ = st.apply(evShardHomeAllocated{Shard: "1", Region: "a"})
+		before := st.clone()
+		if err := st.apply(e); err != nil {
+			if !errors.Is(err, errInvalidEvent) || !st.equal(before) {
+				t.Fatalf("a rejected batch: %v, state changed %v", err, !st.equal(before))
+			}
+			return
+		}
+		if err := st.checkInvariants(); err != nil {
+			t.Fatalf("applied %+v: %v", e, err)
+		}
+		if len(st.shards) != len(before.shards)+len(e.singles()) {
+			t.Fatalf("applied %+v: %d shards, had %d", e, len(st.shards), len(before.shards))
+		}
+	})
+}
+
+// normalHomes makes empty shard lists nil, as a round trip may turn one into the other.
+func normalHomes(e evShardHomesAllocated) evShardHomesAllocated {
+	if len(e.Homes) == 0 {
+		return evShardHomesAllocated{}
+	}
+	out := evShardHomesAllocated{Homes: make([]regionShards, len(e.Homes))}
+	for i, h := range e.Homes {
+		out.Homes[i] = regionShards{Region: h.Region}
+		if len(h.Shards) > 0 {
+			out.Homes[i].Shards = h.Shards
+		}
+	}
+	return out
 }

@@ -120,8 +120,13 @@ func coordinatorShards(ctx context.Context, cfg RemovalConfig, reg *serializatio
 		if err != nil {
 			return nil // corrupt events are removed too
 		}
-		if e, ok := ev.(evShardHomeAllocated); ok {
+		switch e := ev.(type) {
+		case evShardHomeAllocated:
 			seen[e.Shard] = true
+		case evShardHomesAllocated:
+			for _, one := range e.singles() {
+				seen[one.Shard] = true
+			}
 		}
 		return nil
 	})
