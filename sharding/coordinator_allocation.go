@@ -136,7 +136,8 @@ func (b *allocBatch) pendingWrite() *pendingWrite {
 }
 
 // homeStored tells a stored home to the shard's region, to the requesters and to the
-// regions that asked while its previous home was being removed, and notes where the shard's previous home hands its messages over.
+// regions that asked while its previous home was being removed, and notes where the
+// shard's previous home hands its messages over.
 func (c *coordinator) homeStored(a allocation) {
 	delete(c.successor[a.shard], a.region) // its own hand-over, if any, goes to itself
 	if p := c.predecessor[a.shard]; p != "" && p != a.region {
