@@ -114,22 +114,11 @@ const indexWidth = 5
 // identifiers and encodings: the array and the lengths.
 const deliveriesOverhead = 32
 
-// maxDeliveriesBytes bounds the encoding of a batch; frameReserve is what a frame needs
-// besides its message (its header, the recipient, the sender, the manifest).
-const (
-	maxDeliveriesBytes = 32 << 10
-	frameReserve       = 1 << 10
-)
+// maxDeliveriesBytes bounds the encoding of a batch (see hooks.BatchLimit).
+const maxDeliveriesBytes = 32 << 10
 
-// deliveriesLimit returns the bytes a batch's encoding may take in sys: at most
-// maxDeliveriesBytes, and within a frame of its transport.
-func deliveriesLimit(sys *actor.System) int {
-	frame := 256 << 10
-	if r := hooks.RemoteOf(sys); r != nil {
-		frame = r.MaxFrameSize()
-	}
-	return min(maxDeliveriesBytes, max(frame-frameReserve, frame/2))
-}
+// deliveriesLimit returns the bytes a batch's encoding may take in sys.
+func deliveriesLimit(sys *actor.System) int { return hooks.BatchLimit(sys, maxDeliveriesBytes) }
 
 // errMalformedDeliveries is returned for an encoding that is not a msgDeliveries.
 var errMalformedDeliveries = errors.New("sharding: malformed batch of deliveries")

@@ -22,6 +22,7 @@ func TestBatchedForwardsKeepOrderAndSenders(t *testing.T) {
 		c := persistentCounterConfig()
 		c.EntityFactory, c.Entity = nil, echo
 		c.RememberEntities = false
+		c.MinMembers = 2 // no home before both regions registered: some land on node 1
 		return c
 	})
 	a := testkit.NewProbe(t, sc.nodes[0].System)

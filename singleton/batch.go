@@ -41,22 +41,11 @@ const batchFields = 11
 // addresses, its tables, index and encodings: the array, the numbers and the lengths.
 const batchOverhead = 64
 
-// maxBatchBytes bounds a batch's encoding; frameReserve is what a frame needs besides
-// its message (the frame's header, the recipient, the manifest).
-const (
-	maxBatchBytes = 32 << 10
-	frameReserve  = 1 << 10
-)
+// maxBatchBytes bounds a batch's encoding (see hooks.BatchLimit).
+const maxBatchBytes = 32 << 10
 
-// batchLimit returns the bytes a batch's encoding may take in sys: at most
-// maxBatchBytes, and within a frame of its transport.
-func batchLimit(sys *actor.System) int {
-	frame := 256 << 10
-	if r := hooks.RemoteOf(sys); r != nil {
-		frame = r.MaxFrameSize()
-	}
-	return min(maxBatchBytes, max(frame-frameReserve, frame/2))
-}
+// batchLimit returns the bytes a batch's encoding may take in sys.
+func batchLimit(sys *actor.System) int { return hooks.BatchLimit(sys, maxBatchBytes) }
 
 // errBatch is returned for an encoding that is not a batch.
 var errBatch = errors.New("singleton: malformed batch")

@@ -71,6 +71,19 @@ func RemoteOf(sys *actor.System) Remote {
 	return reg.remote
 }
 
+// BatchLimit returns the bytes a layer's batch of messages (the singleton's proxies',
+// sharding's regions') may take in sys: at most limit, and within one frame of sys's
+// transport (half of it, or all but what the frame's own fields need, whichever is
+// more). Without a transport, frames are remote.Config's default, 256 KiB.
+func BatchLimit(sys *actor.System, limit int) int {
+	const frameReserve = 1 << 10 // a frame's header, recipient, sender and manifest
+	frame := 256 << 10
+	if r := RemoteOf(sys); r != nil {
+		frame = r.MaxFrameSize()
+	}
+	return min(limit, max(frame-frameReserve, frame/2))
+}
+
 // SetCluster registers sys's cluster node.
 func SetCluster(sys *actor.System, c Cluster) {
 	reg := ext.Get(sys)
