@@ -8,6 +8,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/hooks"
+	"github.com/troupe-go/troupe/internal/wirebatch"
 	"github.com/troupe-go/troupe/internal/wiretypes"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/vmihailenco/msgpack/v5"
@@ -152,7 +153,7 @@ func (b *deliveryBatch) add(codec *serialization.Codec, d *delivery, alone int) 
 	payload := out[start:]
 	sender, manifestAt := b.lookup(d.sender, manifest)
 	size := len(payload) + len(d.shard) + len(d.entity) +
-		uvarintLen(len(payload)) + uvarintLen(len(d.shard)) + uvarintLen(len(d.entity)) + 2
+		wirebatch.UvarintLen(len(payload)) + wirebatch.UvarintLen(len(d.shard)) + wirebatch.UvarintLen(len(d.entity)) + 2
 	var uri string
 	if sender < 0 {
 		if !d.sender.IsZero() {
@@ -223,14 +224,6 @@ func (b *deliveryBatch) reset() {
 		refs: b.refs[:0], senders: b.senders[:0], manifests: b.manifests[:0]}
 }
 
-func uvarintLen(n int) int {
-	k := 1
-	for ; n >= 0x80; n >>= 7 {
-		k++
-	}
-	return k
-}
-
 // batchOf returns the batch of the decoded deliveries in, to encode them again.
 func batchOf(in []batchedDelivery) *deliveryBatch {
 	b := &deliveryBatch{}
@@ -271,24 +264,10 @@ func (m msgDeliveries) EncodeMsgpack(enc *msgpack.Encoder) error {
 		enc.EncodeBytes(b.index),
 		enc.EncodeBytes(b.ids),
 		enc.EncodeBytes(b.payloads),
-		enc.EncodeArrayLen(len(b.senders)),
 	); err != nil {
 		return err
 	}
-	for _, s := range b.senders {
-		if err := enc.EncodeString(s); err != nil {
-			return err
-		}
-	}
-	if err := enc.EncodeArrayLen(len(b.manifests)); err != nil {
-		return err
-	}
-	for _, s := range b.manifests {
-		if err := enc.EncodeString(s); err != nil {
-			return err
-		}
-	}
-	return nil
+	return errors.Join(wirebatch.EncodeTable(enc, b.senders), wirebatch.EncodeTable(enc, b.manifests))
 }
 
 // DecodeMsgpack reads what EncodeMsgpack wrote, and checks it: at least one delivery,
@@ -326,16 +305,16 @@ func decodeDeliveries(dec *msgpack.Decoder) (receivedBatch, error) {
 	if b.payloads, err = dec.DecodeBytes(); err != nil {
 		return b, fmt.Errorf("encodings: %w", err)
 	}
-	if b.count, err = indexEntries(b.index); err != nil {
+	if b.count, err = wirebatch.IndexEntries(b.index, indexWidth); err != nil {
 		return b, err
 	}
 	if b.count == 0 {
 		return b, errors.New("no deliveries")
 	}
-	if b.senders, err = decodeSenders(dec, b.count); err != nil {
+	if b.senders, err = wirebatch.DecodeSenders(dec, b.count); err != nil {
 		return b, err
 	}
-	if b.manifests, err = decodeTable(dec, b.count, "manifests"); err != nil {
+	if b.manifests, err = wirebatch.DecodeTable(dec, b.count, "manifests"); err != nil {
 		return b, err
 	}
 	for range n - deliveriesFields {
@@ -376,79 +355,6 @@ func (b *receivedBatch) check() error {
 			len(b.ids), len(b.payloads), idAt, payloadAt)
 	}
 	return nil
-}
-
-// indexEntries checks that index is whole entries of indexWidth uvarints, and counts
-// them.
-func indexEntries(index []byte) (int, error) {
-	values := 0
-	for len(index) > 0 {
-		_, k := binary.Uvarint(index)
-		if k <= 0 {
-			return 0, errors.New("a bad number in the index")
-		}
-		index = index[k:]
-		values++
-	}
-	if values%indexWidth != 0 {
-		return 0, fmt.Errorf("an index of %d numbers", values)
-	}
-	return values / indexWidth, nil
-}
-
-// decodeTable reads an array of at least one and at most max strings.
-func decodeTable(dec *msgpack.Decoder, max int, what string) ([]string, error) {
-	n, err := dec.DecodeArrayLen()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if n < 1 || n > max {
-		return nil, fmt.Errorf("%d %s for %d deliveries", n, what, max)
-	}
-	out := make([]string, n)
-	for i := range out {
-		if out[i], err = dec.DecodeString(); err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
-		}
-	}
-	return out, nil
-}
-
-// maxSenderLen bounds a sender's full path.
-const maxSenderLen = 4096
-
-// decodeSenders reads the senders' table of a batch of count deliveries and resolves
-// each.
-func decodeSenders(dec *msgpack.Decoder, count int) ([]actor.Ref, error) {
-	paths, err := decodeTable(dec, count, "senders")
-	if err != nil {
-		return nil, err
-	}
-	refs := make([]actor.Ref, len(paths))
-	resolver, _ := serialization.DecoderContext(dec).(serialization.RefResolver)
-	for i, s := range paths {
-		if s == "" {
-			continue
-		}
-		if len(s) > maxSenderLen {
-			return nil, fmt.Errorf("a sender of %d bytes", len(s))
-		}
-		if resolver == nil {
-			return nil, errors.New("a sender decodes only with a serialization.RefResolver as the context")
-		}
-		if refs[i], err = resolver.ResolveRef(s); err != nil {
-			return nil, fmt.Errorf("sender %q: %w", truncate(s, 200), err)
-		}
-	}
-	return refs, nil
-}
-
-// truncate shortens s to at most n bytes for an error message.
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
 }
 
 // msgDeliveries is one of Troupe's own wire types: every registry knows it.

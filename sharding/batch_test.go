@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/wirebatch"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/testkit"
 	"github.com/vmihailenco/msgpack/v5"
@@ -191,7 +192,7 @@ func TestDeliveriesRejectMalformed(t *testing.T) {
 		{"no senders", fields([]byte{0, 0, 1, 1, 1}, "se", []byte{1}, nil, m), "senders for 1"},
 		{"no manifests", fields([]byte{0, 0, 1, 1, 1}, "se", []byte{1}, one, nil), "manifests for 1"},
 		{"an unknown sender", fields([]byte{0, 0, 1, 1, 1}, "se", []byte{1}, []string{sender.URI() + "x"}, m), "sender"},
-		{"a sender too long", fields([]byte{0, 0, 1, 1, 1}, "se", []byte{1}, []string{strings.Repeat("x", maxSenderLen+1)}, m), "bytes"},
+		{"a sender too long", fields([]byte{0, 0, 1, 1, 1}, "se", []byte{1}, []string{strings.Repeat("x", wirebatch.MaxSenderLen+1)}, m), "bytes"},
 	} {
 		_, err := unmarshalDeliveries(reg, c.data, res)
 		if !errors.Is(err, serialization.ErrDecode) || !strings.Contains(err.Error(), c.want) {

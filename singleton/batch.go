@@ -9,8 +9,8 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/hooks"
 	core "github.com/troupe-go/troupe/internal/singletoncore"
+	"github.com/troupe-go/troupe/internal/wirebatch"
 	"github.com/troupe-go/troupe/internal/wiretypes"
-	"github.com/troupe-go/troupe/serialization"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -72,7 +72,7 @@ type entry struct {
 
 // lookup returns p's entry.
 func (t *batchTables) lookup(p core.Payload) entry {
-	e := entry{sender: -1, manifest: -1, size: len(p.Data) + 2 + uvarintLen(len(p.Data))}
+	e := entry{sender: -1, manifest: -1, size: len(p.Data) + 2 + wirebatch.UvarintLen(len(p.Data))}
 	if len(t.refs) > 0 && t.refs[t.lastSender] == p.Sender {
 		e.sender = t.lastSender
 	} else {
@@ -119,14 +119,6 @@ func (t *batchTables) add(p core.Payload, e entry) {
 	t.index = binary.AppendUvarint(t.index, uint64(e.manifest))
 	t.index = binary.AppendUvarint(t.index, uint64(len(p.Data)))
 	t.size += e.size
-}
-
-func uvarintLen(n int) int {
-	k := 1
-	for ; n >= 0x80; n >>= 7 {
-		k++
-	}
-	return k
 }
 
 // tablesOf returns the tables of ps.
@@ -187,23 +179,7 @@ func (w batch) EncodeMsgpack(enc *msgpack.Encoder) error {
 			return err
 		}
 	}
-	if err := enc.EncodeArrayLen(len(t.senders)); err != nil {
-		return err
-	}
-	for _, s := range t.senders {
-		if err := enc.EncodeString(s); err != nil {
-			return err
-		}
-	}
-	if err := enc.EncodeArrayLen(len(t.manifests)); err != nil {
-		return err
-	}
-	for _, m := range t.manifests {
-		if err := enc.EncodeString(m); err != nil {
-			return err
-		}
-	}
-	return nil
+	return errors.Join(wirebatch.EncodeTable(enc, t.senders), wirebatch.EncodeTable(enc, t.manifests))
 }
 
 // DecodeMsgpack reads what EncodeMsgpack wrote, and checks it: at least one message,
@@ -249,9 +225,9 @@ func (w *batch) DecodeMsgpack(dec *msgpack.Decoder) error {
 	if err != nil {
 		return err
 	}
-	count, err := indexEntries(index)
+	count, err := wirebatch.IndexEntries(index, 3)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errBatch, err)
 	}
 	switch {
 	case count == 0:
@@ -261,13 +237,13 @@ func (w *batch) DecodeMsgpack(dec *msgpack.Decoder) error {
 	case b.First == 0 || b.First-1 > math.MaxUint64-uint64(count):
 		return fmt.Errorf("%w: first sequence number %d for %d messages", errBatch, b.First, count)
 	}
-	senders, err := decodeSenders(dec, count)
+	senders, err := wirebatch.DecodeSenders(dec, count)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errBatch, err)
 	}
-	manifests, err := decodeTable(dec, count, "manifests")
+	manifests, err := wirebatch.DecodeTable(dec, count, "manifests")
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errBatch, err)
 	}
 	for range n - batchFields {
 		if err := dec.Skip(); err != nil {
@@ -294,79 +270,6 @@ func (w *batch) DecodeMsgpack(dec *msgpack.Decoder) error {
 	}
 	w.b, w.t = b, nil
 	return nil
-}
-
-// indexEntries checks that index is whole entries of three uvarints, and counts them.
-func indexEntries(index []byte) (int, error) {
-	values := 0
-	for len(index) > 0 {
-		_, k := binary.Uvarint(index)
-		if k <= 0 {
-			return 0, fmt.Errorf("%w: a bad number in the index", errBatch)
-		}
-		index = index[k:]
-		values++
-	}
-	if values%3 != 0 {
-		return 0, fmt.Errorf("%w: an index of %d numbers", errBatch, values)
-	}
-	return values / 3, nil
-}
-
-// decodeTable reads an array of at most max strings.
-func decodeTable(dec *msgpack.Decoder, max int, what string) ([]string, error) {
-	n, err := dec.DecodeArrayLen()
-	if err != nil {
-		return nil, err
-	}
-	if n < 1 || n > max {
-		return nil, fmt.Errorf("%w: %d %s for %d messages", errBatch, n, what, max)
-	}
-	out := make([]string, n)
-	for i := range out {
-		if out[i], err = dec.DecodeString(); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// decodeSenders reads the senders' table of a batch of count messages and resolves
-// each.
-func decodeSenders(dec *msgpack.Decoder, count int) ([]actor.Ref, error) {
-	paths, err := decodeTable(dec, count, "senders")
-	if err != nil {
-		return nil, err
-	}
-	refs := make([]actor.Ref, len(paths))
-	resolver, _ := serialization.DecoderContext(dec).(serialization.RefResolver)
-	for i, s := range paths {
-		if s == "" {
-			continue
-		}
-		if len(s) > maxSenderLen {
-			return nil, fmt.Errorf("%w: a sender of %d bytes", errBatch, len(s))
-		}
-		if resolver == nil {
-			return nil, fmt.Errorf("%w: a sender decodes only with a serialization.RefResolver as the context", errBatch)
-		}
-		if refs[i], err = resolver.ResolveRef(s); err != nil {
-			return nil, fmt.Errorf("%w: sender %q: %w", errBatch, truncated(s), err)
-		}
-	}
-	return refs, nil
-}
-
-// maxSenderLen bounds a sender's full path.
-const maxSenderLen = 4096
-
-// truncated shortens s for an error message.
-func truncated(s string) string {
-	const max = 200
-	if len(s) > max {
-		return s[:max] + "..."
-	}
-	return s
 }
 
 // batch is one of Troupe's own wire types: every registry knows it.

@@ -1,0 +1,114 @@
+// Package wirebatch holds what Troupe's batched wire messages share: the singleton's
+// proxy batches and sharding's batches of deliveries both carry many messages in one,
+// with an index of uvarints per message and tables of the senders and manifests they
+// name once each. It has the pieces both encode and check in the same way; each
+// message type keeps its own layout and its own error to wrap these errors in.
+package wirebatch
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/serialization"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// MaxSenderLen bounds a sender's full path in a table of senders.
+const MaxSenderLen = 4096
+
+// UvarintLen returns the bytes binary.AppendUvarint takes for n.
+func UvarintLen(n int) int {
+	k := 1
+	for ; n >= 0x80; n >>= 7 {
+		k++
+	}
+	return k
+}
+
+// IndexEntries checks that index is whole entries of width uvarints each, and counts
+// them.
+func IndexEntries(index []byte, width int) (int, error) {
+	values := 0
+	for len(index) > 0 {
+		_, k := binary.Uvarint(index)
+		if k <= 0 {
+			return 0, errors.New("a bad number in the index")
+		}
+		index = index[k:]
+		values++
+	}
+	if values%width != 0 {
+		return 0, fmt.Errorf("an index of %d numbers", values)
+	}
+	return values / width, nil
+}
+
+// EncodeTable writes table as an array of strings.
+func EncodeTable(enc *msgpack.Encoder, table []string) error {
+	if err := enc.EncodeArrayLen(len(table)); err != nil {
+		return err
+	}
+	for _, s := range table {
+		if err := enc.EncodeString(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DecodeTable reads an array of at least one and at most max strings (a table of a
+// batch of max messages); what names the table in errors.
+func DecodeTable(dec *msgpack.Decoder, max int, what string) ([]string, error) {
+	n, err := dec.DecodeArrayLen()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if n < 1 || n > max {
+		return nil, fmt.Errorf("%d %s for %d messages", n, what, max)
+	}
+	out := make([]string, n)
+	for i := range out {
+		if out[i], err = dec.DecodeString(); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	return out, nil
+}
+
+// DecodeSenders reads the senders' table of a batch of count messages ("" for no
+// sender) and resolves each with the decoder's context, a serialization.RefResolver
+// (the transport's); one that does not resolve fails the whole table.
+func DecodeSenders(dec *msgpack.Decoder, count int) ([]actor.Ref, error) {
+	paths, err := DecodeTable(dec, count, "senders")
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]actor.Ref, len(paths))
+	resolver, _ := serialization.DecoderContext(dec).(serialization.RefResolver)
+	for i, s := range paths {
+		if s == "" {
+			continue
+		}
+		if len(s) > MaxSenderLen {
+			return nil, fmt.Errorf("a sender of %d bytes", len(s))
+		}
+		if resolver == nil {
+			return nil, errors.New("a sender decodes only with a serialization.RefResolver as the context")
+		}
+		if refs[i], err = resolver.ResolveRef(s); err != nil {
+			return nil, fmt.Errorf("sender %q: %w", truncate(s), err)
+		}
+	}
+	return refs, nil
+}
+
+// truncate shortens s for an error message.
+func truncate(s string) string {
+	const max = 200
+	if len(s) > max {
+		return s[:max] + "..."
+	}
+	return s
+}
