@@ -138,6 +138,11 @@
 //     Stats.Undelivered.
 //   - A message for another node that the transport refuses (its queue to that node is
 //     full, the node is gone): Stats.Undelivered, every message of a refused batch.
+//   - A message from another node that does not decode here (its type is not
+//     registered on this node): Stats.Undelivered. A whole batch of deliveries that
+//     does not decode (a sender in it that this node's transport will not resolve, an
+//     actor of a third node beyond remote.Config.MaxUnverifiedPeers): the transport's
+//     dead letters, counted in remote's Stats and logged there.
 //   - An entity that ignores the hand-off stop message is stopped hard after
 //     max(HandOffTimeout - 5 s, 1 s); messages already in its mailbox are lost with it.
 //     A persistent entity stopped by actor.PoisonPill (the default stop message) also
