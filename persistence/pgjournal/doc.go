@@ -33,20 +33,26 @@
 //
 // # Two writers of one persistence id
 //
-// The highest sequence number of each persistence id lives in one row,
-// which every write advances in its transaction only when the write's first
-// sequence number is above it; (persistence id, sequence number) is also
-// the events' primary key. If two nodes ever run the same entity (a split
-// brain the resolver did not stop), the second write of a sequence number
-// fails with persistence.ErrSequenceConflict and that entity stops, instead
-// of the two histories interleaving.
+// (persistence id, sequence number) is the events' primary key, and every
+// write first looks up whether its persistence id already holds an event at
+// or above the write's first sequence number. If two nodes ever run the same
+// entity (a split brain the resolver did not stop), both write the same next
+// sequence number: the second write fails with
+// persistence.ErrSequenceConflict and that entity stops, instead of the two
+// histories interleaving. When the two transactions run at the same time,
+// the second waits for the first on the primary key and fails once it
+// commits; the store then runs its batch again, and only the write that lost
+// is rejected (Stats.Reruns counts these). The lookups only read, so
+// writers of different entities never wait for each other.
 //
 // # Reading
 //
 // Replays and EventsByTag read in pages of Config.ReplayPageSize events,
 // one query each, so no history is held in memory whole. Deleting events
-// removes their rows but keeps the highest sequence number, so a restarted
-// entity never reuses one. Every row carries a CRC-32C over its columns: a
+// removes their rows but keeps the highest sequence number (in
+// troupe_persistence_id, a row written by deletes only), so a restarted
+// entity never reuses one, and a write below it fails like a write over a
+// stored event. Every row carries a CRC-32C over its columns: a
 // damaged or hand-edited row fails the replay with a
 // *persistence.CorruptRecordError naming its persistence id and sequence
 // number. Tag offsets are handed out in commit order across all nodes, so a

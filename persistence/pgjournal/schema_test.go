@@ -6,6 +6,10 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/troupe-go/troupe/persistence"
 )
 
 func TestMigrationsEmbedded(t *testing.T) {
@@ -108,5 +112,37 @@ func TestConcurrentMigration(t *testing.T) {
 	var n int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM troupe_schema_version`).Scan(&n); err != nil || n != SchemaVersion {
 		t.Errorf("%d rows in troupe_schema_version, %v; want %d", n, err, SchemaVersion)
+	}
+}
+
+// TestMigrationFromVersion1: a database written by version 1, where a
+// delete removed every event of a persistence id and kept its highest
+// sequence number in troupe_persistence_id alone, is migrated by Open; the
+// highest sequence number still holds, and still rejects the writes below
+// it.
+func TestMigrationFromVersion1(t *testing.T) {
+	ctx := testContext(t)
+	cfg := testConfig(newSchema(t))
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{cfg.Schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	execIn(t, cfg.Schema, versionTableSQL)
+	execIn(t, cfg.Schema, Migrations()[0].SQL)
+	execIn(t, cfg.Schema, `INSERT INTO troupe_schema_version (version, description) VALUES (1, 'initial')`)
+	execIn(t, cfg.Schema, `INSERT INTO troupe_persistence_id (persistence_id, highest_sequence_nr, deleted_to) VALUES ('gone', 10, 10)`)
+
+	s := openIn(t, cfg)
+	if v, err := schemaVersion(ctx, s.pool); err != nil || v != SchemaVersion {
+		t.Fatalf("schema version %d, %v after Open; want %d", v, err, SchemaVersion)
+	}
+	if h, err := s.HighestSequenceNr(ctx, "gone"); err != nil || h != 10 {
+		t.Errorf("HighestSequenceNr(gone) = %d, %v; want 10", h, err)
+	}
+	res, err := s.WriteMessages(ctx, []persistence.AtomicWrite{aw("gone", 5, 6), aw("gone", 11, 11)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(res[0], persistence.ErrSequenceConflict) || res[1] != nil {
+		t.Errorf("writes below and above the kept highest: %v, want [ErrSequenceConflict, nil]", res)
 	}
 }

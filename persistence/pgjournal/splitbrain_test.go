@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/troupe-go/troupe/persistence"
 )
 
@@ -238,17 +240,102 @@ func TestTagOffsetsAcrossNodes(t *testing.T) {
 	}
 }
 
+// TestSplitBrainAfterDelete: a node that believes it is behind the other
+// writes sequence numbers whose events the other already deleted; its
+// writes fail as if the events were there, from wherever it starts.
+func TestSplitBrainAfterDelete(t *testing.T) {
+	node1, cfg := openFresh(t, nil)
+	node2 := openIn(t, cfg)
+	ctx := testContext(t)
+	if res, err := node1.WriteMessages(ctx, []persistence.AtomicWrite{aw("cart", 1, 10)}); err != nil || res[0] != nil {
+		t.Fatal(res, err)
+	}
+	for _, to := range []uint64{4, 10} {
+		if err := node1.DeleteMessagesTo(ctx, "cart", to); err != nil {
+			t.Fatal(err)
+		}
+		for _, first := range []uint64{1, 3, 5, 10} {
+			res, err := node2.WriteMessages(ctx, []persistence.AtomicWrite{aw("cart", first, first+1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !errors.Is(res[0], persistence.ErrSequenceConflict) {
+				t.Errorf("after a delete to %d, node2's write from %d: %v, want ErrSequenceConflict", to, first, res[0])
+			}
+		}
+	}
+	if got := seqsOf(t, node2, "cart"); len(got) != 0 {
+		t.Errorf("cart holds %v after the delete to 10", got)
+	}
+	if res, err := node2.WriteMessages(ctx, []persistence.AtomicWrite{aw("cart", 11, 11)}); err != nil || res[0] != nil {
+		t.Errorf("the write after the highest: %v, %v", res, err)
+	}
+}
+
+// TestSplitBrainInFlight: a node's batch meets a write of the other node
+// that is not committed yet. Its insert waits for that transaction, fails
+// on the primary key once it commits, and the batch runs again: the write
+// that lost is rejected alone, the others of its batch are stored.
+func TestSplitBrainInFlight(t *testing.T) {
+	node1, cfg := openFresh(t, nil)
+	ctx := testContext(t)
+	// The other node's transaction, held open: it has written cart #1.
+	other, err := admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Rollback(ctx) }()
+	if _, err := other.Exec(ctx, "SET LOCAL search_path TO "+pgx.Identifier{cfg.Schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Exec(ctx, `INSERT INTO troupe_event (persistence_id, sequence_nr, written_at, manifest, writer_id, checksum, payload)
+		VALUES ('cart', 1, 0, '', 'other', 0, '')`); err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		res []error
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := node1.WriteMessages(ctx, []persistence.AtomicWrite{aw("cart", 1, 2), aw("other", 1, 1)})
+		done <- outcome{res, err}
+	}()
+	// Commit only once node1's insert waits for the held transaction.
+	for waiting := false; !waiting; {
+		err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO troupe_event%')`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := other.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out := <-done
+	if out.err != nil {
+		t.Fatalf("node1's batch failed as a whole: %v", out.err)
+	}
+	if !errors.Is(out.res[0], persistence.ErrSequenceConflict) || out.res[1] != nil {
+		t.Errorf("node1's writes: %v, want [ErrSequenceConflict, nil]", out.res)
+	}
+	if got := seqsOf(t, node1, "other"); !slices.Equal(got, span(1, 1)) {
+		t.Errorf("other: %v, want [1]", got)
+	}
+	if st := node1.Stats(); st.Reruns != 1 || st.FailedCommits != 0 || st.Conflicts != 1 {
+		t.Errorf("stats %+v, want one rerun and one conflict", st)
+	}
+}
+
 // TestSplitBrainSameBatchDeadlockFree: two nodes commit batches that touch
-// the same persistence ids in opposite orders at the same time; rows are
-// locked in one order, so neither waits for the other in a cycle.
+// the same persistence ids in opposite orders at the same time, each with
+// sequence numbers of its own; neither call fails.
 func TestSplitBrainSameBatchDeadlockFree(t *testing.T) {
 	node1, cfg := openFresh(t, nil)
 	node2 := openIn(t, cfg)
 	ctx, cancel := context.WithCancel(testContext(t))
 	defer cancel()
-	// Enough other persistence ids that PostgreSQL looks each written
-	// one up by index, in the order of the statement's arrays, instead of
-	// scanning the table in its own order.
+	// Deleted ids of other entities, which the writes look up.
 	execIn(t, cfg.Schema, `INSERT INTO troupe_persistence_id (persistence_id, highest_sequence_nr)
 		SELECT ('filler' || i)::bytea, 1 FROM generate_series(1, 20000) i`)
 	execIn(t, cfg.Schema, `ANALYZE troupe_persistence_id`)

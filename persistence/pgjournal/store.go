@@ -55,10 +55,14 @@ type Stats struct {
 	// Conflicts counts the atomic writes rejected with
 	// persistence.ErrSequenceConflict.
 	Conflicts int64
+	// Reruns counts the group commits run again because another
+	// transaction wrote one of their keys at the same time (see the
+	// package documentation, "Two writers of one persistence id").
+	Reruns int64
 }
 
 type counters struct {
-	commits, failed, writes, events, conflicts atomic.Int64
+	commits, failed, writes, events, conflicts, reruns atomic.Int64
 }
 
 // Stats returns the store's counters. Events divided by Commits is the
@@ -70,6 +74,7 @@ func (s *Store) Stats() Stats {
 		Writes:        s.stats.writes.Load(),
 		Events:        s.stats.events.Load(),
 		Conflicts:     s.stats.conflicts.Load(),
+		Reruns:        s.stats.reruns.Load(),
 	}
 }
 
@@ -229,24 +234,39 @@ func (s *Store) HighestSequenceNr(ctx context.Context, persistenceID string) (ui
 		return 0, nil
 	}
 	var highest int64
-	err := s.pool.QueryRow(ctx, `SELECT highest_sequence_nr FROM troupe_persistence_id WHERE persistence_id = $1`,
-		[]byte(persistenceID)).Scan(&highest)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
+	err := s.pool.QueryRow(ctx, highestSQL, []byte(persistenceID)).Scan(&highest)
 	if err != nil {
 		return 0, storageError(fmt.Sprintf("highest sequence number of %q", persistenceID), err)
 	}
 	return uint64(highest), nil
 }
 
-// deleteSQL records the delete and removes the events and their tag index
-// rows, in one statement, only when toSeq is not above the highest sequence
-// number; it returns the number of persistence ids updated (0 or 1).
-const deleteSQL = `WITH p AS (
-    UPDATE troupe_persistence_id SET deleted_to = greatest(deleted_to, $2)
-    WHERE persistence_id = $1 AND highest_sequence_nr >= $2
-    RETURNING highest_sequence_nr
+// highestSQL reads a persistence id's highest sequence number: that of its
+// last event, or the one its last delete kept, whichever is higher. The
+// first is the end of the primary key's range for the id.
+const highestSQL = `SELECT greatest(
+    (SELECT max(sequence_nr) FROM troupe_event WHERE persistence_id = $1),
+    (SELECT highest_sequence_nr FROM troupe_persistence_id WHERE persistence_id = $1),
+    0)`
+
+// deleteSQL records the delete (how far, and the highest sequence number,
+// which a write must stay above once the events are gone) and removes the
+// events and their tag index rows, in one statement, only when $2 is not
+// above the highest sequence number; it returns the number of persistence
+// ids recorded (0 or 1). Writes do not touch troupe_persistence_id: the row
+// is created by the first delete of its persistence id.
+const deleteSQL = `WITH h AS (
+    SELECT greatest(
+        (SELECT max(sequence_nr) FROM troupe_event WHERE persistence_id = $1),
+        (SELECT highest_sequence_nr FROM troupe_persistence_id WHERE persistence_id = $1),
+        0) AS highest
+), p AS (
+    INSERT INTO troupe_persistence_id AS p (persistence_id, highest_sequence_nr, deleted_to)
+    SELECT $1, h.highest, $2 FROM h WHERE h.highest >= $2
+    ON CONFLICT (persistence_id) DO UPDATE
+    SET highest_sequence_nr = greatest(p.highest_sequence_nr, excluded.highest_sequence_nr),
+        deleted_to = greatest(p.deleted_to, excluded.deleted_to)
+    RETURNING p.highest_sequence_nr
 ), t AS (
     DELETE FROM troupe_event_tag
     WHERE persistence_id = $1 AND sequence_nr <= $2 AND EXISTS (SELECT 1 FROM p)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 
 	"github.com/troupe-go/troupe/persistence"
@@ -29,29 +30,33 @@ import (
 // it as its synchronous_commit setting says (by default to disk).
 //
 // Each statement takes a chunk of atomic writes as arrays (unnest, encoded
-// by wire.go) and, in one go: inserts the row of every persistence id that
-// may be new (the store remembers the ones it has seen), advances the
-// highest sequence number of the others only where the write's first
-// sequence number is above it, inserts the events of the writes so claimed,
-// and their tag index rows, and returns the writes it did not claim. A write
-// not claimed is rejected with persistence.ErrSequenceConflict and stores
-// nothing, while the statement, and the transaction, go on for the others:
-// no savepoints are needed, as no statement fails for a conflict.
+// by wire.go) and, in one go: looks up, for each write, whether its
+// persistence id already has an event at or above the write's first
+// sequence number, or a higher sequence number kept by a delete; inserts
+// the events of the other writes, and their tag index rows; and returns the
+// writes it rejected. A rejected write fails with
+// persistence.ErrSequenceConflict and stores nothing, while the statement,
+// and the transaction, go on for the others. Writes of one persistence id
+// within a batch go to successive statements ("rounds"), in call order, so
+// that each statement sees what the ones before it inserted.
 //
-// The claim on troupe_persistence_id is what makes two writers of one
-// persistence id (two nodes after a split brain) safe: the second update of
-// the row waits for the first transaction, then re-checks its condition
-// against the committed row and claims nothing. Writes of one persistence id
-// within a batch go to successive statements ("rounds"), in call order, as
-// one statement may touch a row only once.
+// Two writers of one persistence id (two nodes after a split brain) both
+// recovered the same history, so both write the same next sequence number.
+// Whichever commits first stores it; the second is rejected by the lookup,
+// when the first has committed before the second's statement began, or
+// else by the primary key: its insert waits for the first transaction and
+// fails with a unique violation once that commits. The whole transaction
+// is then rolled back, nothing of it stored, and the batch runs again,
+// where the lookup now rejects that write alone. Transactions insert their
+// rows sorted by persistence id, so two of them that meet on several keys
+// meet in the same order; PostgreSQL's deadlock detector ends what is left
+// (a cycle across chunks), and the batch runs again too.
 //
-// Lock order: concurrent transactions (of this store or of other nodes)
-// that lock the same rows in different orders deadlock, and PostgreSQL
-// aborts one of them. So a batch first locks the rows of all its existing
-// persistence ids in one statement, in id order, and inserts the rows of
-// new ones in id order too (each round is sorted by persistence id); only
-// then do the statements update them, in whatever order their plans visit
-// the rows.
+// The lookups only read: a write locks or updates no row per persistence
+// id. Schema version 1 did (every write advanced a highest-sequence-number
+// row, locked in order first), and that held the store to about a third
+// of what PostgreSQL inserts; that row is now written by deletes only (see
+// store.go).
 //
 // Tag offsets: a batch with tagged events first reserves as many offsets as
 // it has tagged events on the one row of troupe_tag_counter, and holds that
@@ -85,7 +90,6 @@ type pendingWrite struct {
 	first, last int64
 	size        int
 	events      []pendingEvent
-	maybeNew    bool // the persistence id may have no row yet (set by buildPlan)
 }
 
 type pendingEvent struct {
@@ -169,7 +173,9 @@ func (s *Store) encodeWrite(aw *persistence.AtomicWrite, now int64) (pendingWrit
 // WriteMessages implements persistence.Journal with group commit: see the
 // package documentation. A write whose first sequence number is not above
 // the highest stored for its persistence id, by this store or any other on
-// the same database, is rejected with persistence.ErrSequenceConflict. When
+// the same database, is rejected with persistence.ErrSequenceConflict (two
+// writes that race, from two stores, are caught by the primary key: see the
+// package documentation). When
 // the group commit fails as a whole (the connection broke, the server
 // stopped, Config.WriteTimeout passed) every writer in it gets the error,
 // wrapping ErrUnavailable for a connection problem, and the outcome is
@@ -225,12 +231,7 @@ type writer struct {
 
 	slots   chan struct{} // a token per commit in flight
 	commits sync.WaitGroup
-	known   *knownIDs
 }
-
-// knownIDsLimit bounds the persistence ids a writer remembers as having
-// their row.
-const knownIDsLimit = 1 << 16
 
 func startWriter(s *Store) *writer {
 	w := &writer{
@@ -238,7 +239,6 @@ func startWriter(s *Store) *writer {
 		wake:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
 		slots: make(chan struct{}, s.cfg.WriteConcurrency),
-		known: newKnownIDs(knownIDsLimit),
 	}
 	go w.run()
 	return w
@@ -355,9 +355,17 @@ func (w *writer) commit(batch []*writeRequest) {
 	if len(live) == 0 {
 		return
 	}
-	p := buildPlan(live, s.cfg.chunkBytes, s.cfg.chunkEvents, w.known)
+	p := buildPlan(live, s.cfg.chunkBytes, s.cfg.chunkEvents)
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
-	claimed, err := p.exec(ctx, s.pool)
+	stored, err := p.exec(ctx, s.pool)
+	for attempt := 1; err != nil && attempt < maxAttempts && racedWriter(err); attempt++ {
+		// Rolled back whole: run the batch again, where the lookups see
+		// the write that won.
+		s.stats.reruns.Add(1)
+		s.log.Warn("pgjournal: group commit met a concurrent writer of one of its persistence ids; running it again",
+			zap.Int("writes", len(p.writes)), zap.Int("attempt", attempt+1), zap.Error(err))
+		stored, err = p.exec(ctx, s.pool)
+	}
 	cancel()
 	if err != nil {
 		s.stats.failed.Add(1)
@@ -374,10 +382,10 @@ func (w *writer) commit(batch []*writeRequest) {
 		}
 		return
 	}
-	var events, stored, conflicts int64
+	var events, writes, conflicts int64
 	for i, wr := range p.writes {
-		if claimed[i] {
-			stored++
+		if stored[i] {
+			writes++
 			events += int64(len(wr.events))
 			continue
 		}
@@ -385,12 +393,25 @@ func (w *writer) commit(batch []*writeRequest) {
 		*wr.result = fmt.Errorf("%w: %q: sequence number %d is not above the highest one written",
 			persistence.ErrSequenceConflict, wr.pidKey, wr.first)
 	}
-	w.known.add(p.writes)
 	s.stats.commits.Add(1)
-	s.stats.writes.Add(stored)
+	s.stats.writes.Add(writes)
 	s.stats.events.Add(events)
 	s.stats.conflicts.Add(conflicts)
 	for _, r := range live {
 		close(r.done)
 	}
+}
+
+// maxAttempts bounds how many times a group commit runs when it keeps
+// meeting concurrent writers of its persistence ids: each run after the
+// first rejects the writes that lost, so two are usually enough.
+const maxAttempts = 5
+
+// racedWriter reports whether a group commit was rolled back because
+// another transaction wrote one of its keys at the same time: a unique
+// violation (the other committed first) or a deadlock (the two met on
+// several keys in different orders). Nothing of the transaction was stored.
+func racedWriter(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "40P01")
 }

@@ -1,0 +1,19 @@
+-- pgjournal schema version 2: writes no longer touch troupe_persistence_id.
+--
+-- A write is checked by reading: it is rejected when its persistence id
+-- has an event at or above its first sequence number, or a higher
+-- sequence number kept in troupe_persistence_id; the primary key of
+-- troupe_event catches two writes that race. troupe_persistence_id now
+-- holds a row only for the persistence ids whose events were deleted:
+-- the first delete creates it, with the highest sequence number at that
+-- time, which a later write must stay above once the events are gone,
+-- and how far events were deleted. Rows written by version 1 keep their
+-- meaning, so no data changes.
+--
+-- The version number changes because a plug-in of version 1 reads the
+-- highest sequence number from troupe_persistence_id alone, which
+-- version 2 no longer keeps up to date: such a plug-in refuses this
+-- database instead of reading it wrongly.
+--
+-- The rows are rarely updated now: pack the pages full.
+ALTER TABLE troupe_persistence_id SET (fillfactor = 100);
