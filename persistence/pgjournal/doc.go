@@ -33,17 +33,18 @@
 //
 // # Two writers of one persistence id
 //
-// (persistence id, sequence number) is the events' primary key, and every
-// write first looks up whether its persistence id already holds an event at
-// or above the write's first sequence number. If two nodes ever run the same
-// entity (a split brain the resolver did not stop), both write the same next
-// sequence number: the second write fails with
-// persistence.ErrSequenceConflict and that entity stops, instead of the two
-// histories interleaving. When the two transactions run at the same time,
-// the second waits for the first on the primary key and fails once it
-// commits; the store then runs its batch again, and only the write that lost
-// is rejected (Stats.Reruns counts these). The lookups only read, so
-// writers of different entities never wait for each other.
+// (persistence id, sequence number) is the events' primary key, and a
+// write whose persistence id already holds an event at or above the write's
+// first sequence number, or a higher one that a delete kept, is rejected.
+// If two nodes ever run the same entity (a split brain the resolver did not
+// stop), both write the same next sequence number: the second write fails
+// with persistence.ErrSequenceConflict and that entity stops, instead of
+// the two histories interleaving. When the two transactions run at the
+// same time, the second waits for the first on the primary key and fails
+// once it commits; the store then runs its batch again, and only the write
+// that lost is rejected (Stats.Reruns counts these). Writes check by
+// reading, and lock no row per persistence id, so writers of different
+// entities never wait for each other.
 //
 // # Reading
 //

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -53,16 +54,51 @@ const writeSQL = `WITH w AS (
 )
 SELECT idx FROM rejected`
 
+// insertSQL stores the events of one chunk of a batch on the fast path
+// (see writer.go), $1..$8 one array per column of troupe_event.
+const insertSQL = `INSERT INTO troupe_event (persistence_id, sequence_nr, written_at, manifest, writer_id, tags, checksum, payload)
+SELECT * FROM unnest($1::bytea[], $2::int8[], $3::int8[], $4::bytea[], $5::bytea[], $6::bytea[], $7::int4[], $8::bytea[])`
+
+// tagIndexSQL stores the tag index rows of one chunk on the fast path: $1..$4
+// as $12..$15 of writeSQL, $5 the number of offsets the batch reserved.
+const tagIndexSQL = `INSERT INTO troupe_event_tag (tag, tag_offset, persistence_id, sequence_nr)
+SELECT t.tag, c.last_offset - $5::int8 + t.n, t.pid, t.seq
+FROM unnest($1::bytea[], $2::int8[], $3::bytea[], $4::int8[]) AS t(tag, n, pid, seq)
+CROSS JOIN troupe_tag_counter c`
+
+// verifySQL checks the writes of a batch after their events are inserted,
+// in the same transaction, and raises TR001 (troupe_reject_write) for one
+// that the lookups of writeSQL, run now, would reject: a persistence id
+// whose highest sequence number kept by a delete is at or above the
+// write's first ($1, $2), or, where $4 says so, with an event above the
+// write's last ($3): the write's own rows fill first..last. It runs after
+// the inserts so that it sees what committed while they ran: a delete by
+// another writer that removed the rows the inserts would otherwise have
+// met on the primary key.
+const verifySQL = `SELECT troupe_reject_write(w.pid, w.first_seq)
+FROM unnest($1::bytea[], $2::int8[], $3::int8[], $4::bool[]) AS w(pid, first_seq, last_seq, probe)
+WHERE (w.probe AND EXISTS (SELECT 1 FROM troupe_event e
+                           WHERE e.persistence_id = w.pid AND e.sequence_nr > w.last_seq))
+   OR EXISTS (SELECT 1 FROM troupe_persistence_id p
+              WHERE p.persistence_id = w.pid AND p.highest_sequence_nr >= w.first_seq)`
+
+// rejectedCode is the SQLSTATE troupe_reject_write raises.
+const rejectedCode = "TR001"
+
 // Names of the statements, prepared once on each connection.
 const (
-	reserveStmt = "troupe_pgjournal_reserve_v1"
-	writeStmt   = "troupe_pgjournal_write_v2"
+	reserveStmt  = "troupe_pgjournal_reserve_v1"
+	writeStmt    = "troupe_pgjournal_write_v2"
+	insertStmt   = "troupe_pgjournal_insert_v2"
+	tagIndexStmt = "troupe_pgjournal_tag_v2"
+	verifyStmt   = "troupe_pgjournal_verify_v2"
 )
 
 // plan is a batch laid out as statements.
 type plan struct {
 	writes   []*pendingWrite // every write of the batch, in statement order
 	chunks   []*chunk
+	rounds   int   // 1 when no persistence id has two writes in the batch
 	reserved int64 // tagged events, one offset each
 }
 
@@ -78,7 +114,7 @@ type chunk struct {
 // writes into rounds (a persistence id's n-th write of the batch goes to
 // round n), sorts each round by persistence id, and cuts the rounds into
 // chunks.
-func buildPlan(reqs []*writeRequest, chunkBytes, chunkEvents int) *plan {
+func buildPlan(reqs []*writeRequest, chunkBytes, chunkEvents int, last *lastWritten) *plan {
 	var rounds [][]*pendingWrite
 	total := 0
 	for _, r := range reqs {
@@ -98,7 +134,7 @@ func buildPlan(reqs []*writeRequest, chunkBytes, chunkEvents int) *plan {
 	}
 	// Tag offsets follow the order of the writes in the batch, whatever
 	// the statement that stores them.
-	p := &plan{writes: make([]*pendingWrite, 0, total)}
+	p := &plan{writes: make([]*pendingWrite, 0, total), rounds: len(rounds)}
 	for _, r := range reqs {
 		for i := range r.writes {
 			for k := range r.writes[i].events {
@@ -117,6 +153,7 @@ func buildPlan(reqs []*writeRequest, chunkBytes, chunkEvents int) *plan {
 		slices.SortStableFunc(round, func(a, b *pendingWrite) int { return bytes.Compare(a.pid, b.pid) })
 		var c *chunk
 		for _, w := range round {
+			w.follows = last.follows(w)
 			if c == nil || (c.n > 0 && (c.bytes+w.size > chunkBytes || c.events+len(w.events) > chunkEvents)) {
 				c = &chunk{first: len(p.writes)}
 				p.chunks = append(p.chunks, c)
@@ -188,106 +225,278 @@ func (p *plan) params(c *chunk) [][]byte {
 // binaryFormats are the formats of up to 16 parameters, all binary.
 var binaryFormats = []int16{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}
 
-// exec runs the plan as one pipeline, one implicit transaction, and
-// reports which writes it stored, by position in p.writes. An error means
-// the transaction failed, or its outcome is unknown.
-func (p *plan) exec(ctx context.Context, pool *pgxpool.Pool) ([]bool, error) {
+// verifyParams encodes the parameters of verifySQL for writes; probe
+// says whether to look for events above each write's last.
+func verifyParams(writes []*pendingWrite, probe func(*pendingWrite) bool) [][]byte {
+	pidBytes := 0
+	for _, w := range writes {
+		pidBytes += 4 + len(w.pid)
+	}
+	pids := newArray(oidBytea, pidBytes)
+	firsts := newArray(oidInt8, 12*len(writes))
+	lasts := newArray(oidInt8, 12*len(writes))
+	probes := newArray(oidBool, 5*len(writes))
+	for _, w := range writes {
+		pids.bytea(w.pid)
+		firsts.int8(w.first)
+		lasts.int8(w.last)
+		probes.bool(probe(w))
+	}
+	return [][]byte{pids.value(), firsts.value(), lasts.value(), probes.value()}
+}
+
+// statements are the statements a plan may send, prepared once on each
+// connection (pgx remembers the names).
+var statements = [...][2]string{
+	{reserveStmt, reserveSQL}, {writeStmt, writeSQL}, {insertStmt, insertSQL},
+	{tagIndexStmt, tagIndexSQL}, {verifyStmt, verifySQL},
+}
+
+// exec runs the plan in one transaction and reports which writes it
+// stored, by position in p.writes. An error means the transaction failed,
+// or its outcome is unknown; racedWriter tells the errors after which
+// nothing was stored and the plan may run again, carefully.
+//
+// The fast path takes one round trip and serves a batch that writes each
+// persistence id once, on its first run: it inserts every write, then
+// verifies them, and any write that should have been rejected aborts the
+// whole transaction. The careful path rejects writes one by one and takes
+// two round trips: see the comment at the top of writer.go.
+func (p *plan) exec(ctx context.Context, pool *pgxpool.Pool, careful bool) ([]bool, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Release()
-	for _, st := range [...][2]string{{reserveStmt, reserveSQL}, {writeStmt, writeSQL}} {
-		// Prepared once per connection: pgx remembers the names.
+	for _, st := range statements {
 		if _, err := conn.Conn().Prepare(ctx, st[0], st[1]); err != nil {
 			return nil, err
 		}
-	}
-	params := make([][][]byte, len(p.chunks))
-	for i, c := range p.chunks {
-		params[i] = p.params(c)
-	}
-	pl := conn.Conn().PgConn().StartPipeline(ctx)
-	if p.reserved > 0 {
-		pl.SendQueryPrepared(reserveStmt, [][]byte{int8Param(p.reserved)}, binaryFormats[:1], nil)
-	}
-	for i := range p.chunks {
-		pl.SendQueryPrepared(writeStmt, params[i], binaryFormats, binaryFormats[:1])
 	}
 	stored := make([]bool, len(p.writes))
 	for i := range stored {
 		stored[i] = true
 	}
-	err = pl.Sync()
-	if err == nil {
-		err = p.read(pl, stored)
+	pc := conn.Conn().PgConn()
+	pl := pc.StartPipeline(ctx)
+	if careful || p.rounds > 1 {
+		err = p.careful(pl, stored)
+	} else {
+		err = p.fast(pl)
 	}
 	if cerr := pl.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
+		if pc.TxStatus() != 'I' {
+			// The careful path's transaction, failed: end it, so that
+			// the connection goes back to the pool clean (the pool
+			// closes one that is not).
+			_, _ = pc.Exec(ctx, "ROLLBACK").ReadAll()
+		}
 		return nil, err
 	}
 	return stored, nil
 }
 
-// read collects the results of the statements, the writes each statement
-// rejected, and then the outcome of the commit.
-func (p *plan) read(pl *pgconn.Pipeline, stored []bool) error {
-	next := func() (*pgconn.ResultReader, error) {
-		res, err := pl.GetResults()
-		if err != nil {
-			return nil, err
-		}
-		rr, ok := res.(*pgconn.ResultReader)
-		if !ok {
-			return nil, fmt.Errorf("unexpected pipeline result %T", res)
-		}
-		return rr, nil
-	}
+// fast sends the plan as one implicit transaction: the inserts, then
+// verifySQL over every write, probing for events of the persistence ids
+// this store did not write last.
+func (p *plan) fast(pl *pgconn.Pipeline) error {
 	if p.reserved > 0 {
-		rr, err := next()
-		if err != nil {
+		pl.SendQueryPrepared(reserveStmt, [][]byte{int8Param(p.reserved)}, binaryFormats[:1], nil)
+	}
+	tagged := 0
+	for _, c := range p.chunks {
+		params := p.params(c)
+		pl.SendQueryPrepared(insertStmt, params[3:11], binaryFormats[:8], nil)
+		if c.tagRows > 0 {
+			pl.SendQueryPrepared(tagIndexStmt, append(params[11:15:15], params[15]), binaryFormats[:5], nil)
+			tagged++
+		}
+	}
+	pl.SendQueryPrepared(verifyStmt, verifyParams(p.writes, func(w *pendingWrite) bool { return !w.follows }), binaryFormats[:4], nil)
+	if err := pl.Sync(); err != nil {
+		return err
+	}
+	if err := p.readReserve(pl); err != nil {
+		return err
+	}
+	for range len(p.chunks) + tagged + 1 { // inserts, tag rows, verify
+		if _, err := nextResult(pl); err != nil {
 			return err
 		}
-		tag, err := rr.Close()
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() != 1 {
-			return fmt.Errorf("the tag offset counter has %d rows, want 1", tag.RowsAffected())
-		}
+	}
+	return readSync(pl)
+}
+
+// careful sends the plan as an explicit transaction: writeSQL, which
+// rejects writes one by one, then, once their results are in, verifySQL
+// over the writes stored, and the commit.
+func (p *plan) careful(pl *pgconn.Pipeline, stored []bool) error {
+	pl.SendQueryParams("BEGIN", nil, nil, nil, nil)
+	if p.reserved > 0 {
+		pl.SendQueryPrepared(reserveStmt, [][]byte{int8Param(p.reserved)}, binaryFormats[:1], nil)
 	}
 	for _, c := range p.chunks {
-		rr, err := next()
-		if err != nil {
-			return err
-		}
-		for rr.NextRow() {
-			v := rr.Values()
-			if len(v) != 1 || len(v[0]) != 4 {
-				rr.Close()
-				return fmt.Errorf("unexpected row from the write statement")
-			}
-			idx := int(int32(binary.BigEndian.Uint32(v[0])))
-			if idx < 0 || idx >= c.n {
-				rr.Close()
-				return fmt.Errorf("rejected write %d of a chunk of %d", idx, c.n)
-			}
-			stored[c.first+idx] = false
-		}
-		if _, err := rr.Close(); err != nil {
+		pl.SendQueryPrepared(writeStmt, p.params(c), binaryFormats, binaryFormats[:1])
+	}
+	if err := pl.Sync(); err != nil {
+		return err
+	}
+	if _, err := nextResult(pl); err != nil { // BEGIN
+		return err
+	}
+	if err := p.readReserve(pl); err != nil {
+		return err
+	}
+	for _, c := range p.chunks {
+		if err := readRejected(pl, c, stored); err != nil {
 			return err
 		}
 	}
-	// The commit: PostgreSQL answers the Sync once it has committed, or
-	// with the error that prevented it.
+	if err := readSync(pl); err != nil {
+		return err
+	}
+	var kept []*pendingWrite
+	for i, w := range p.writes {
+		if stored[i] {
+			kept = append(kept, w)
+		}
+	}
+	pl.SendQueryPrepared(verifyStmt, verifyParams(kept, func(*pendingWrite) bool { return false }), binaryFormats[:4], nil)
+	pl.SendQueryParams("COMMIT", nil, nil, nil, nil)
+	if err := pl.Sync(); err != nil {
+		return err
+	}
+	if _, err := nextResult(pl); err != nil { // verify
+		return err
+	}
+	tag, err := nextResult(pl)
+	if err != nil {
+		return err
+	}
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("the transaction ended with %q, not COMMIT", tag.String())
+	}
+	return readSync(pl)
+}
+
+// nextResult reads the next statement's result of the pipeline, and
+// discards its rows.
+func nextResult(pl *pgconn.Pipeline) (pgconn.CommandTag, error) {
+	res, err := pl.GetResults()
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	rr, ok := res.(*pgconn.ResultReader)
+	if !ok {
+		return pgconn.CommandTag{}, fmt.Errorf("unexpected pipeline result %T", res)
+	}
+	return rr.Close()
+}
+
+// readReserve reads the result of the tag offsets' reservation, if the
+// plan has one.
+func (p *plan) readReserve(pl *pgconn.Pipeline) error {
+	if p.reserved == 0 {
+		return nil
+	}
+	tag, err := nextResult(pl)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("the tag offset counter has %d rows, want 1", tag.RowsAffected())
+	}
+	return nil
+}
+
+// readRejected reads the writes c's writeSQL rejected and marks them.
+func readRejected(pl *pgconn.Pipeline, c *chunk, stored []bool) error {
+	res, err := pl.GetResults()
+	if err != nil {
+		return err
+	}
+	rr, ok := res.(*pgconn.ResultReader)
+	if !ok {
+		return fmt.Errorf("unexpected pipeline result %T", res)
+	}
+	for rr.NextRow() {
+		v := rr.Values()
+		if len(v) != 1 || len(v[0]) != 4 {
+			rr.Close()
+			return fmt.Errorf("unexpected row from the write statement")
+		}
+		idx := int(int32(binary.BigEndian.Uint32(v[0])))
+		if idx < 0 || idx >= c.n {
+			rr.Close()
+			return fmt.Errorf("rejected write %d of a chunk of %d", idx, c.n)
+		}
+		stored[c.first+idx] = false
+	}
+	_, err = rr.Close()
+	return err
+}
+
+// readSync reads the end of a pipeline's Sync: for an implicit
+// transaction, PostgreSQL answers it once it has committed, or with the
+// error that prevented it.
+func readSync(pl *pgconn.Pipeline) error {
 	res, err := pl.GetResults()
 	if err != nil {
 		return err
 	}
 	if _, ok := res.(*pgconn.PipelineSync); !ok {
-		return fmt.Errorf("unexpected pipeline result %T where the commit was expected", res)
+		return fmt.Errorf("unexpected pipeline result %T where the end of a transaction was expected", res)
 	}
 	return nil
+}
+
+// lastWritten remembers, per persistence id, the last sequence number
+// this store committed, so that a write that follows it (its first is
+// the next number) need not probe for events above it. Another writer
+// writes from the highest sequence number it recovered, plus one, and
+// never leaves a gap, so its events above this store's last would begin
+// at that next number, which the write's insert meets on the primary key;
+// or they were deleted since, which verifySQL finds in
+// troupe_persistence_id. It is bounded: when full it is emptied, which
+// costs only a few probes.
+type lastWritten struct {
+	mu    sync.Mutex
+	seqs  map[string]int64
+	limit int
+}
+
+func newLastWritten(limit int) *lastWritten {
+	return &lastWritten{seqs: make(map[string]int64), limit: limit}
+}
+
+// follows reports whether w begins right after the last sequence number
+// this store committed for its persistence id.
+func (l *lastWritten) follows(w *pendingWrite) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last, ok := l.seqs[w.pidKey]
+	return ok && w.first == last+1
+}
+
+// committed records the outcome of a batch: the last sequence number of
+// each write stored, and forgets the persistence ids of the others.
+// With stored nil, the batch failed and its outcome is unknown.
+func (l *lastWritten) committed(writes []*pendingWrite, stored []bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, w := range writes {
+		if stored == nil || !stored[i] {
+			delete(l.seqs, w.pidKey)
+			continue
+		}
+		if _, ok := l.seqs[w.pidKey]; !ok && len(l.seqs) >= l.limit {
+			clear(l.seqs)
+		}
+		if w.last > l.seqs[w.pidKey] {
+			l.seqs[w.pidKey] = w.last
+		}
+	}
 }

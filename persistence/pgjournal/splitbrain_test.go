@@ -45,6 +45,30 @@ func TestSplitBrainConflict(t *testing.T) {
 	}
 }
 
+// TestWriteBelowTheHighest: a write whose sequence numbers are free but
+// below the highest stored (the events above it came from a writer that
+// left a gap) is rejected too, as the journal's contract says.
+func TestWriteBelowTheHighest(t *testing.T) {
+	node1, cfg := openFresh(t, nil)
+	node2 := openIn(t, cfg)
+	ctx := testContext(t)
+	if res, err := node1.WriteMessages(ctx, []persistence.AtomicWrite{aw("cart", 5, 6)}); err != nil || res[0] != nil {
+		t.Fatal(res, err)
+	}
+	for i, s := range []*Store{node1, node2} {
+		res, err := s.WriteMessages(ctx, []persistence.AtomicWrite{aw("cart", 1, 2), aw(fmt.Sprint("other", i), 1, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(res[0], persistence.ErrSequenceConflict) || res[1] != nil {
+			t.Errorf("writes below the highest, and of another id: %v, want [ErrSequenceConflict, nil]", res)
+		}
+	}
+	if got := seqsOf(t, node1, "cart"); !slices.Equal(got, []uint64{5, 6}) {
+		t.Errorf("cart: %v, want [5 6]", got)
+	}
+}
+
 // TestSplitBrainRace: two nodes race to extend the same persistence ids,
 // in opposite orders, for many rounds. Every sequence number is won by
 // exactly one write, histories never interleave (each successful write's
@@ -324,6 +348,91 @@ func TestSplitBrainInFlight(t *testing.T) {
 	}
 	if st := node1.Stats(); st.Reruns != 1 || st.FailedCommits != 0 || st.Conflicts != 1 {
 		t.Errorf("stats %+v, want one rerun and one conflict", st)
+	}
+}
+
+// TestSplitBrainWriteAndDeleteDuringInsert: a stale node's insert starts
+// (its statement's view taken), then the other node writes the same
+// sequence numbers and deletes them, and only then does the stale insert
+// reach the primary key, which no longer holds them. The check after the
+// inserts finds the delete, and the stale write is rejected: on the fast
+// path (one write of the persistence id in the batch) and on the careful
+// one (two).
+func TestSplitBrainWriteAndDeleteDuringInsert(t *testing.T) {
+	t.Run("fast", func(t *testing.T) { testWriteAndDeleteDuringInsert(t, aw("cart", 1, 2)) })
+	t.Run("careful", func(t *testing.T) { testWriteAndDeleteDuringInsert(t, aw("cart", 1, 1), aw("cart", 2, 2)) })
+}
+
+func testWriteAndDeleteDuringInsert(t *testing.T, stale ...persistence.AtomicWrite) {
+	node1, cfg := openFresh(t, nil)
+	node2 := openIn(t, cfg)
+	ctx := testContext(t)
+	// The stale node's inserts wait for an advisory lock the test holds.
+	execIn(t, cfg.Schema, `CREATE FUNCTION hold_stale() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.writer_id = 'stale' THEN PERFORM pg_advisory_xact_lock_shared(4242); END IF;
+			RETURN NEW;
+		END $$`)
+	execIn(t, cfg.Schema, `CREATE TRIGGER hold_stale BEFORE INSERT ON troupe_event FOR EACH ROW EXECUTE FUNCTION hold_stale()`)
+	holder, err := admin.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release()
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock(4242)`); err != nil {
+		t.Fatal(err)
+	}
+	unlocked := false
+	defer func() {
+		if !unlocked {
+			_, _ = holder.Exec(context.Background(), `SELECT pg_advisory_unlock(4242)`)
+		}
+	}()
+
+	for i := range stale {
+		for k := range stale[i].Events {
+			stale[i].Events[k].WriterID = "stale"
+		}
+	}
+	type outcome struct {
+		res []error
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := node2.WriteMessages(ctx, stale)
+		done <- outcome{res, err}
+	}()
+	for waiting := false; !waiting; {
+		err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := node1.WriteMessages(ctx, []persistence.AtomicWrite{aw("cart", 1, 10)}); err != nil || res[0] != nil {
+		t.Fatal(res, err)
+	}
+	if err := node1.DeleteMessagesTo(ctx, "cart", 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_unlock(4242)`); err != nil {
+		t.Fatal(err)
+	}
+	unlocked = true
+	out := <-done
+	if out.err != nil {
+		t.Fatalf("the stale node's call failed as a whole: %v", out.err)
+	}
+	for i, r := range out.res {
+		if !errors.Is(r, persistence.ErrSequenceConflict) {
+			t.Errorf("stale write %d: %v, want ErrSequenceConflict", i, r)
+		}
+	}
+	if got := seqsOf(t, node1, "cart"); len(got) != 0 {
+		t.Errorf("cart holds %v after the delete to 10", got)
+	}
+	if h, err := node1.HighestSequenceNr(ctx, "cart"); err != nil || h != 10 {
+		t.Errorf("highest %d, %v; want 10", h, err)
 	}
 }
 

@@ -16,10 +16,11 @@ import "encoding/binary"
 //	per element: int32 byte length (-1 for NULL), then the bytes
 //
 // Elements are in their own binary format: bytea as is, int8 and int4 big
-// endian.
+// endian, bool as one byte.
 
 // OIDs of the element types.
 const (
+	oidBool  = 16
 	oidBytea = 17
 	oidInt8  = 20
 	oidInt4  = 23
@@ -63,6 +64,16 @@ func (a *array) int8(v int64) {
 func (a *array) int4(v int32) {
 	a.b = binary.BigEndian.AppendUint32(a.b, 4)
 	a.b = binary.BigEndian.AppendUint32(a.b, uint32(v))
+	a.n++
+}
+
+func (a *array) bool(v bool) {
+	a.b = binary.BigEndian.AppendUint32(a.b, 1)
+	if v {
+		a.b = append(a.b, 1)
+	} else {
+		a.b = append(a.b, 0)
+	}
 	a.n++
 }
 

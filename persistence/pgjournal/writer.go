@@ -23,40 +23,53 @@ import (
 // to Config.WriteConcurrency at once; while they run, new requests queue up
 // for the next batch, so the batch size follows the load.
 //
-// A batch is one transaction, sent as one pipeline of statements with a
-// single Sync, so it costs one round trip and one commit (PostgreSQL runs
-// the statements of a pipeline in one implicit transaction). The writers of
+// A batch is one transaction, sent as a pipeline of statements, so it
+// costs one commit and, on the fast path below, one round trip
+// (PostgreSQL runs the statements of a pipeline up to its Sync in one
+// implicit transaction). The writers of
 // a batch are answered only after the commit, when PostgreSQL has flushed
 // it as its synchronous_commit setting says (by default to disk).
 //
-// Each statement takes a chunk of atomic writes as arrays (unnest, encoded
-// by wire.go) and, in one go: looks up, for each write, whether its
-// persistence id already has an event at or above the write's first
-// sequence number, or a higher sequence number kept by a delete; inserts
-// the events of the other writes, and their tag index rows; and returns the
-// writes it rejected. A rejected write fails with
-// persistence.ErrSequenceConflict and stores nothing, while the statement,
-// and the transaction, go on for the others. Writes of one persistence id
-// within a batch go to successive statements ("rounds"), in call order, so
-// that each statement sees what the ones before it inserted.
+// A write is rejected, with persistence.ErrSequenceConflict and nothing
+// stored, when its persistence id already has an event at or above the
+// write's first sequence number, or a higher sequence number that a delete
+// kept in troupe_persistence_id; a rejected write does not affect the
+// others of the batch. Nothing in the write path locks or updates a row per
+// persistence id: schema version 1 advanced such a row in every write, with
+// the rows locked in order first, and that held the store to about a third
+// of what PostgreSQL inserts. That row is now written by deletes only.
+//
+// The fast path serves a batch that writes each persistence id once, on
+// its first run: plain inserts of every write's events (unnest, encoded by
+// wire.go) and their tag index rows, then verifySQL, all in one implicit
+// transaction. A write is checked by the primary key (another writer's
+// event at the same sequence number) and by verifySQL, which looks, after
+// the inserts, for a higher sequence number kept by a delete and, unless
+// the write follows this store's own last write of the persistence id (see
+// lastWritten), for an event above the write. verifySQL raises an error
+// when it finds one, which rolls back the whole transaction.
+//
+// The careful path serves the rest: batches that write some persistence id
+// twice (its writes go to successive statements, "rounds", in call order,
+// each of which sees what the ones before it inserted), and any batch run
+// again. Each statement (writeSQL) looks up every write of its chunk, from
+// the same view, inserts the events of the writes it accepts and returns
+// the ones it rejects. That view may be older than a delete that commits
+// while the statement runs, so once the results are in, verifySQL checks
+// the writes stored, and only then does the transaction commit: two round
+// trips, where the fast path takes one.
 //
 // Two writers of one persistence id (two nodes after a split brain) both
 // recovered the same history, so both write the same next sequence number.
-// Whichever commits first stores it; the second is rejected by the lookup,
-// when the first has committed before the second's statement began, or
-// else by the primary key: its insert waits for the first transaction and
-// fails with a unique violation once that commits. The whole transaction
-// is then rolled back, nothing of it stored, and the batch runs again,
-// where the lookup now rejects that write alone. Transactions insert their
-// rows sorted by persistence id, so two of them that meet on several keys
-// meet in the same order; PostgreSQL's deadlock detector ends what is left
-// (a cycle across chunks), and the batch runs again too.
-//
-// The lookups only read: a write locks or updates no row per persistence
-// id. Schema version 1 did (every write advanced a highest-sequence-number
-// row, locked in order first), and that held the store to about a third
-// of what PostgreSQL inserts; that row is now written by deletes only (see
-// store.go).
+// Whichever commits first stores it. The second is rejected by a lookup
+// when the first committed before the second's statement began; else its
+// insert waits for the first transaction and fails with a unique violation
+// once that commits. Such a failure, a deadlock (two transactions met on
+// several keys in different orders; rounds are sorted by persistence id,
+// which leaves only cycles across chunks) and verifySQL's error all roll
+// the batch back whole, nothing of it stored, and the store runs it again
+// on the careful path, where the lookups reject the writes that lost,
+// alone.
 //
 // Tag offsets: a batch with tagged events first reserves as many offsets as
 // it has tagged events on the one row of troupe_tag_counter, and holds that
@@ -90,6 +103,7 @@ type pendingWrite struct {
 	first, last int64
 	size        int
 	events      []pendingEvent
+	follows     bool // first is the next number after this store's last write of pid (set by buildPlan)
 }
 
 type pendingEvent struct {
@@ -231,7 +245,12 @@ type writer struct {
 
 	slots   chan struct{} // a token per commit in flight
 	commits sync.WaitGroup
+	last    *lastWritten
 }
+
+// lastWrittenLimit bounds the persistence ids a writer remembers the last
+// sequence number of.
+const lastWrittenLimit = 1 << 16
 
 func startWriter(s *Store) *writer {
 	w := &writer{
@@ -239,6 +258,7 @@ func startWriter(s *Store) *writer {
 		wake:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
 		slots: make(chan struct{}, s.cfg.WriteConcurrency),
+		last:  newLastWritten(lastWrittenLimit),
 	}
 	go w.run()
 	return w
@@ -355,18 +375,19 @@ func (w *writer) commit(batch []*writeRequest) {
 	if len(live) == 0 {
 		return
 	}
-	p := buildPlan(live, s.cfg.chunkBytes, s.cfg.chunkEvents)
+	p := buildPlan(live, s.cfg.chunkBytes, s.cfg.chunkEvents, w.last)
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
-	stored, err := p.exec(ctx, s.pool)
+	stored, err := p.exec(ctx, s.pool, false)
 	for attempt := 1; err != nil && attempt < maxAttempts && racedWriter(err); attempt++ {
-		// Rolled back whole: run the batch again, where the lookups see
-		// the write that won.
+		// Rolled back whole: run the batch again, carefully, where the
+		// lookups reject the writes that lost.
 		s.stats.reruns.Add(1)
-		s.log.Warn("pgjournal: group commit met a concurrent writer of one of its persistence ids; running it again",
+		s.log.Warn("pgjournal: group commit met a write of another writer to one of its persistence ids; running it again",
 			zap.Int("writes", len(p.writes)), zap.Int("attempt", attempt+1), zap.Error(err))
-		stored, err = p.exec(ctx, s.pool)
+		stored, err = p.exec(ctx, s.pool, true)
 	}
 	cancel()
+	w.last.committed(p.writes, stored)
 	if err != nil {
 		s.stats.failed.Add(1)
 		err = storageError(fmt.Sprintf("group commit of %d atomic writes failed, outcome unknown", len(p.writes)), err)
@@ -407,11 +428,13 @@ func (w *writer) commit(batch []*writeRequest) {
 // first rejects the writes that lost, so two are usually enough.
 const maxAttempts = 5
 
-// racedWriter reports whether a group commit was rolled back because
-// another transaction wrote one of its keys at the same time: a unique
-// violation (the other committed first) or a deadlock (the two met on
-// several keys in different orders). Nothing of the transaction was stored.
+// racedWriter reports whether a group commit was rolled back because of
+// another writer's write to one of its persistence ids: a unique violation
+// (the other transaction wrote the same key and committed first), a
+// deadlock (two transactions met on several keys in different orders), or
+// verifySQL's rejection (a write the fast path should not have made).
+// Nothing of the transaction was stored.
 func racedWriter(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "40P01")
+	return errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "40P01" || pe.Code == rejectedCode)
 }

@@ -17,3 +17,16 @@
 --
 -- The rows are rarely updated now: pack the pages full.
 ALTER TABLE troupe_persistence_id SET (fillfactor = 100);
+
+-- Raised by the statement that checks a group commit after its inserts,
+-- when a write turns out to be one that the lookups before the insert
+-- would have rejected (see writer.go). The error aborts the transaction;
+-- the store runs the batch again, and the lookups reject that write alone.
+CREATE FUNCTION troupe_reject_write(persistence_id bytea, first_seq bigint) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'pgjournal: the write of % from sequence number % meets events written or deleted by another writer',
+        encode(persistence_id, 'escape'), first_seq
+        USING ERRCODE = 'TR001';
+END
+$$;
