@@ -131,9 +131,12 @@ type Config struct {
 	Logger *zap.Logger
 
 	// Set by tests: the bounds of one statement of a group commit
-	// (defaults maxChunkBytes, maxChunkEvents), and a function called with
-	// the queue's length after each request is queued.
+	// (defaults maxChunkBytes, maxChunkEvents), the size from which the
+	// fast path sends events by COPY (default copyMinEvents; -1: never),
+	// and a function called with the queue's length after each request is
+	// queued.
 	chunkBytes, chunkEvents int
+	copyMinEvents           int
 	enqueued                func(queued int)
 }
 
@@ -197,6 +200,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.chunkEvents == 0 {
 		c.chunkEvents = maxChunkEvents
+	}
+	if c.copyMinEvents == 0 {
+		c.copyMinEvents = copyMinEvents
 	}
 	return c
 }

@@ -69,6 +69,18 @@ func TestJournalConformanceSmall(t *testing.T) {
 	journaltest.RunJournalSuite(t, func(t *testing.T, dir string) persistence.Journal { return open(t, dir) }, suiteOptions())
 }
 
+// TestJournalConformanceCopy runs the suite with the fast path sending
+// every batch's events by COPY, and TestJournalConformanceNoCopy never.
+func TestJournalConformanceCopy(t *testing.T) {
+	open := openForSuite(func(c *Config) { c.copyMinEvents = 1 })
+	journaltest.RunJournalSuite(t, func(t *testing.T, dir string) persistence.Journal { return open(t, dir) }, suiteOptions())
+}
+
+func TestJournalConformanceNoCopy(t *testing.T) {
+	open := openForSuite(func(c *Config) { c.copyMinEvents = -1 })
+	journaltest.RunJournalSuite(t, func(t *testing.T, dir string) persistence.Journal { return open(t, dir) }, suiteOptions())
+}
+
 func TestSnapshotConformance(t *testing.T) {
 	open := openForSuite(nil)
 	journaltest.RunSnapshotSuite(t, func(t *testing.T, dir string) persistence.SnapshotStore { return open(t, dir) }, suiteOptions())

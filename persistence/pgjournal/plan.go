@@ -100,6 +100,7 @@ type plan struct {
 	chunks   []*chunk
 	rounds   int   // 1 when no persistence id has two writes in the batch
 	reserved int64 // tagged events, one offset each
+	copyMin  int   // events from which the fast path uses COPY; <= 0: never
 }
 
 // chunk is one writeSQL statement: the writes p.writes[first:first+n].
@@ -278,14 +279,13 @@ func (p *plan) exec(ctx context.Context, pool *pgxpool.Pool, careful bool) ([]bo
 		stored[i] = true
 	}
 	pc := conn.Conn().PgConn()
-	pl := pc.StartPipeline(ctx)
-	if careful || p.rounds > 1 {
-		err = p.careful(pl, stored)
-	} else {
-		err = p.fast(pl)
-	}
-	if cerr := pl.Close(); err == nil {
-		err = cerr
+	switch {
+	case careful || p.rounds > 1:
+		err = p.inPipeline(ctx, pc, func(pl *pgconn.Pipeline) error { return p.careful(pl, stored) })
+	case p.copyMin > 0 && p.events() >= p.copyMin:
+		err = p.copied(ctx, pc)
+	default:
+		err = p.inPipeline(ctx, pc, p.fast)
 	}
 	if err != nil {
 		if pc.TxStatus() != 'I' {
@@ -299,30 +299,123 @@ func (p *plan) exec(ctx context.Context, pool *pgxpool.Pool, careful bool) ([]bo
 	return stored, nil
 }
 
+// inPipeline runs send in a pipeline of pc's.
+func (p *plan) inPipeline(ctx context.Context, pc *pgconn.PgConn, send func(*pgconn.Pipeline) error) error {
+	pl := pc.StartPipeline(ctx)
+	err := send(pl)
+	if cerr := pl.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// events returns the number of events in the plan.
+func (p *plan) events() int {
+	n := 0
+	for _, c := range p.chunks {
+		n += c.events
+	}
+	return n
+}
+
+// copyMinEvents is the size from which the fast path sends the events
+// with COPY, which PostgreSQL stores faster than an INSERT of the same
+// rows (about a fifth less time for a batch of 330 events, commit
+// included), at the price of two more round trips.
+const copyMinEvents = 64
+
+// copied is the fast path for a large batch, as an explicit transaction:
+// BEGIN, the events by COPY, then what fast sends after its inserts and
+// the commit.
+func (p *plan) copied(ctx context.Context, pc *pgconn.PgConn) error {
+	if _, err := pc.Exec(ctx, "BEGIN").ReadAll(); err != nil {
+		return err
+	}
+	rows := appendCopyHeader(make([]byte, 0, copyHeaderLen+p.copyBytes()))
+	for _, w := range p.writes {
+		for k := range w.events {
+			rows = appendCopyRow(rows, w.pid, &w.events[k])
+		}
+	}
+	rows = appendCopyTrailer(rows)
+	if _, err := pc.CopyFrom(ctx, bytes.NewReader(rows), copySQL); err != nil {
+		return err
+	}
+	return p.inPipeline(ctx, pc, func(pl *pgconn.Pipeline) error {
+		tagged := p.sendTagRows(pl)
+		pl.SendQueryPrepared(verifyStmt, verifyParams(p.writes, func(w *pendingWrite) bool { return !w.follows }), binaryFormats[:4], nil)
+		pl.SendQueryParams("COMMIT", nil, nil, nil, nil)
+		if err := pl.Sync(); err != nil {
+			return err
+		}
+		if err := p.readReserve(pl); err != nil {
+			return err
+		}
+		for range tagged + 1 { // tag rows, verify
+			if _, err := nextResult(pl); err != nil {
+				return err
+			}
+		}
+		if err := readCommit(pl); err != nil {
+			return err
+		}
+		return readSync(pl)
+	})
+}
+
+// sendTagRows sends the reservation of the batch's tag offsets and the
+// statements that store its tag index rows, and returns how many of those
+// it sent.
+func (p *plan) sendTagRows(pl *pgconn.Pipeline) int {
+	if p.reserved == 0 {
+		return 0
+	}
+	pl.SendQueryPrepared(reserveStmt, [][]byte{int8Param(p.reserved)}, binaryFormats[:1], nil)
+	sent := 0
+	for _, c := range p.chunks {
+		if c.tagRows > 0 {
+			params := p.params(c)
+			pl.SendQueryPrepared(tagIndexStmt, append(params[11:15:15], params[15]), binaryFormats[:5], nil)
+			sent++
+		}
+	}
+	return sent
+}
+
+// readCommit reads the result of a COMMIT, which PostgreSQL answers with
+// ROLLBACK when the transaction had failed.
+func readCommit(pl *pgconn.Pipeline) error {
+	tag, err := nextResult(pl)
+	if err != nil {
+		return err
+	}
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("the transaction ended with %q, not COMMIT", tag.String())
+	}
+	return nil
+}
+
 // fast sends the plan as one implicit transaction: the inserts, then
 // verifySQL over every write, probing for events of the persistence ids
 // this store did not write last.
 func (p *plan) fast(pl *pgconn.Pipeline) error {
-	if p.reserved > 0 {
-		pl.SendQueryPrepared(reserveStmt, [][]byte{int8Param(p.reserved)}, binaryFormats[:1], nil)
-	}
-	tagged := 0
 	for _, c := range p.chunks {
-		params := p.params(c)
-		pl.SendQueryPrepared(insertStmt, params[3:11], binaryFormats[:8], nil)
-		if c.tagRows > 0 {
-			pl.SendQueryPrepared(tagIndexStmt, append(params[11:15:15], params[15]), binaryFormats[:5], nil)
-			tagged++
-		}
+		pl.SendQueryPrepared(insertStmt, p.params(c)[3:11], binaryFormats[:8], nil)
 	}
+	tagged := p.sendTagRows(pl)
 	pl.SendQueryPrepared(verifyStmt, verifyParams(p.writes, func(w *pendingWrite) bool { return !w.follows }), binaryFormats[:4], nil)
 	if err := pl.Sync(); err != nil {
 		return err
 	}
+	for range p.chunks {
+		if _, err := nextResult(pl); err != nil {
+			return err
+		}
+	}
 	if err := p.readReserve(pl); err != nil {
 		return err
 	}
-	for range len(p.chunks) + tagged + 1 { // inserts, tag rows, verify
+	for range tagged + 1 { // tag rows, verify
 		if _, err := nextResult(pl); err != nil {
 			return err
 		}
@@ -372,12 +465,8 @@ func (p *plan) careful(pl *pgconn.Pipeline, stored []bool) error {
 	if _, err := nextResult(pl); err != nil { // verify
 		return err
 	}
-	tag, err := nextResult(pl)
-	if err != nil {
+	if err := readCommit(pl); err != nil {
 		return err
-	}
-	if tag.String() != "COMMIT" {
-		return fmt.Errorf("the transaction ended with %q, not COMMIT", tag.String())
 	}
 	return readSync(pl)
 }

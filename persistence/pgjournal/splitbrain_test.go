@@ -18,10 +18,19 @@ import (
 // what happens when both write the same persistence id, as after a split
 // brain the resolver did not stop.
 
+// forEachPath runs a test on each way the fast path may send its events:
+// INSERT statements, and COPY.
+func forEachPath(t *testing.T, test func(t *testing.T, edit func(*Config))) {
+	t.Run("insert", func(t *testing.T) { test(t, func(c *Config) { c.copyMinEvents = -1 }) })
+	t.Run("copy", func(t *testing.T) { test(t, func(c *Config) { c.copyMinEvents = 1 }) })
+}
+
 // TestSplitBrainConflict: the second node's write of sequence numbers the
 // first one used fails with ErrSequenceConflict, and stores nothing.
-func TestSplitBrainConflict(t *testing.T) {
-	node1, cfg := openFresh(t, nil)
+func TestSplitBrainConflict(t *testing.T) { forEachPath(t, testSplitBrainConflict) }
+
+func testSplitBrainConflict(t *testing.T, edit func(*Config)) {
+	node1, cfg := openFresh(t, edit)
 	node2 := openIn(t, cfg)
 	ctx := testContext(t)
 
@@ -48,8 +57,10 @@ func TestSplitBrainConflict(t *testing.T) {
 // TestWriteBelowTheHighest: a write whose sequence numbers are free but
 // below the highest stored (the events above it came from a writer that
 // left a gap) is rejected too, as the journal's contract says.
-func TestWriteBelowTheHighest(t *testing.T) {
-	node1, cfg := openFresh(t, nil)
+func TestWriteBelowTheHighest(t *testing.T) { forEachPath(t, testWriteBelowTheHighest) }
+
+func testWriteBelowTheHighest(t *testing.T, edit func(*Config)) {
+	node1, cfg := openFresh(t, edit)
 	node2 := openIn(t, cfg)
 	ctx := testContext(t)
 	if res, err := node1.WriteMessages(ctx, []persistence.AtomicWrite{aw("cart", 5, 6)}); err != nil || res[0] != nil {
@@ -74,8 +85,10 @@ func TestWriteBelowTheHighest(t *testing.T) {
 // exactly one write, histories never interleave (each successful write's
 // events are its own, contiguously), no call fails as a whole (no
 // deadlock), and each node learns of every write it lost.
-func TestSplitBrainRace(t *testing.T) {
-	node1, cfg := openFresh(t, nil)
+func TestSplitBrainRace(t *testing.T) { forEachPath(t, testSplitBrainRace) }
+
+func testSplitBrainRace(t *testing.T, edit func(*Config)) {
+	node1, cfg := openFresh(t, edit)
 	node2 := openIn(t, cfg)
 	ctx := testContext(t)
 	const pids, rounds = 12, 25
@@ -267,8 +280,10 @@ func TestTagOffsetsAcrossNodes(t *testing.T) {
 // TestSplitBrainAfterDelete: a node that believes it is behind the other
 // writes sequence numbers whose events the other already deleted; its
 // writes fail as if the events were there, from wherever it starts.
-func TestSplitBrainAfterDelete(t *testing.T) {
-	node1, cfg := openFresh(t, nil)
+func TestSplitBrainAfterDelete(t *testing.T) { forEachPath(t, testSplitBrainAfterDelete) }
+
+func testSplitBrainAfterDelete(t *testing.T, edit func(*Config)) {
+	node1, cfg := openFresh(t, edit)
 	node2 := openIn(t, cfg)
 	ctx := testContext(t)
 	if res, err := node1.WriteMessages(ctx, []persistence.AtomicWrite{aw("cart", 1, 10)}); err != nil || res[0] != nil {
@@ -300,8 +315,10 @@ func TestSplitBrainAfterDelete(t *testing.T) {
 // that is not committed yet. Its insert waits for that transaction, fails
 // on the primary key once it commits, and the batch runs again: the write
 // that lost is rejected alone, the others of its batch are stored.
-func TestSplitBrainInFlight(t *testing.T) {
-	node1, cfg := openFresh(t, nil)
+func TestSplitBrainInFlight(t *testing.T) { forEachPath(t, testSplitBrainInFlight) }
+
+func testSplitBrainInFlight(t *testing.T, edit func(*Config)) {
+	node1, cfg := openFresh(t, edit)
 	ctx := testContext(t)
 	// The other node's transaction, held open: it has written cart #1.
 	other, err := admin.Begin(ctx)
@@ -328,7 +345,7 @@ func TestSplitBrainInFlight(t *testing.T) {
 	// Commit only once node1's insert waits for the held transaction.
 	for waiting := false; !waiting; {
 		err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO troupe_event%')`).Scan(&waiting)
+			WHERE wait_event_type = 'Lock' AND query LIKE '%troupe_event (%')`).Scan(&waiting)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -359,12 +376,14 @@ func TestSplitBrainInFlight(t *testing.T) {
 // path (one write of the persistence id in the batch) and on the careful
 // one (two).
 func TestSplitBrainWriteAndDeleteDuringInsert(t *testing.T) {
-	t.Run("fast", func(t *testing.T) { testWriteAndDeleteDuringInsert(t, aw("cart", 1, 2)) })
-	t.Run("careful", func(t *testing.T) { testWriteAndDeleteDuringInsert(t, aw("cart", 1, 1), aw("cart", 2, 2)) })
+	forEachPath(t, func(t *testing.T, edit func(*Config)) {
+		testWriteAndDeleteDuringInsert(t, edit, aw("cart", 1, 2))
+	})
+	t.Run("careful", func(t *testing.T) { testWriteAndDeleteDuringInsert(t, nil, aw("cart", 1, 1), aw("cart", 2, 2)) })
 }
 
-func testWriteAndDeleteDuringInsert(t *testing.T, stale ...persistence.AtomicWrite) {
-	node1, cfg := openFresh(t, nil)
+func testWriteAndDeleteDuringInsert(t *testing.T, edit func(*Config), stale ...persistence.AtomicWrite) {
+	node1, cfg := openFresh(t, edit)
 	node2 := openIn(t, cfg)
 	ctx := testContext(t)
 	// The stale node's inserts wait for an advisory lock the test holds.

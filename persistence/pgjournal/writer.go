@@ -24,7 +24,8 @@ import (
 // for the next batch, so the batch size follows the load.
 //
 // A batch is one transaction, sent as a pipeline of statements, so it
-// costs one commit and, on the fast path below, one round trip
+// costs one commit and, for a small batch on the fast path below, one
+// round trip
 // (PostgreSQL runs the statements of a pipeline up to its Sync in one
 // implicit transaction). The writers of
 // a batch are answered only after the commit, when PostgreSQL has flushed
@@ -40,9 +41,12 @@ import (
 // of what PostgreSQL inserts. That row is now written by deletes only.
 //
 // The fast path serves a batch that writes each persistence id once, on
-// its first run: plain inserts of every write's events (unnest, encoded by
-// wire.go) and their tag index rows, then verifySQL, all in one implicit
-// transaction. A write is checked by the primary key (another writer's
+// its first run: plain inserts of every write's events and their tag index
+// rows, then verifySQL, all in one transaction. A batch of fewer than
+// copyMinEvents events goes as INSERT statements (unnest, encoded by
+// wire.go) in one implicit transaction and one round trip; a larger one as
+// BEGIN, COPY (copyrows.go) and the rest with the COMMIT, in three round
+// trips, as PostgreSQL stores rows from COPY faster. A write is checked by the primary key (another writer's
 // event at the same sequence number) and by verifySQL, which looks, after
 // the inserts, for a higher sequence number kept by a delete and, unless
 // the write follows this store's own last write of the persistence id (see
@@ -376,6 +380,7 @@ func (w *writer) commit(batch []*writeRequest) {
 		return
 	}
 	p := buildPlan(live, s.cfg.chunkBytes, s.cfg.chunkEvents, w.last)
+	p.copyMin = s.cfg.copyMinEvents
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
 	stored, err := p.exec(ctx, s.pool, false)
 	for attempt := 1; err != nil && attempt < maxAttempts && racedWriter(err); attempt++ {
