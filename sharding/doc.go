@@ -156,6 +156,10 @@
 //   - An entity that stops by itself (not by Passivate) loses what reaches it before
 //     its shard has seen it stop, whether sent through the shard or directly by the
 //     region or an EntityRef (the direct routes): dead letters.
+//   - A message sent through a region that has stopped: a dead letter to the region.
+//     An EntityRef's message is published as the Envelope the region would have placed
+//     (the entity's ID and the message), as a message sent to the region as an
+//     Envelope is.
 //
 // Expected dead letters are counted but not logged: a region's registration sent to a
 // member where the coordinator does not run, and a region's reports to a coordinator
