@@ -136,6 +136,11 @@
 //     is not registered), and a region or shard that stops with messages it could not
 //     deliver (a graceful shutdown that did not finish in time, a shard that failed):
 //     Stats.Undelivered.
+//   - A region (or proxy) that leaves while it holds messages for a shard that no
+//     region can host (the allocation strategy gives the shard no home, or no other
+//     region is left): the coordinator tells it so, and it drops them (ErrNoRegion,
+//     Stats.Undelivered) instead of waiting for a home until its shutdown phase times
+//     out. This includes what a shard's last home buffered during its hand-off.
 //   - A message for another node that the transport refuses (its queue to that node is
 //     full, the node is gone): Stats.Undelivered, every message of a refused batch.
 //   - A message from another node that does not decode here (its type is not
