@@ -164,7 +164,8 @@
 //   - A message sent through a region that has stopped: a dead letter to the region.
 //     An EntityRef's message is published as the Envelope the region would have placed
 //     (the entity's ID and the message), as a message sent to the region as an
-//     Envelope is.
+//     Envelope is; so is a message the region handed to a shard that stopped before it
+//     arrived (the shard failed, or lost its lease).
 //
 // Expected dead letters are counted but not logged: a region's registration sent to a
 // member where the coordinator does not run, and a region's reports to a coordinator

@@ -52,3 +52,34 @@ func TestEntityRefDeadLetterIsTheUsersMessage(t *testing.T) {
 		t.Fatalf("the ask's dead letter is %T %+v, want %+v", dl.Message, dl.Message, want)
 	}
 }
+
+// A delivery the region sent to a shard that has stopped meanwhile (it failed, or lost
+// its lease) is a dead letter naming the entity and the user's message, not the
+// region's delivery.
+func TestShardDeliveryDeadLetterIsTheUsersMessage(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	shard, err := sys.Spawn(actor.PropsFunc(func(actor.Context) {}), "shard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher := testkit.NewProbe(t, sys)
+	watcher.Watch(shard)
+	if err := sys.Stop(shard); err != nil {
+		t.Fatal(err)
+	}
+	watcher.ExpectTerminated(shard, 5*time.Second)
+	dead := testkit.NewProbe(t, sys)
+	actor.Subscribe[actor.DeadLetter](sys.EventStream(), dead.Ref())
+	for _, tc := range []struct {
+		d    *delivery
+		want any
+	}{
+		{&delivery{shard: "1", entity: "42", msg: incr{}}, Envelope{EntityID: "42", Message: incr{}}},
+		{&delivery{shard: "1", entity: "43", start: true}, StartEntity{ID: "43"}},
+	} {
+		_ = shard.Tell(tc.d)
+		if dl := testkit.ExpectMsgType[actor.DeadLetter](dead, 5*time.Second); dl.Message != tc.want {
+			t.Fatalf("dead letter %T %+v, want %+v", dl.Message, dl.Message, tc.want)
+		}
+	}
+}
