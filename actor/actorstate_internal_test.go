@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,4 +69,68 @@ func TestActorStateHooks(t *testing.T) {
 		t.Fatalf("AwaitAsk: %v, want ErrTimeout", err)
 	}
 	close(release)
+}
+
+// wrapped is a layer's wrapper around a user's message (actorstate.Wrapper).
+type wrapped struct{ user string }
+
+func (w wrapped) UserMessage() any { return w.user }
+
+// A wrapped message that becomes a dead letter is published as the user's message, and
+// an ask that fails with it, or times out, names the user's message's type.
+func TestDeadLetterNamesTheUsersMessage(t *testing.T) {
+	sys, err := New("wrapped", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sys.Shutdown(context.Background()) }()
+	dead := make(chan DeadLetter, 4)
+	sub, err := sys.Spawn(PropsFunc(func(ctx Context) {
+		if dl, ok := ctx.Message().(DeadLetter); ok {
+			dead <- dl
+		}
+	}), "dead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	Subscribe[DeadLetter](sys.EventStream(), sub)
+	silent, err := sys.Spawn(PropsFunc(func(Context) {}), "silent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	if _, err := Ask[string](ctx, silent, wrapped{"hello"}); !errors.Is(err, ErrTimeout) || strings.Contains(err.Error(), "wrapped") || !strings.Contains(err.Error(), "string") {
+		t.Fatalf("ask timed out with %v; want ErrTimeout naming a string", err)
+	}
+
+	gone, err := sys.Spawn(PropsFunc(func(Context) {}), "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	terminated := make(chan struct{})
+	if _, err := sys.Spawn(PropsFunc(func(ctx Context) {
+		switch ctx.Message().(type) {
+		case Started:
+			ctx.Watch(gone)
+			_ = sys.Stop(gone)
+		case Terminated:
+			close(terminated)
+		}
+	}), "watcher"); err != nil {
+		t.Fatal(err)
+	}
+	<-terminated
+	_ = gone.Tell(wrapped{"hello"})
+	if dl := <-dead; dl.Message != "hello" {
+		t.Fatalf("dead letter %T %v, want the user's message", dl.Message, dl.Message)
+	}
+	ask, cancelAsk := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelAsk()
+	if _, err := Ask[string](ask, gone, wrapped{"again"}); !errors.Is(err, ErrDeadLetter) || strings.Contains(err.Error(), "wrapped") {
+		t.Fatalf("ask to a stopped actor: %v; want a dead letter naming a string", err)
+	}
+	if dl := <-dead; dl.Message != "again" {
+		t.Fatalf("the ask's dead letter %T %v, want the user's message", dl.Message, dl.Message)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/troupe-go/troupe/internal/actorstate"
 	"go.uber.org/zap"
 )
 
@@ -27,6 +28,7 @@ type DeadLetter struct {
 // deadLetter publishes an undeliverable message, counts and logs it, and fails an Ask
 // waiting on it.
 func (s *System) deadLetter(recipient Ref, msg any, sender Ref, reason error) {
+	msg = userMessage(msg)
 	if reason == nil {
 		reason = ErrDeadLetter
 	}
@@ -150,3 +152,12 @@ func (d *deadLetterSink) system() *System { return d.sys }
 func (d *deadLetterSink) isDead() bool    { return true }
 
 func typeName(v any) string { return fmt.Sprintf("%T", v) }
+
+// userMessage returns what the user sent: msg, or the message a Troupe layer wrapped
+// in it (actorstate.Wrapper).
+func userMessage(msg any) any {
+	if w, ok := msg.(actorstate.Wrapper); ok {
+		return w.UserMessage()
+	}
+	return msg
+}

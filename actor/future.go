@@ -155,6 +155,7 @@ func (f *Future) Result(ctx context.Context) (any, error) {
 // timeoutError is the error of an ask whose deadline passed: it names the target and
 // the message's type, and matches ErrTimeout and context.DeadlineExceeded.
 func timeoutError(target Ref, msg any, after time.Duration) error {
+	msg = userMessage(msg)
 	if after > 0 {
 		return fmt.Errorf("%w after %v: %T to %v: %w", ErrTimeout, after, msg, target, context.DeadlineExceeded)
 	}

@@ -157,24 +157,14 @@ func (a *replicator) Receive(ctx actor.Context) {
 		a.prune()
 	case storeDone:
 		a.storeDone(m)
-	case cluster.CurrentClusterState:
-		a.setState(m)
-	case cluster.MemberUp:
-		a.memberUp(m.Member)
-	case cluster.MemberExited:
-		a.memberExited(m.Member)
-	case cluster.MemberRemoved:
-		a.memberRemoved(m.Member)
-	case cluster.UnreachableMember:
-		a.setReachable(m.Member.Unique, false)
-	case cluster.ReachableMember:
-		a.setReachable(m.Member.Unique, true)
 	case actor.Terminated:
 		a.unsubscribe("", m.Ref)
 	case actor.Started:
 		a.start(ctx)
 	case actor.Stopped:
 		a.stop()
+	default:
+		a.clusterEvent(m)
 	}
 	if a.storeKick {
 		a.kickStore()
@@ -429,6 +419,27 @@ func (a *replicator) checkSender(from nodeWire, msg any, sender actor.Ref, membe
 
 // --- membership ---
 
+// clusterEvent applies a cluster event (or the initial state) to the members the
+// replicator replicates with.
+func (a *replicator) clusterEvent(ev any) {
+	switch e := ev.(type) {
+	case cluster.CurrentClusterState:
+		a.setState(e)
+	case cluster.MemberUp:
+		a.memberUp(e.Member)
+	case cluster.MemberExited:
+		a.memberExited(e.Member)
+	case cluster.MemberDowned:
+		a.memberDowned(e.Member)
+	case cluster.MemberRemoved:
+		a.memberRemoved(e.Member)
+	case cluster.UnreachableMember:
+		a.setReachable(e.Member.Unique, false)
+	case cluster.ReachableMember:
+		a.setReachable(e.Member.Unique, true)
+	}
+}
+
 // counts reports whether m is a member the replicator replicates with.
 func (a *replicator) counts(m cluster.Member) bool {
 	return m.Unique != a.self && (a.cfg.Role == "" || m.HasRole(a.cfg.Role))
@@ -461,6 +472,9 @@ func (a *replicator) addMember(m cluster.Member, exiting bool) {
 	}
 	info := a.members[m.Unique]
 	if info == nil {
+		if !a.replaceIncarnation(m) {
+			return
+		}
 		addr, err := actor.ParseAddress(m.Unique.Addr)
 		if err != nil {
 			a.log.Warn("ddata: a member's address does not parse; not replicating with it", zap.Stringer("member", m.Unique), zap.Error(err))
@@ -470,6 +484,24 @@ func (a *replicator) addMember(m cluster.Member, exiting bool) {
 		a.members[m.Unique] = info
 	}
 	info.m, info.exiting = m, info.exiting || exiting
+}
+
+// replaceIncarnation makes room for m when another incarnation of its node (the same
+// address, another uid) is a member: an address is bound by one process at a time, so
+// of two incarnations that are both Up the younger has replaced the older, whose
+// Down and Removed may still be on their way. It reports false when m is the older,
+// late news of an incarnation already replaced.
+func (a *replicator) replaceIncarnation(m cluster.Member) bool {
+	for n, info := range a.members {
+		if n.Addr != m.Unique.Addr {
+			continue
+		}
+		if !info.m.IsOlderThan(m) {
+			return false
+		}
+		delete(a.members, n)
+	}
+	return true
 }
 
 func (a *replicator) memberUp(m cluster.Member) {
@@ -488,6 +520,15 @@ func (a *replicator) memberExited(m cluster.Member) {
 	}
 	if _, ok := a.members[m.Unique]; ok {
 		a.addMember(m, true)
+		a.membersChanged()
+	}
+}
+
+// memberDowned stops counting a downed member: it is removed at once, and never
+// answers again. Its data is pruned once it is removed.
+func (a *replicator) memberDowned(m cluster.Member) {
+	if _, ok := a.members[m.Unique]; ok {
+		delete(a.members, m.Unique)
 		a.membersChanged()
 	}
 }

@@ -50,7 +50,9 @@
 //
 // Local, From(n) (exactly n replicas, the local one included), Majority
 // (min(N, max(N/2+1, minCap)) of the N Up members), MajorityPlus and All. Only Up
-// members with the Role count; All and MajorityPlus leave Exiting members out.
+// members with the Role count; All and MajorityPlus leave Exiting members out. A
+// downed member stops counting at once, and a node restarted on the same address
+// counts once: its new incarnation, from its MemberUp.
 // With no other member, Majority and All act as Local. A read or write goes first
 // to the fewest nodes needed (reachable ones first, shuffled) and, if they have not
 // answered after a fifth of the timeout, to up to 10 more. A read merges the

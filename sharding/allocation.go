@@ -19,7 +19,13 @@ import (
 type AllocationStrategy interface {
 	// AllocateShard returns the region that is to host req.Shard. It must return one of
 	// req.Regions, or an error (wrapping ErrNoRegion when none fits); the coordinator
-	// then leaves the shard without a home and the requester asks again later.
+	// then leaves the shard without a home and the requester asks again later, except a
+	// requester that is leaving: it is told, and drops what it holds for the shard.
+	//
+	// A strategy that keeps shards for some regions (a node, a zone) should return
+	// another of req.Regions when none of those is offered (they are leaving or gone):
+	// refusing leaves the shard homeless until one of them comes back, and a shard
+	// handed off by a region that leaves then has no next home.
 	AllocateShard(req AllocationRequest) (RegionID, error)
 
 	// Rebalance returns shards to move, possibly none. Each is handed off by its current

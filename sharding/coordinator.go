@@ -166,7 +166,7 @@ type coordinator struct {
 
 	alive             map[RegionID]bool // regions registered with this incarnation
 	allRegistered     bool              // minMembers reached once (or shards had homes already)
-	graceful          map[RegionID]bool // regions shutting down gracefully
+	graceful          map[RegionID]bool // regions (and proxies) shutting down gracefully
 	terminating       map[RegionID]bool // regions whose removal waits (margin) or is being stored
 	workers           map[ShardID]*handOffWorker
 	unacked           map[ShardID]RegionID              // HostShard sent, ShardStarted not yet received
@@ -570,6 +570,7 @@ func (c *coordinator) storeDone() {
 		}
 		c.allocateRemembered()
 	case evRegionProxyTerminated:
+		delete(c.graceful, e.Proxy)
 		c.forgetRequester(e.Proxy)
 	case evShardHomeAllocated, evShardHomesAllocated:
 		for _, a := range p.allocs {
@@ -667,7 +668,8 @@ func (c *coordinator) getShardHome(from RegionID, s ShardID) {
 	}
 	cands := c.regionInfos(false)
 	if len(cands) == 0 {
-		return // nobody can host now; the requester asks again
+		c.noHome(from, s) // nobody can host now; the requester asks again
+		return
 	}
 	b := &allocBatch{regions: cands, index: map[ShardID]int{}}
 	if !c.allocate(b, from, s) {
@@ -708,6 +710,17 @@ func (c *coordinator) answerKnown(from RegionID, s ShardID) bool {
 		c.send(from, msgShardHome{Shard: s, Region: r})
 	}
 	return true
+}
+
+// noHome handles a home request that gets no home now (no region can host, or the
+// strategy gave none). A requester that stays asks again on its next retry tick; one
+// that is leaving is told, so that it does not wait for a home until its shutdown times
+// out: the strategy may never give the shard a home while it is the only region that
+// would (a strategy that pins shards to one node, once that node leaves).
+func (c *coordinator) noHome(from RegionID, s ShardID) {
+	if from != "" && c.graceful[from] {
+		c.send(from, msgNoShardHome{Shard: s})
+	}
 }
 
 // canHost reports whether a region may receive a shard now.

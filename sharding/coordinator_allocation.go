@@ -35,7 +35,8 @@ type allocBatch struct {
 
 // allocate asks the strategy for s's home and adds it to b; it reports whether it did.
 // A strategy that fails or names a region that cannot host leaves s without a home (a
-// problem is logged; the requester asks again), as for a single allocation.
+// problem is logged; the requester asks again, or is told when it is leaving), as for a
+// single allocation.
 func (c *coordinator) allocate(b *allocBatch, from RegionID, s ShardID) bool {
 	cands := make([]RegionInfo, len(b.regions))
 	for i, r := range b.regions {
@@ -45,11 +46,13 @@ func (c *coordinator) allocate(b *allocBatch, from RegionID, s ShardID) bool {
 	r, err := c.strategy.AllocateShard(AllocationRequest{Requester: from, Shard: s, Regions: cands})
 	if err != nil {
 		c.problem(fmt.Errorf("%w: shard %q: %v", errStrategy, s, err))
+		c.noHome(from, s)
 		return false
 	}
 	i := slices.IndexFunc(b.regions, func(ri RegionInfo) bool { return ri.Region == r })
 	if i < 0 || !c.canHost(r) {
 		c.problem(fmt.Errorf("%w: shard %q allocated to %q, which cannot host", errStrategy, s, r))
+		c.noHome(from, s)
 		return false
 	}
 	b.regions[i].Shards = append(b.regions[i].Shards, s)

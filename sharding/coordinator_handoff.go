@@ -183,8 +183,14 @@ func (c *coordinator) regionGone(r RegionID) {
 	}
 }
 
-// gracefulShutdown hands off every shard of a region that is leaving.
+// gracefulShutdown hands off every shard of a region that is leaving. A proxy that
+// leaves hosts nothing; it is marked too, so that it is told when a shard it holds
+// messages for gets no home (noHome).
 func (c *coordinator) gracefulShutdown(r RegionID) {
+	if _, proxy := c.state.proxies[r]; proxy {
+		c.graceful[r] = true
+		return
+	}
 	shards, ok := c.state.regions[r]
 	if !ok || c.graceful[r] || c.terminating[r] {
 		return

@@ -730,3 +730,60 @@ func TestCoordinatorHandOverToSuccessor(t *testing.T) {
 		t.Fatalf("successor of A %q (%v), home %q", got, ok, home)
 	}
 }
+
+// pinned is a strategy that places every shard in one region, and no shard anywhere
+// else.
+type pinned struct{ home RegionID }
+
+func (p pinned) AllocateShard(req AllocationRequest) (RegionID, error) {
+	for _, r := range req.Regions {
+		if r.Region == p.home {
+			return r.Region, nil
+		}
+	}
+	return "", fmt.Errorf("%w: shard %q stays with %q", ErrNoRegion, req.Shard, p.home)
+}
+
+func (pinned) Rebalance(RebalanceRequest) ([]ShardID, error) { return nil, nil }
+
+// A region (or proxy) that leaves, and asks for a home the coordinator cannot give (the
+// strategy gives none, or no region can host), is told so (NoShardHome) instead of being
+// left to ask until its shutdown times out; a region that stays is not.
+func TestCoordinatorTellsALeavingRegionThatNoRegionCanHost(t *testing.T) {
+	a, b := reg(1), reg(2)
+	h := newCoordHarness(t, coordSettings{}, pinned{home: b}, 2)
+	h.register(a, b)
+	if got := h.allocate(a, "s1"); got != b {
+		t.Fatalf("s1 at %q", got)
+	}
+	h.from(b, msgGracefulShutdownReq{})
+	for _, r := range []RegionID{a, b} {
+		h.from(r, msgBeginHandOffAck{Shard: "s1", Region: r})
+	}
+	h.from(b, msgShardStopped{Shard: "s1", Pending: true})
+	if _, ok := h.c.state.shards["s1"]; ok {
+		t.Fatal("s1 still allocated after its hand-off")
+	}
+	if d := h.from(a, msgGetShardHome{Shard: "s1"}); len(sentTo(d, a)) != 0 {
+		t.Fatalf("a region that stays got %+v", sentTo(d, a))
+	}
+	d := h.from(b, msgGetShardHome{Shard: "s1", HandOver: true})
+	if !sent(d, b, msgNoShardHome{Shard: "s1"}) {
+		t.Fatalf("the leaving region was not told: %+v", d.sends)
+	}
+	// A proxy that leaves holding messages for a shard is told too.
+	p := prox(3)
+	h.from(p, msgRegisterProxy{})
+	h.from(p, msgGracefulShutdownReq{})
+	if d := h.from(p, msgGetShardHome{Shard: "s2"}); !sent(d, p, msgNoShardHome{Shard: "s2"}) {
+		t.Fatalf("the leaving proxy was not told: %+v", d.sends)
+	}
+
+	// The last region leaves: no region can host at all.
+	h = newCoordHarness(t, coordSettings{}, nil, 1)
+	h.register(a)
+	h.from(a, msgGracefulShutdownReq{})
+	if d := h.from(a, msgGetShardHome{Shard: "s9"}); !sent(d, a, msgNoShardHome{Shard: "s9"}) {
+		t.Fatalf("the last region was not told: %+v", d.sends)
+	}
+}

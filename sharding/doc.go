@@ -136,6 +136,11 @@
 //     is not registered), and a region or shard that stops with messages it could not
 //     deliver (a graceful shutdown that did not finish in time, a shard that failed):
 //     Stats.Undelivered.
+//   - A region (or proxy) that leaves while it holds messages for a shard that no
+//     region can host (the allocation strategy gives the shard no home, or no other
+//     region is left): the coordinator tells it so, and it drops them (ErrNoRegion,
+//     Stats.Undelivered) instead of waiting for a home until its shutdown phase times
+//     out. This includes what a shard's last home buffered during its hand-off.
 //   - A message for another node that the transport refuses (its queue to that node is
 //     full, the node is gone): Stats.Undelivered, every message of a refused batch.
 //   - A message from another node that does not decode here (its type is not
@@ -156,6 +161,11 @@
 //   - An entity that stops by itself (not by Passivate) loses what reaches it before
 //     its shard has seen it stop, whether sent through the shard or directly by the
 //     region or an EntityRef (the direct routes): dead letters.
+//   - A message sent through a region that has stopped: a dead letter to the region.
+//     An EntityRef's message is published as the Envelope the region would have placed
+//     (the entity's ID and the message), as a message sent to the region as an
+//     Envelope is; so is a message the region handed to a shard that stopped before it
+//     arrived (the shard failed, or lost its lease).
 //
 // Expected dead letters are counted but not logged: a region's registration sent to a
 // member where the coordinator does not run, and a region's reports to a coordinator

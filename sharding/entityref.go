@@ -41,6 +41,11 @@ type refMessage struct {
 	env   Envelope
 }
 
+// UserMessage returns the Envelope the region places: a refMessage that becomes a dead
+// letter (its region stopped first) is published as that Envelope, and an ask that
+// fails with it names it (actorstate.Wrapper).
+func (m refMessage) UserMessage() any { return m.env }
+
 // path returns the fast path of the entity's shard when a sender may take it now: the
 // shard has a fast path on this node and no EntityRef message for the shard is still
 // queued in the region; nil otherwise.

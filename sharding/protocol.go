@@ -26,7 +26,8 @@ type msgRegisterAck struct{}
 
 // msgGetShardHome: where does this shard live? Answered by msgShardHome, or not at all
 // (the region asks again on its next retry tick) while the shard is in hand-off, while
-// too few regions are registered, or while no region can host. HandOver is set by a
+// too few regions are registered, or while no region can host (a region that is leaving
+// is told so, msgNoShardHome). HandOver is set by a
 // region that owes the shard's next home a hand-over: when the coordinator knows which
 // region followed it, it answers msgHandOverTo at once, even during a hand-off.
 type msgGetShardHome struct {
@@ -40,6 +41,14 @@ type msgGetShardHome struct {
 type msgHandOverTo struct {
 	Shard  ShardID  `msgpack:"shard"`
 	Region RegionID `msgpack:"region"`
+}
+
+// msgNoShardHome: no region can host Shard now (none can, or the allocation strategy
+// gave it none). Sent only to a region that is leaving, in answer to its
+// msgGetShardHome: it will not wait for a home that may never come, and drops what it
+// holds for the shard. A region that stays asks again on its next retry tick.
+type msgNoShardHome struct {
+	Shard ShardID `msgpack:"shard"`
 }
 
 // msgShardHome: Shard lives in Region.
@@ -134,6 +143,7 @@ func init() {
 	wiretypes.MustRegister[msgRegionStopped]("troupe.sharding.RegionStopped.v1")
 	wiretypes.MustRegister[msgStopShards]("troupe.sharding.StopShards.v1")
 	wiretypes.MustRegister[msgHandOverTo]("troupe.sharding.HandOverTo.v1")
+	wiretypes.MustRegister[msgNoShardHome]("troupe.sharding.NoShardHome.v1")
 }
 
 // SuppressDeadLetterLog: the reports of a region that stops reach a coordinator that may

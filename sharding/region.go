@@ -229,6 +229,8 @@ func (r *regionCore[M]) fromCoordinator(msg any) regionDecisions[M] {
 		r.beginHandOff(m.Shard)
 	case msgHandOff:
 		r.handOff(m.Shard)
+	case msgNoShardHome:
+		r.noShardHome(m.Shard)
 	case msgHandOverTo:
 		if r.owes[m.Shard] {
 			r.target[m.Shard] = m.Region
@@ -298,9 +300,39 @@ func (r *regionCore[M]) gracefulShutdown() regionDecisions[M] {
 	if !r.shuttingDown {
 		r.shuttingDown = true
 		r.act(regionAction[M]{kind: actToCandidates, proto: msgGracefulShutdownReq{}})
+		// Asked again now that the coordinator knows this region leaves: a shard that
+		// gets no home is answered (msgNoShardHome) instead of being asked about until
+		// the shutdown times out.
+		for _, s := range r.shardsWanting() {
+			r.requestHomeIfUnknown(s)
+		}
 		r.tryCompleteShutdown()
 	}
 	return r.done()
+}
+
+// noShardHome handles the coordinator's word that no region can host s. A region that
+// leaves drops what it holds for s, the hand-over it owes included, instead of
+// waiting until its shutdown times out for a home that may never come; it stops once
+// it holds nothing more. A region that stays keeps what it holds and asks again.
+func (r *regionCore[M]) noShardHome(s ShardID) {
+	if !r.shuttingDown || r.waiting[s] != "" {
+		return
+	}
+	if _, known := r.homes[s]; known {
+		return // the answer to a request before the home was known
+	}
+	if b := r.buffers[s]; b != nil {
+		err := fmt.Errorf("%w: shard %q, while this region leaves", ErrNoRegion, s)
+		for _, m := range b.msgs {
+			r.drop(s, m, err)
+		}
+		r.total -= len(b.msgs)
+		delete(r.buffers, s)
+	}
+	delete(r.owes, s)
+	delete(r.target, s)
+	r.tryCompleteShutdown()
 }
 
 // stopNow gives up: every buffered message is dropped (reported) and the region stops.

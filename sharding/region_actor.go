@@ -113,7 +113,7 @@ func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 		return false
 	case msgShardHomes:
 		r.apply(ctx, r.core.fromCoordinator(r.liveHomes(m)))
-	case msgHostShard, msgBeginHandOff, msgHandOff, msgHandOverTo:
+	case msgHostShard, msgBeginHandOff, msgHandOff, msgHandOverTo, msgNoShardHome:
 		r.apply(ctx, r.core.fromCoordinator(m))
 		r.refreshLocal(shardOfCoordinatorMsg(m))
 		return false
@@ -182,6 +182,8 @@ func shardOfCoordinatorMsg(m any) ShardID {
 	case msgHandOff:
 		return m.Shard
 	case msgHandOverTo:
+		return m.Shard
+	case msgNoShardHome:
 		return m.Shard
 	}
 	return ""

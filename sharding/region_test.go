@@ -512,3 +512,39 @@ func TestRegionHandOverTo(t *testing.T) {
 	d = r.deliver("s1", "b")
 	wantAnys(t, "after the hand-over", toCoord(d), msgGetShardHome{Shard: "s1"})
 }
+
+// A region that leaves and is told that no region can host a shard drops what it holds
+// for the shard, the hand-over it owes included (reported, ErrNoRegion), and stops once
+// it holds nothing more; it asks for the homes it lacks as soon as it starts to leave.
+// A region that stays keeps what it holds.
+func TestRegionLeavingDropsWhatNoRegionCanHost(t *testing.T) {
+	r := registered(t, regionSettings{})
+	r.fromCoordinator(msgHostShard{Shard: "s1"})
+	r.shardReady("s1")
+	r.deliver("s2", "x") // buffered, home unknown
+	if d := r.fromCoordinator(msgNoShardHome{Shard: "s2"}); len(d.dropped) != 0 || r.total != 1 {
+		t.Fatalf("a region that stays dropped %+v", d.dropped)
+	}
+	d := r.gracefulShutdown()
+	wantAnys(t, "asks again as it leaves", toCoord(d), msgGetShardHome{Shard: "s2"})
+	// s1 is handed off while a message for it waits: the region owes s1's next home.
+	r.fromCoordinator(msgBeginHandOff{Shard: "s1"})
+	r.deliver("s1", "y")
+	r.fromCoordinator(msgHandOff{Shard: "s1"})
+	d = r.shardTerminated("s1", []string{"z"})
+	wantAnys(t, "stopped", toCoord(d), msgShardStopped{Shard: "s1", Pending: true}, msgGetShardHome{Shard: "s1", HandOver: true})
+
+	d = r.fromCoordinator(msgNoShardHome{Shard: "s2"})
+	if len(d.dropped) != 1 || d.dropped[0].msg != "x" || !errors.Is(d.dropped[0].err, ErrNoRegion) || d.stop {
+		t.Fatalf("no home for s2: %+v", d)
+	}
+	d = r.fromCoordinator(msgNoShardHome{Shard: "s1"})
+	var got []string
+	for _, m := range d.dropped {
+		got = append(got, m.msg)
+	}
+	wantStrings(t, "dropped for s1", got, "z", "y")
+	if !d.stop || r.total != 0 || len(r.owes) != 0 {
+		t.Fatalf("not stopped once empty: stop %v total %d owes %v", d.stop, r.total, r.owes)
+	}
+}

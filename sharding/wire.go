@@ -22,6 +22,16 @@ type delivery struct {
 	start  bool      // a StartEntity: start the entity, answer StartEntityAck
 }
 
+// UserMessage returns what the user sent, for a delivery that becomes a dead letter
+// (its shard stopped before it arrived; actorstate.Wrapper): a StartEntity, or the
+// Envelope of the entity's message.
+func (d *delivery) UserMessage() any {
+	if d.start {
+		return StartEntity{ID: d.entity}
+	}
+	return Envelope{EntityID: d.entity, Message: d.msg}
+}
+
 // msgDelivery carries a delivery from one region to another: a forward (the frame's
 // sender is the original sender) or one message of a hand-over (HandOver set; the
 // frame's sender is the region handing over, and Sender the original sender). Between

@@ -70,3 +70,46 @@ func TestLonelyNodeNeverStartsASecondInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The oldest crashes and restarts at once on the same address, as a new incarnation
+// that downs the old one when it joins: the next oldest starts the singleton (once the
+// old incarnation's margin has passed), never while another instance runs, and every
+// proxy reaches it, the restarted node's too.
+func TestOldestRestartsAtOnce(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.awaitRunning(0, 5*time.Second)
+	next := h.byAge(0)[1]
+	h.c.Crash(0)
+	h.c.Restart(0)
+	h.c.AwaitAllUp(testkit.Dilated(10 * time.Second))
+	h.start(0)
+	h.awaitRunning(next, 10*time.Second)
+	for _, n := range h.c.Nodes() {
+		if got := h.ping(n.Index, 5*time.Second); got != next {
+			t.Fatalf("node %d reached node %d, want %d", n.Index, got, next)
+		}
+	}
+}
+
+// The only member with the singleton's role crashes and restarts at once: its new
+// incarnation starts the singleton again, and every proxy reaches it.
+func TestOnlyHostRestartsAtOnce(t *testing.T) {
+	h := newHarness(t, harnessOptions{role: "host", opts: multinode.Options{
+		Configure: func(i int, c *cluster.Config) {
+			if i == 0 {
+				c.Roles = []string{"host"}
+			}
+		},
+	}})
+	h.awaitRunning(0, 5*time.Second)
+	h.c.Crash(0)
+	h.c.Restart(0)
+	h.c.AwaitAllUp(testkit.Dilated(10 * time.Second))
+	h.start(0)
+	h.awaitRunning(0, 10*time.Second)
+	for _, n := range h.c.Nodes() {
+		if got := h.ping(n.Index, 5*time.Second); got != 0 {
+			t.Fatalf("node %d reached node %d, want 0", n.Index, got)
+		}
+	}
+}

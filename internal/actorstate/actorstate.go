@@ -17,3 +17,13 @@ var AskDeferred func(ctx context.Context, ref any, msg any, watch bool) (future 
 // blocking ask does: when ctx ends first, the future fails with the error such an ask
 // gives, naming target and msg.
 var AwaitAsk func(ctx context.Context, future any, target any, msg any) (any, error)
+
+// Wrapper is implemented by a message that one of Troupe's layers wraps around what a
+// user sent, on its way to an actor of that layer (sharding's EntityRef messages on
+// their way through the region). Where package actor names a message the user may
+// see (a dead letter: its event, log line and count, and the error of an ask that
+// fails with it, or that times out), it names UserMessage instead: what the user
+// sent, in the form the layer's public API gives it.
+type Wrapper interface {
+	UserMessage() any
+}
