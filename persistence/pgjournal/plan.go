@@ -258,11 +258,12 @@ var statements = [...][2]string{
 // or its outcome is unknown; racedWriter tells the errors after which
 // nothing was stored and the plan may run again, carefully.
 //
-// The fast path takes one round trip and serves a batch that writes each
-// persistence id once, on its first run: it inserts every write, then
-// verifies them, and any write that should have been rejected aborts the
-// whole transaction. The careful path rejects writes one by one and takes
-// two round trips: see the comment at the top of writer.go.
+// The fast path serves a batch that writes each persistence id once, on
+// its first run: it inserts every write (by INSERT in one round trip, or,
+// from p.copyMin events, by COPY in three), then verifies them, and any
+// write that should have been rejected aborts the whole transaction. The
+// careful path rejects writes one by one and takes two round trips: see
+// the comment at the top of writer.go.
 func (p *plan) exec(ctx context.Context, pool *pgxpool.Pool, careful bool) ([]bool, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -289,9 +290,9 @@ func (p *plan) exec(ctx context.Context, pool *pgxpool.Pool, careful bool) ([]bo
 	}
 	if err != nil {
 		if pc.TxStatus() != 'I' {
-			// The careful path's transaction, failed: end it, so that
-			// the connection goes back to the pool clean (the pool
-			// closes one that is not).
+			// An explicit transaction (the careful path's, or the
+			// copy's), failed: end it, so that the connection goes back
+			// to the pool clean (the pool closes one that is not).
 			_, _ = pc.Exec(ctx, "ROLLBACK").ReadAll()
 		}
 		return nil, err
