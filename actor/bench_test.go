@@ -2,6 +2,7 @@ package actor_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,4 +84,53 @@ func BenchmarkSpawn(b *testing.B) {
 	for range b.N {
 		<-started
 	}
+}
+
+// BenchmarkPingPong measures a message bouncing between two actors: each hop makes an
+// idle actor runnable, so each goes through the dispatcher's run queue.
+func BenchmarkPingPong(b *testing.B) {
+	sys := benchSystem(b)
+	done := make(chan struct{})
+	var peer [2]actor.Ref
+	for i := range peer {
+		peer[i], _ = sys.Spawn(actor.PropsFunc(func(ctx actor.Context) {
+			if n, ok := ctx.Message().(int); ok {
+				if n == 0 {
+					close(done)
+					return
+				}
+				_ = peer[1-i].Tell(n - 1)
+			}
+		}), "")
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	_ = peer[0].Tell(b.N)
+	<-done
+}
+
+// BenchmarkTellIdle measures one sender to 1,000 actors in turn, each idle when its
+// message arrives, as entities are: every message makes an actor runnable.
+func BenchmarkTellIdle(b *testing.B) {
+	sys := benchSystem(b)
+	const actors = 1000
+	done := make(chan struct{})
+	var count atomic.Int64
+	n := int64(b.N)
+	props := actor.PropsFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(*benchMsg); ok && count.Add(1) == n {
+			close(done)
+		}
+	})
+	refs := make([]actor.Ref, actors)
+	for i := range refs {
+		refs[i], _ = sys.Spawn(props, "")
+	}
+	msg := &benchMsg{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		_ = refs[i%actors].Tell(msg)
+	}
+	<-done
 }

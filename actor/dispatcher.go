@@ -38,7 +38,7 @@ const monitorInterval = time.Millisecond
 
 func newDispatcher() *dispatcher {
 	d := &dispatcher{
-		q:     newRunQueue(runQueueSize, spinRounds),
+		q:     newRunQueue(runQueueSize),
 		done:  make(chan struct{}),
 		cores: runtime.GOMAXPROCS(0),
 	}

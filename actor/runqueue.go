@@ -1,14 +1,13 @@
 package actor
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 )
 
 // runQueue holds the cells waiting for a worker, in submission order. Any goroutine may
-// push; workers pop. It replaces a buffered channel, whose every send and receive takes
-// the channel's lock (a worker's select takes two), with:
+// push; workers pop. A buffered channel would take its lock on every send and receive
+// (a worker's select on it and on a done channel, two locks); this queue has instead:
 //
 //   - a ring of slots, each with a sequence number that says whose turn the slot is: a
 //     producer claims the tail position with one CAS and publishes the cell by storing
@@ -23,17 +22,18 @@ import (
 // the tail or for the ring's last free slot are ordered by who wins, as with a channel.
 // While any cell waits in the overflow list, pushes go behind it.
 //
-// Sleeping, and why no wake-up is lost. Only a worker that found the queue empty
-// sleeps, in get, in three steps: it puts itself on the sleepers' stack (sleeping is
-// then at least 1), looks at the queue once more, and only if that finds it empty
-// parks on its own wake channel. A push publishes its cell, then reads sleeping. Go's
-// atomics are sequentially consistent, so of the worker's store and look and the
-// push's publish and read, either the look sees the cell (the worker takes it and
-// does not park) or the read sees the sleeper (the push wakes one). A pop that finds
-// the head slot claimed but not yet published reports the queue empty; the producer
-// of that slot has not yet read sleeping, and will. The same holds for cells that go
-// through the overflow list: spill adds to the list, moves what fits to the ring,
-// then reads sleeping; a worker that makes room moves waiting cells itself (pop).
+// Sleeping, and why no wake-up is lost. Only core workers sleep, in get (extra workers
+// and drains after close only pop), and only after finding the queue empty, in three
+// steps: the worker puts itself on the sleepers' stack (sleeping is then at least 1),
+// looks at the queue once more, and only if that finds it empty parks on its own wake
+// channel. A push publishes its cell, then reads sleeping. Go's atomics are
+// sequentially consistent, so of the worker's store and look and the push's publish
+// and read, either the look sees the cell (the worker takes it and does not park) or
+// the read sees the sleeper (the push wakes one). A pop that finds the head slot
+// claimed but not yet published reports the queue empty; the producer of that slot
+// has not yet read sleeping, and will. The same holds for cells that go through the
+// overflow list: spill adds to the list, moves what fits to the ring, then reads
+// sleeping; a worker that makes room moves waiting cells itself (pop).
 //
 // A wake-up takes one sleeper off the stack and, under the same lock, puts a token in
 // its wake channel, whose capacity is one. A worker is on the stack at most once, and
@@ -43,10 +43,10 @@ import (
 // left. Every wake-up is thus received by the worker it was meant for, and a worker
 // that returns from parking is off the stack.
 //
-// A worker spins briefly (spin) before it sleeps: a cell that arrives meanwhile
-// costs neither the sleep nor the wake-up. Spinning workers are not on the stack, so
-// pushes do not wake anyone for them. An idle system's workers all sleep: no timer,
-// no CPU.
+// A worker does not spin before it sleeps: yielding and looking again (4, 16 or 64
+// times) or polling the ring (64 or 512 times) made no benchmark measurably faster,
+// and 64 yields made ping-pong between two actors a third slower. An idle system's
+// workers all sleep: no timer, no CPU.
 type runQueue struct {
 	tail atomic.Uint64 // next position to push; written by producers
 	_    [56]byte
@@ -56,7 +56,6 @@ type runQueue struct {
 	// Read by every push, written seldom.
 	slots    []slot // len is a power of two; slot i holds positions i, i+len, ...
 	mask     uint64
-	spin     int          // rounds of looking again before sleeping
 	sleeping atomic.Int32 // len(sleepers)
 	overN    atomic.Int64 // cells in the overflow list
 	closed   atomic.Bool
@@ -86,18 +85,13 @@ type sleeper struct{ wake chan struct{} }
 
 func newSleeper() *sleeper { return &sleeper{wake: make(chan struct{}, 1)} }
 
-// spinRounds is how many times a worker that found the queue empty yields and looks
-// again before it sleeps.
-const spinRounds = 4
-
-// newRunQueue returns a queue whose ring holds size cells (rounded up to a power of
-// two), whose workers look spin more times before they sleep.
-func newRunQueue(size, spin int) *runQueue {
+// newRunQueue returns a queue whose ring holds size cells, rounded up to a power of two.
+func newRunQueue(size int) *runQueue {
 	n := 1
 	for n < size {
 		n <<= 1
 	}
-	q := &runQueue{slots: make([]slot, n), mask: uint64(n - 1), spin: spin}
+	q := &runQueue{slots: make([]slot, n), mask: uint64(n - 1)}
 	for i := range q.slots {
 		q.slots[i].seq.Store(uint64(i))
 	}
@@ -139,12 +133,6 @@ func (q *runQueue) get(s *sleeper) *cell {
 	for {
 		if c := q.pop(); c != nil {
 			return c
-		}
-		for range q.spin {
-			runtime.Gosched()
-			if c := q.pop(); c != nil {
-				return c
-			}
 		}
 		q.addSleeper(s)
 		// Closed is read before the last look, as the drain that follows must come

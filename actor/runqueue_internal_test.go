@@ -27,7 +27,7 @@ const lostWakeUpDeadline = 10 * time.Second
 // Cells leave in the order they were pushed, through the ring and, once it is full,
 // through the overflow list; len counts both.
 func TestRunQueueOrderAcrossTheOverflow(t *testing.T) {
-	q := newRunQueue(4, spinRounds)
+	q := newRunQueue(4)
 	cs := testCells(50)
 	for i, c := range cs[:30] {
 		q.push(c)
@@ -63,7 +63,7 @@ func TestRunQueueOrderAcrossTheOverflow(t *testing.T) {
 // A push while cells wait in the overflow list goes behind them, even when a worker
 // has just made room in the ring and not yet moved them.
 func TestRunQueuePushGoesBehindTheOverflow(t *testing.T) {
-	q := newRunQueue(2, spinRounds)
+	q := newRunQueue(2)
 	cs := testCells(5)
 	for _, c := range cs[:4] {
 		q.push(c) // 0 and 1 in the ring, 2 and 3 in the overflow list
@@ -90,7 +90,7 @@ func idOf(c *cell) any {
 // in the order it pushed them, through a ring small enough to overflow often.
 func TestRunQueueConcurrentProducers(t *testing.T) {
 	const producers, per = 8, 5000
-	q := newRunQueue(16, spinRounds)
+	q := newRunQueue(16)
 	cs := testCells(producers * per) // producer p pushes cs[p*per : (p+1)*per]
 	var wg sync.WaitGroup
 	for p := range producers {
@@ -146,7 +146,7 @@ func TestRunQueueConcurrentProducers(t *testing.T) {
 // return nil.
 func TestRunQueueWakesASleepingWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := newRunQueue(4, spinRounds)
+		q := newRunQueue(4)
 		got := make(chan *cell)
 		go func() {
 			s := newSleeper()
@@ -183,12 +183,11 @@ func TestRunQueueWakesASleepingWorker(t *testing.T) {
 // leave the cell unrun for good: with one producer, no later push rescues it. The
 // producer watches an atomic counter rather than a channel so that it pushes the
 // moment a worker has taken the cell, while that worker goes back to the queue and,
-// finding it empty, to sleep. Without spinning, workers go to sleep on every round;
-// with it, as the dispatcher's do.
+// finding it empty, to sleep.
 func TestRunQueueNoLostWakeUp(t *testing.T) {
-	for _, tc := range []struct{ workers, spin int }{{1, 0}, {2, 0}, {2, spinRounds}} {
-		t.Run(fmt.Sprintf("workers=%d,spin=%d", tc.workers, tc.spin), func(t *testing.T) {
-			pingPong(t, newRunQueue(8, tc.spin), tc.workers, 50_000)
+	for _, workers := range []int{1, 2} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			pingPong(t, newRunQueue(8), workers, 50_000)
 		})
 	}
 }
@@ -228,7 +227,7 @@ func pingPong(t *testing.T, q *runQueue, workers, rounds int) {
 // an empty queue, as the dispatcher's monitor adds them; every cell is run exactly once.
 func TestRunQueueStress(t *testing.T) {
 	const producers, per, workers = 32, 3000, 3
-	q := newRunQueue(64, spinRounds)
+	q := newRunQueue(64)
 	cs := testCells(producers * per)
 	runs := make([]atomic.Int32, len(cs))
 	var ran atomic.Int64
