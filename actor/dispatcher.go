@@ -22,7 +22,7 @@ type dispatcher struct {
 	q       *runQueue
 	monitor atomic.Bool
 
-	mu     sync.Mutex // guards closed against submit
+	mu     sync.Mutex // guards closed: close runs once
 	closed bool
 	done   chan struct{} // closed by close: the monitor exits
 	cores  int

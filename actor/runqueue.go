@@ -271,7 +271,6 @@ func (q *runQueue) addSleeper(s *sleeper) {
 // takes the token the waker left.
 func (q *runQueue) removeSleeper(s *sleeper) {
 	q.sleepMu.Lock()
-	defer q.sleepMu.Unlock()
 	for i := len(q.sleepers) - 1; i >= 0; i-- {
 		if q.sleepers[i] == s {
 			last := len(q.sleepers) - 1
@@ -279,9 +278,11 @@ func (q *runQueue) removeSleeper(s *sleeper) {
 			q.sleepers[last] = nil
 			q.sleepers = q.sleepers[:last]
 			q.sleeping.Store(int32(last))
+			q.sleepMu.Unlock()
 			return
 		}
 	}
+	q.sleepMu.Unlock()
 	<-s.wake // sent under sleepMu when s was taken off: it is there
 }
 

@@ -142,24 +142,26 @@ func TestRunQueueConcurrentProducers(t *testing.T) {
 	}
 }
 
-// A worker that found the queue empty sleeps, and a push wakes it; close wakes it to
-// return nil.
+// Workers that found the queue empty sleep, and a push wakes one of them; close wakes
+// them all to return nil.
 func TestRunQueueWakesASleepingWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		const workers = 2
 		q := newRunQueue(4)
 		got := make(chan *cell)
-		go func() {
-			s := newSleeper()
-			for c := q.get(s); c != nil; c = q.get(s) {
-				got <- c
-			}
-			close(got)
-		}()
-		cs := testCells(3)
-		for _, c := range cs {
-			synctest.Wait() // the worker is durably blocked: asleep on its channel
-			if n := q.sleeping.Load(); n != 1 {
-				t.Fatalf("a worker waits on an empty queue, and %d sleep", n)
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				s := newSleeper()
+				for c := q.get(s); c != nil; c = q.get(s) {
+					got <- c
+				}
+			})
+		}
+		for _, c := range testCells(3) {
+			synctest.Wait() // every worker is durably blocked: asleep on its channel
+			if n := q.sleeping.Load(); n != workers {
+				t.Fatalf("%d workers wait on an empty queue, and %d sleep", workers, n)
 			}
 			q.push(c)
 			if c2 := <-got; c2 != c {
@@ -168,9 +170,7 @@ func TestRunQueueWakesASleepingWorker(t *testing.T) {
 		}
 		synctest.Wait()
 		q.close()
-		if c, ok := <-got; ok {
-			t.Fatalf("after close, got cell %v", idOf(c))
-		}
+		wg.Wait() // every worker's get returned nil
 		if n := q.sleeping.Load(); n != 0 {
 			t.Errorf("%d sleepers after close", n)
 		}
