@@ -25,9 +25,9 @@
 //
 // Concurrent writes of many entities share one transaction: whatever is
 // queued while earlier commits run goes to the server as one transaction
-// (array-valued statements in one round trip, or, for a large batch, COPY
-// in three) and commits once; every writer is answered after the commit. Config.WriteConcurrency commits may be in
-// flight at once. Each atomic write is stored all or none, and a write
+// (array-valued statements, or COPY for a large batch) in one round trip,
+// and commits once; every writer is answered after the commit.
+// Config.WriteConcurrency commits may be in flight at once. Each atomic write is stored all or none, and a write
 // rejected on its own (a sequence-number conflict, an invalid or too large
 // write) does not affect the others in the transaction.
 //

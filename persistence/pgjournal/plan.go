@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -259,8 +261,8 @@ var statements = [...][2]string{
 // nothing was stored and the plan may run again, carefully.
 //
 // The fast path serves a batch that writes each persistence id once, on
-// its first run: it inserts every write (by INSERT in one round trip, or,
-// from p.copyMin events, by COPY in three), then verifies them, and any
+// its first run, in one round trip: it inserts every write (by INSERT, or,
+// from p.copyMin events, by COPY), then verifies them, and any
 // write that should have been rejected aborts the whole transaction. The
 // careful path rejects writes one by one and takes two round trips: see
 // the comment at the top of writer.go.
@@ -322,16 +324,19 @@ func (p *plan) events() int {
 // copyMinEvents is the size from which the fast path sends the events
 // with COPY, which PostgreSQL stores faster than an INSERT of the same
 // rows (about a fifth less time for a batch of 330 events, commit
-// included), at the price of two more round trips.
+// included); below it, building the COPY data costs more than it saves.
 const copyMinEvents = 64
 
-// copied is the fast path for a large batch, as an explicit transaction:
-// BEGIN, the events by COPY, then what fast sends after its inserts and
-// the commit.
+// copied is the fast path for a large batch, in one round trip and one
+// explicit transaction. pgconn cannot put COPY in a pipeline, so copied
+// writes the protocol's messages itself, all at once: BEGIN and the COPY
+// as simple queries, the COPY's data, then the tag rows and verifySQL as
+// prepared statements and a Sync, then COMMIT. PostgreSQL takes them in
+// order and answers each simple query, and the Sync, with ReadyForQuery.
+// After an error it skips what remains up to the next ReadyForQuery (the
+// COPY's data, which it ignores outside a COPY; the prepared statements up
+// to the Sync), and the COMMIT of a failed transaction rolls it back.
 func (p *plan) copied(ctx context.Context, pc *pgconn.PgConn) error {
-	if _, err := pc.Exec(ctx, "BEGIN").ReadAll(); err != nil {
-		return err
-	}
 	rows := appendCopyHeader(make([]byte, 0, copyHeaderLen+p.copyBytes()))
 	for _, w := range p.writes {
 		for k := range w.events {
@@ -339,29 +344,80 @@ func (p *plan) copied(ctx context.Context, pc *pgconn.PgConn) error {
 		}
 	}
 	rows = appendCopyTrailer(rows)
-	if _, err := pc.CopyFrom(ctx, bytes.NewReader(rows), copySQL); err != nil {
-		return err
+
+	f := pc.Frontend()
+	f.SendQuery(&pgproto3.Query{String: "BEGIN"})
+	f.SendQuery(&pgproto3.Query{String: copySQL})
+	f.Send(&pgproto3.CopyData{Data: rows})
+	f.Send(&pgproto3.CopyDone{})
+	bind := func(stmt string, params [][]byte) {
+		f.SendBind(&pgproto3.Bind{PreparedStatement: stmt, ParameterFormatCodes: binaryFormats[:1], Parameters: params})
+		f.SendExecute(&pgproto3.Execute{})
 	}
-	return p.inPipeline(ctx, pc, func(pl *pgconn.Pipeline) error {
-		tagged := p.sendTagRows(pl)
-		pl.SendQueryPrepared(verifyStmt, verifyParams(p.writes, func(w *pendingWrite) bool { return !w.follows }), binaryFormats[:4], nil)
-		pl.SendQueryParams("COMMIT", nil, nil, nil, nil)
-		if err := pl.Sync(); err != nil {
-			return err
-		}
-		if err := p.readReserve(pl); err != nil {
-			return err
-		}
-		for range tagged + 1 { // tag rows, verify
-			if _, err := nextResult(pl); err != nil {
-				return err
+	steps := 0 // statements between the COPY and the Sync
+	if p.reserved > 0 {
+		bind(reserveStmt, [][]byte{int8Param(p.reserved)})
+		steps++
+		for _, c := range p.chunks {
+			if c.tagRows > 0 {
+				params := p.params(c)
+				bind(tagIndexStmt, append(params[11:15:15], params[15]))
+				steps++
 			}
 		}
-		if err := readCommit(pl); err != nil {
+	}
+	bind(verifyStmt, verifyParams(p.writes, func(w *pendingWrite) bool { return !w.follows }))
+	steps++
+	f.SendSync(&pgproto3.Sync{})
+	f.SendQuery(&pgproto3.Query{String: "COMMIT"})
+	if err := flushWithin(ctx, pc); err != nil {
+		return err
+	}
+
+	// Read up to the fourth ReadyForQuery: BEGIN, COPY, Sync, COMMIT.
+	var first error // the first error the server reported
+	var tags []pgconn.CommandTag
+	for ready := 0; ready < 4; {
+		msg, err := pc.ReceiveMessage(ctx)
+		if err != nil {
 			return err
 		}
-		return readSync(pl)
-	})
+		switch m := msg.(type) {
+		case *pgproto3.ErrorResponse:
+			if first == nil {
+				first = pgconn.ErrorResponseToPgError(m)
+			}
+		case *pgproto3.CommandComplete:
+			tags = append(tags, pgconn.NewCommandTag(string(m.CommandTag)))
+		case *pgproto3.ReadyForQuery:
+			ready++
+		}
+	}
+	if first != nil {
+		return first
+	}
+	// BEGIN, COPY, the steps, COMMIT.
+	if len(tags) != 3+steps {
+		return fmt.Errorf("%d results for the %d statements of a group commit", len(tags), 3+steps)
+	}
+	if p.reserved > 0 && tags[2].RowsAffected() != 1 {
+		return fmt.Errorf("the tag offset counter has %d rows, want 1", tags[2].RowsAffected())
+	}
+	if commit := tags[len(tags)-1].String(); commit != "COMMIT" {
+		return fmt.Errorf("the transaction ended with %q, not COMMIT", commit)
+	}
+	return nil
+}
+
+// flushWithin writes what pc's frontend holds, within ctx's deadline.
+func flushWithin(ctx context.Context, pc *pgconn.PgConn) error {
+	if d, ok := ctx.Deadline(); ok {
+		if err := pc.Conn().SetWriteDeadline(d); err != nil {
+			return err
+		}
+		defer func() { _ = pc.Conn().SetWriteDeadline(time.Time{}) }()
+	}
+	return pc.Frontend().Flush()
 }
 
 // sendTagRows sends the reservation of the batch's tag offsets and the

@@ -24,12 +24,10 @@ import (
 // for the next batch, so the batch size follows the load.
 //
 // A batch is one transaction, sent as a pipeline of statements, so it
-// costs one commit and, for a small batch on the fast path below, one
-// round trip
-// (PostgreSQL runs the statements of a pipeline up to its Sync in one
-// implicit transaction). The writers of
-// a batch are answered only after the commit, when PostgreSQL has flushed
-// it as its synchronous_commit setting says (by default to disk).
+// costs one commit and, on the fast path below, one round trip. The
+// writers of a batch are answered only after the commit, when PostgreSQL
+// has flushed it as its synchronous_commit setting says (by default to
+// disk).
 //
 // A write is rejected, with persistence.ErrSequenceConflict and nothing
 // stored, when its persistence id already has an event at or above the
@@ -42,11 +40,11 @@ import (
 //
 // The fast path serves a batch that writes each persistence id once, on
 // its first run: plain inserts of every write's events and their tag index
-// rows, then verifySQL, all in one transaction. A batch of fewer than
-// copyMinEvents events goes as INSERT statements (unnest, encoded by
-// wire.go) in one implicit transaction and one round trip; a larger one as
-// BEGIN, COPY (copyrows.go) and the rest with the COMMIT, in three round
-// trips, as PostgreSQL stores rows from COPY faster. A write is checked by the primary key (another writer's
+// rows, then verifySQL, all in one transaction and one round trip. A batch
+// of fewer than copyMinEvents events goes as INSERT statements (unnest,
+// encoded by wire.go) in one implicit transaction; a larger one as BEGIN,
+// COPY (copyrows.go), the rest and COMMIT, as PostgreSQL stores rows from
+// COPY faster (see plan.copied). A write is checked by the primary key (another writer's
 // event at the same sequence number) and by verifySQL, which looks, after
 // the inserts, for a higher sequence number kept by a delete and, unless
 // the write follows this store's own last write of the persistence id (see
