@@ -57,8 +57,8 @@ func appendCopyBytes(b, v []byte) []byte {
 	return append(b, v...)
 }
 
-// copyBytes returns the length of the plan's events as COPY rows, the
-// header and trailer left out.
+// copyBytes returns the length of the plan's events as COPY rows, with
+// the trailer and without the header.
 func (p *plan) copyBytes() int {
 	n := 2
 	for _, w := range p.writes {

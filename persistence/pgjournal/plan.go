@@ -337,18 +337,25 @@ const copyMinEvents = 64
 // COPY's data, which it ignores outside a COPY; the prepared statements up
 // to the Sync), and the COMMIT of a failed transaction rolls it back.
 func (p *plan) copied(ctx context.Context, pc *pgconn.PgConn) error {
-	rows := appendCopyHeader(make([]byte, 0, copyHeaderLen+p.copyBytes()))
+	// The COPY's data as one CopyData message, encoded here: 'd', the
+	// length, the rows.
+	msg := make([]byte, 5, 5+copyHeaderLen+p.copyBytes())
+	msg[0] = 'd'
+	msg = appendCopyHeader(msg)
 	for _, w := range p.writes {
 		for k := range w.events {
-			rows = appendCopyRow(rows, w.pid, &w.events[k])
+			msg = appendCopyRow(msg, w.pid, &w.events[k])
 		}
 	}
-	rows = appendCopyTrailer(rows)
+	msg = appendCopyTrailer(msg)
+	binary.BigEndian.PutUint32(msg[1:5], uint32(len(msg)-1))
 
 	f := pc.Frontend()
 	f.SendQuery(&pgproto3.Query{String: "BEGIN"})
 	f.SendQuery(&pgproto3.Query{String: copySQL})
-	f.Send(&pgproto3.CopyData{Data: rows})
+	if err := withinDeadline(ctx, pc, func() error { return f.SendUnbufferedEncodedCopyData(msg) }); err != nil {
+		return err
+	}
 	f.Send(&pgproto3.CopyDone{})
 	bind := func(stmt string, params [][]byte) {
 		f.SendBind(&pgproto3.Bind{PreparedStatement: stmt, ParameterFormatCodes: binaryFormats[:1], Parameters: params})
@@ -370,7 +377,7 @@ func (p *plan) copied(ctx context.Context, pc *pgconn.PgConn) error {
 	steps++
 	f.SendSync(&pgproto3.Sync{})
 	f.SendQuery(&pgproto3.Query{String: "COMMIT"})
-	if err := flushWithin(ctx, pc); err != nil {
+	if err := withinDeadline(ctx, pc, f.Flush); err != nil {
 		return err
 	}
 
@@ -409,15 +416,16 @@ func (p *plan) copied(ctx context.Context, pc *pgconn.PgConn) error {
 	return nil
 }
 
-// flushWithin writes what pc's frontend holds, within ctx's deadline.
-func flushWithin(ctx context.Context, pc *pgconn.PgConn) error {
+// withinDeadline runs write, which writes to pc's connection, within
+// ctx's deadline.
+func withinDeadline(ctx context.Context, pc *pgconn.PgConn, write func() error) error {
 	if d, ok := ctx.Deadline(); ok {
 		if err := pc.Conn().SetWriteDeadline(d); err != nil {
 			return err
 		}
 		defer func() { _ = pc.Conn().SetWriteDeadline(time.Time{}) }()
 	}
-	return pc.Frontend().Flush()
+	return write()
 }
 
 // sendTagRows sends the reservation of the batch's tag offsets and the
