@@ -104,12 +104,15 @@ func TestOpenUnreachable(t *testing.T) {
 // writes fail with ErrUnavailable while it is down (the entities would
 // stop), the pool reconnects, writes work again once it is back, and no
 // acknowledged event is lost.
-func TestConnectionLoss(t *testing.T) {
+func TestConnectionLoss(t *testing.T) { forEachPath(t, testConnectionLoss) }
+
+func testConnectionLoss(t *testing.T, edit func(*Config)) {
 	srv := target.Server
 	if srv == nil {
 		t.Skip("needs the throwaway server, which it stops: TROUPE_TEST_POSTGRES names an outside one")
 	}
 	s, _ := openFresh(t, func(c *Config) {
+		edit(c)
 		c.ConnectTimeout = 2 * time.Second
 		c.WriteTimeout = 10 * time.Second
 	})
