@@ -44,12 +44,13 @@ import (
 // of fewer than copyMinEvents events goes as INSERT statements (unnest,
 // encoded by wire.go) in one implicit transaction; a larger one as BEGIN,
 // COPY (copyrows.go), the rest and COMMIT, as PostgreSQL stores rows from
-// COPY faster (see plan.copied). A write is checked by the primary key (another writer's
-// event at the same sequence number) and by verifySQL, which looks, after
-// the inserts, for a higher sequence number kept by a delete and, unless
-// the write follows this store's own last write of the persistence id (see
-// lastWritten), for an event above the write. verifySQL raises an error
-// when it finds one, which rolls back the whole transaction.
+// COPY faster (see plan.copied). A write is checked by the primary key
+// (another writer's event at the same sequence number) and by verifySQL,
+// which looks, after the inserts, for a higher sequence number kept by a
+// delete and, unless the write follows this store's own last write of the
+// persistence id (see lastWritten), for an event above the write.
+// verifySQL raises an error when it finds one, which rolls back the whole
+// transaction.
 //
 // The careful path serves the rest: batches that write some persistence id
 // twice (its writes go to successive statements, "rounds", in call order,
@@ -73,9 +74,9 @@ import (
 // on the careful path, where the lookups reject the writes that lost,
 // alone.
 //
-// Tag offsets: a batch with tagged events first reserves as many offsets as
-// it has tagged events on the one row of troupe_tag_counter, and holds that
-// row's lock until it commits; transactions with tagged events therefore
+// Tag offsets: a batch with tagged events reserves as many offsets as it
+// has tagged events on the one row of troupe_tag_counter, before it stores
+// their tag index rows, and holds that row's lock until it commits; transactions with tagged events therefore
 // commit in the order of their offsets, and a reader never sees an offset
 // appear below one it has already read.
 
