@@ -423,7 +423,7 @@ func testWriteAndDeleteDuringInsert(t *testing.T, edit func(*Config), stale ...p
 		done <- outcome{res, err}
 	}()
 	for waiting := false; !waiting; {
-		err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)`).Scan(&waiting)
+		err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted)`).Scan(&waiting)
 		if err != nil {
 			t.Fatal(err)
 		}
