@@ -67,7 +67,8 @@ type Config struct {
 	ReplayBatch int
 	// RecoveryEventTimeout bounds the wait for the first replayed event and between
 	// two of them; a replay that stalls longer fails the recovery with
-	// ErrCallTimeout and stops the entity. Default DefaultRecoveryEventTimeout.
+	// ErrCallTimeout and stops the entity. The stall is noticed within a quarter of
+	// the timeout after it passes. Default DefaultRecoveryEventTimeout.
 	RecoveryEventTimeout time.Duration
 	// JournalBreaker bounds every journal call the runtime makes (writes,
 	// highest sequence numbers, deletes; replays are bounded by
