@@ -193,28 +193,7 @@ func (b *deliveryBatch) add(codec *serialization.Codec, d *delivery, alone int) 
 // lookup returns the positions of sender and manifest in b's tables, -1 for those
 // not in them yet.
 func (b *deliveryBatch) lookup(sender actor.Ref, manifest string) (s, m int) {
-	s, m = -1, -1
-	if len(b.refs) > 0 && b.refs[b.lastSender] == sender {
-		s = b.lastSender
-	} else {
-		for i, r := range b.refs {
-			if r == sender {
-				s = i
-				break
-			}
-		}
-	}
-	if len(b.manifests) > 0 && b.manifests[b.lastManifest] == manifest {
-		m = b.lastManifest
-	} else {
-		for i, name := range b.manifests {
-			if name == manifest {
-				m = i
-				break
-			}
-		}
-	}
-	return s, m
+	return wirebatch.Position(b.refs, b.lastSender, sender), wirebatch.Position(b.manifests, b.lastManifest, manifest)
 }
 
 // reset empties b for the next deliveries to the same region, keeping its buffers.

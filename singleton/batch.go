@@ -72,26 +72,10 @@ type entry struct {
 
 // lookup returns p's entry.
 func (t *batchTables) lookup(p core.Payload) entry {
-	e := entry{sender: -1, manifest: -1, size: len(p.Data) + 2 + wirebatch.UvarintLen(len(p.Data))}
-	if len(t.refs) > 0 && t.refs[t.lastSender] == p.Sender {
-		e.sender = t.lastSender
-	} else {
-		for i, r := range t.refs {
-			if r == p.Sender {
-				e.sender = i
-				break
-			}
-		}
-	}
-	if len(t.manifests) > 0 && t.manifests[t.lastManifest] == p.Manifest {
-		e.manifest = t.lastManifest
-	} else {
-		for i, name := range t.manifests {
-			if name == p.Manifest {
-				e.manifest = i
-				break
-			}
-		}
+	e := entry{
+		sender:   wirebatch.Position(t.refs, t.lastSender, p.Sender),
+		manifest: wirebatch.Position(t.manifests, t.lastManifest, p.Manifest),
+		size:     len(p.Data) + 2 + wirebatch.UvarintLen(len(p.Data)),
 	}
 	if e.sender < 0 {
 		e.uri = p.Sender.URI()

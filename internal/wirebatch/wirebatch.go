@@ -27,6 +27,21 @@ func UvarintLen(n int) int {
 	return k
 }
 
+// Position returns where v stands in a table being built, or -1: it looks at
+// table[last] first, as consecutive messages of a batch usually repeat the last
+// sender and manifest, then at the rest in order.
+func Position[T comparable](table []T, last int, v T) int {
+	if last < len(table) && table[last] == v {
+		return last
+	}
+	for i, x := range table {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
 // IndexEntries checks that index is whole entries of width uvarints each, and counts
 // them.
 func IndexEntries(index []byte, width int) (int, error) {
