@@ -173,64 +173,93 @@ func buildPlan(reqs []*writeRequest, chunkBytes, chunkEvents int, last *lastWrit
 	return p
 }
 
-// params encodes the parameters of c's writeSQL statement.
+// params encodes the parameters of c's writeSQL statement: the writes,
+// their events and their tag index rows.
 func (p *plan) params(c *chunk) [][]byte {
+	return slices.Concat(p.writeArrays(c), p.eventArrays(c), p.tagArrays(c))
+}
+
+// writeArrays encodes c's writes: persistence id, first sequence number,
+// position in the chunk.
+func (p *plan) writeArrays(c *chunk) [][]byte {
 	writes := p.writes[c.first : c.first+c.n]
-	pidBytes, eventPIDBytes := 0, 0
+	pidBytes := 0
 	for _, w := range writes {
 		pidBytes += 4 + len(w.pid)
-		eventPIDBytes += len(w.events) * (4 + len(w.pid))
 	}
-	wPid := newArray(oidBytea, pidBytes)
-	wFirst := newArray(oidInt8, 12*c.n)
-	wIdx := newArray(oidInt4, 8*c.n)
-	ePid := newArray(oidBytea, eventPIDBytes)
-	eSeq := newArray(oidInt8, 12*c.events)
-	eTs := newArray(oidInt8, 12*c.events)
-	eMan := newArray(oidBytea, 16*c.events)
-	eWri := newArray(oidBytea, 16*c.events)
-	eTag := newArray(oidBytea, 4*c.events)
-	eSum := newArray(oidInt4, 8*c.events)
-	ePay := newArray(oidBytea, c.bytes)
-	tTag := newArray(oidBytea, 16*c.tagRows)
-	tN := newArray(oidInt8, 12*c.tagRows)
-	tPid := newArray(oidBytea, 16*c.tagRows)
-	tSeq := newArray(oidInt8, 12*c.tagRows)
+	pid := newArray(oidBytea, pidBytes)
+	first := newArray(oidInt8, 12*c.n)
+	idx := newArray(oidInt4, 8*c.n)
 	for i, w := range writes {
-		wPid.bytea(w.pid)
-		wFirst.int8(w.first)
-		wIdx.int4(int32(i))
+		pid.bytea(w.pid)
+		first.int8(w.first)
+		idx.int4(int32(i))
+	}
+	return [][]byte{pid.value(), first.value(), idx.value()}
+}
+
+// eventArrays encodes the events of c's writes, one array per column of
+// troupe_event (insertSQL's parameters).
+func (p *plan) eventArrays(c *chunk) [][]byte {
+	writes := p.writes[c.first : c.first+c.n]
+	pidBytes := 0
+	for _, w := range writes {
+		pidBytes += len(w.events) * (4 + len(w.pid))
+	}
+	pid := newArray(oidBytea, pidBytes)
+	seq := newArray(oidInt8, 12*c.events)
+	ts := newArray(oidInt8, 12*c.events)
+	man := newArray(oidBytea, 16*c.events)
+	wri := newArray(oidBytea, 16*c.events)
+	tags := newArray(oidBytea, 4*c.events)
+	sum := newArray(oidInt4, 8*c.events)
+	pay := newArray(oidBytea, c.bytes)
+	for _, w := range writes {
 		for k := range w.events {
 			e := &w.events[k]
-			ePid.bytea(w.pid)
-			eSeq.int8(e.seq)
-			eTs.int8(e.ts)
-			eMan.bytea(e.manifest)
-			eWri.bytea(e.writer)
-			eTag.bytea(e.tags) // NULL for an untagged event
-			eSum.int4(e.checksum)
-			ePay.bytea(e.payload)
-			for _, tag := range e.tagSet {
-				tTag.bytea(tag)
-				tN.int8(e.tagN)
-				tPid.bytea(w.pid)
-				tSeq.int8(e.seq)
+			pid.bytea(w.pid)
+			seq.int8(e.seq)
+			ts.int8(e.ts)
+			man.bytea(e.manifest)
+			wri.bytea(e.writer)
+			tags.bytea(e.tags) // NULL for an untagged event
+			sum.int4(e.checksum)
+			pay.bytea(e.payload)
+		}
+	}
+	return [][]byte{pid.value(), seq.value(), ts.value(), man.value(), wri.value(), tags.value(), sum.value(), pay.value()}
+}
+
+// tagArrays encodes the tag index rows of c's events (tag, the event's
+// number among the batch's tagged events, persistence id, sequence number)
+// and the number of offsets the batch reserved: tagIndexSQL's parameters.
+func (p *plan) tagArrays(c *chunk) [][]byte {
+	tag := newArray(oidBytea, 16*c.tagRows)
+	n := newArray(oidInt8, 12*c.tagRows)
+	pid := newArray(oidBytea, 16*c.tagRows)
+	seq := newArray(oidInt8, 12*c.tagRows)
+	for _, w := range p.writes[c.first : c.first+c.n] {
+		for k := range w.events {
+			e := &w.events[k]
+			for _, t := range e.tagSet {
+				tag.bytea(t)
+				n.int8(e.tagN)
+				pid.bytea(w.pid)
+				seq.int8(e.seq)
 			}
 		}
 	}
-	return [][]byte{
-		wPid.value(), wFirst.value(), wIdx.value(),
-		ePid.value(), eSeq.value(), eTs.value(), eMan.value(), eWri.value(), eTag.value(), eSum.value(), ePay.value(),
-		tTag.value(), tN.value(), tPid.value(), tSeq.value(), int8Param(p.reserved),
-	}
+	return [][]byte{tag.value(), n.value(), pid.value(), seq.value(), int8Param(p.reserved)}
 }
 
 // binaryFormats are the formats of up to 16 parameters, all binary.
 var binaryFormats = []int16{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}
 
-// verifyParams encodes the parameters of verifySQL for writes; probe
-// says whether to look for events above each write's last.
-func verifyParams(writes []*pendingWrite, probe func(*pendingWrite) bool) [][]byte {
+// verifyParams encodes the parameters of verifySQL for writes. With probe,
+// verifySQL looks for events above each write that does not follow this
+// store's own last write of its persistence id (on the fast path; the
+// careful path's lookups did that before the inserts).
+func verifyParams(writes []*pendingWrite, probe bool) [][]byte {
 	pidBytes := 0
 	for _, w := range writes {
 		pidBytes += 4 + len(w.pid)
@@ -243,7 +272,7 @@ func verifyParams(writes []*pendingWrite, probe func(*pendingWrite) bool) [][]by
 		pids.bytea(w.pid)
 		firsts.int8(w.first)
 		lasts.int8(w.last)
-		probes.bool(probe(w))
+		probes.bool(probe && !w.follows)
 	}
 	return [][]byte{pids.value(), firsts.value(), lasts.value(), probes.value()}
 }
@@ -361,20 +390,8 @@ func (p *plan) copied(ctx context.Context, pc *pgconn.PgConn) error {
 		f.SendBind(&pgproto3.Bind{PreparedStatement: stmt, ParameterFormatCodes: binaryFormats[:1], Parameters: params})
 		f.SendExecute(&pgproto3.Execute{})
 	}
-	steps := 0 // statements between the COPY and the Sync
-	if p.reserved > 0 {
-		bind(reserveStmt, [][]byte{int8Param(p.reserved)})
-		steps++
-		for _, c := range p.chunks {
-			if c.tagRows > 0 {
-				params := p.params(c)
-				bind(tagIndexStmt, append(params[11:15:15], params[15]))
-				steps++
-			}
-		}
-	}
-	bind(verifyStmt, verifyParams(p.writes, func(w *pendingWrite) bool { return !w.follows }))
-	steps++
+	tagged := p.sendTagRows(bind)
+	bind(verifyStmt, verifyParams(p.writes, true))
 	f.SendSync(&pgproto3.Sync{})
 	f.SendQuery(&pgproto3.Query{String: "COMMIT"})
 	if err := withinDeadline(ctx, pc, f.Flush); err != nil {
@@ -403,9 +420,13 @@ func (p *plan) copied(ctx context.Context, pc *pgconn.PgConn) error {
 	if first != nil {
 		return first
 	}
-	// BEGIN, COPY, the steps, COMMIT.
-	if len(tags) != 3+steps {
-		return fmt.Errorf("%d results for the %d statements of a group commit", len(tags), 3+steps)
+	// BEGIN, COPY, the reservation and the tag rows, the check, COMMIT.
+	statements := 4 + tagged
+	if p.reserved > 0 {
+		statements++
+	}
+	if len(tags) != statements {
+		return fmt.Errorf("%d results for the %d statements of a group commit", len(tags), statements)
 	}
 	if p.reserved > 0 && tags[2].RowsAffected() != 1 {
 		return fmt.Errorf("the tag offset counter has %d rows, want 1", tags[2].RowsAffected())
@@ -428,23 +449,29 @@ func withinDeadline(ctx context.Context, pc *pgconn.PgConn, write func() error) 
 	return write()
 }
 
-// sendTagRows sends the reservation of the batch's tag offsets and the
-// statements that store its tag index rows, and returns how many of those
-// it sent.
-func (p *plan) sendTagRows(pl *pgconn.Pipeline) int {
+// sendTagRows sends, with send, the reservation of the batch's tag offsets
+// and the statements that store its tag index rows, and returns how many
+// of the latter it sent.
+func (p *plan) sendTagRows(send func(stmt string, params [][]byte)) int {
 	if p.reserved == 0 {
 		return 0
 	}
-	pl.SendQueryPrepared(reserveStmt, [][]byte{int8Param(p.reserved)}, binaryFormats[:1], nil)
+	send(reserveStmt, [][]byte{int8Param(p.reserved)})
 	sent := 0
 	for _, c := range p.chunks {
 		if c.tagRows > 0 {
-			params := p.params(c)
-			pl.SendQueryPrepared(tagIndexStmt, append(params[11:15:15], params[15]), binaryFormats[:5], nil)
+			send(tagIndexStmt, p.tagArrays(c))
 			sent++
 		}
 	}
 	return sent
+}
+
+// sender returns a send function for sendTagRows that sends on pl.
+func sender(pl *pgconn.Pipeline) func(stmt string, params [][]byte) {
+	return func(stmt string, params [][]byte) {
+		pl.SendQueryPrepared(stmt, params, binaryFormats[:len(params)], nil)
+	}
 }
 
 // readCommit reads the result of a COMMIT, which PostgreSQL answers with
@@ -465,10 +492,10 @@ func readCommit(pl *pgconn.Pipeline) error {
 // this store did not write last.
 func (p *plan) fast(pl *pgconn.Pipeline) error {
 	for _, c := range p.chunks {
-		pl.SendQueryPrepared(insertStmt, p.params(c)[3:11], binaryFormats[:8], nil)
+		pl.SendQueryPrepared(insertStmt, p.eventArrays(c), binaryFormats[:8], nil)
 	}
-	tagged := p.sendTagRows(pl)
-	pl.SendQueryPrepared(verifyStmt, verifyParams(p.writes, func(w *pendingWrite) bool { return !w.follows }), binaryFormats[:4], nil)
+	tagged := p.sendTagRows(sender(pl))
+	pl.SendQueryPrepared(verifyStmt, verifyParams(p.writes, true), binaryFormats[:4], nil)
 	if err := pl.Sync(); err != nil {
 		return err
 	}
@@ -522,7 +549,7 @@ func (p *plan) careful(pl *pgconn.Pipeline, stored []bool) error {
 			kept = append(kept, w)
 		}
 	}
-	pl.SendQueryPrepared(verifyStmt, verifyParams(kept, func(*pendingWrite) bool { return false }), binaryFormats[:4], nil)
+	pl.SendQueryPrepared(verifyStmt, verifyParams(kept, false), binaryFormats[:4], nil)
 	pl.SendQueryParams("COMMIT", nil, nil, nil, nil)
 	if err := pl.Sync(); err != nil {
 		return err
@@ -539,15 +566,25 @@ func (p *plan) careful(pl *pgconn.Pipeline, stored []bool) error {
 // nextResult reads the next statement's result of the pipeline, and
 // discards its rows.
 func nextResult(pl *pgconn.Pipeline) (pgconn.CommandTag, error) {
-	res, err := pl.GetResults()
+	rr, err := nextReader(pl)
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
+	return rr.Close()
+}
+
+// nextReader returns the reader of the next statement's result of the
+// pipeline.
+func nextReader(pl *pgconn.Pipeline) (*pgconn.ResultReader, error) {
+	res, err := pl.GetResults()
+	if err != nil {
+		return nil, err
+	}
 	rr, ok := res.(*pgconn.ResultReader)
 	if !ok {
-		return pgconn.CommandTag{}, fmt.Errorf("unexpected pipeline result %T", res)
+		return nil, fmt.Errorf("unexpected pipeline result %T", res)
 	}
-	return rr.Close()
+	return rr, nil
 }
 
 // readReserve reads the result of the tag offsets' reservation, if the
@@ -568,13 +605,9 @@ func (p *plan) readReserve(pl *pgconn.Pipeline) error {
 
 // readRejected reads the writes c's writeSQL rejected and marks them.
 func readRejected(pl *pgconn.Pipeline, c *chunk, stored []bool) error {
-	res, err := pl.GetResults()
+	rr, err := nextReader(pl)
 	if err != nil {
 		return err
-	}
-	rr, ok := res.(*pgconn.ResultReader)
-	if !ok {
-		return fmt.Errorf("unexpected pipeline result %T", res)
 	}
 	for rr.NextRow() {
 		v := rr.Values()
