@@ -81,6 +81,8 @@
 // committed, as durably as the server's synchronous_commit setting makes a
 // commit. A write whose call fails as a whole (ErrUnavailable, a timeout, a
 // server error) may or may not have been stored; the entity stops and its
-// next incarnation replays what the database holds. A WriteMessages call
+// next incarnation replays what the database holds. A batch that keeps
+// meeting other writers of its persistence ids is run at most five times;
+// after that its call fails as a whole, with nothing of it stored. A WriteMessages call
 // whose context ends before its batch is sent is not written.
 package pgjournal

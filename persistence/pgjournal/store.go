@@ -241,13 +241,16 @@ func (s *Store) HighestSequenceNr(ctx context.Context, persistenceID string) (ui
 	return uint64(highest), nil
 }
 
-// highestSQL reads a persistence id's highest sequence number: that of its
-// last event, or the one its last delete kept, whichever is higher. The
-// first is the end of the primary key's range for the id.
-const highestSQL = `SELECT greatest(
+// highestExpr is persistence id $1's highest sequence number: that of its
+// last event, or the one its last delete kept, whichever is higher (0 for
+// none). The first is the end of the primary key's range for the id.
+const highestExpr = `greatest(
     (SELECT max(sequence_nr) FROM troupe_event WHERE persistence_id = $1),
     (SELECT highest_sequence_nr FROM troupe_persistence_id WHERE persistence_id = $1),
     0)`
+
+// highestSQL reads a persistence id's highest sequence number.
+const highestSQL = `SELECT ` + highestExpr
 
 // deleteSQL records the delete (how far, and the highest sequence number,
 // which a write must stay above once the events are gone) and removes the
@@ -256,10 +259,7 @@ const highestSQL = `SELECT greatest(
 // ids recorded (0 or 1). Writes do not touch troupe_persistence_id: the row
 // is created by the first delete of its persistence id.
 const deleteSQL = `WITH h AS (
-    SELECT greatest(
-        (SELECT max(sequence_nr) FROM troupe_event WHERE persistence_id = $1),
-        (SELECT highest_sequence_nr FROM troupe_persistence_id WHERE persistence_id = $1),
-        0) AS highest
+    SELECT ` + highestExpr + ` AS highest
 ), p AS (
     INSERT INTO troupe_persistence_id AS p (persistence_id, highest_sequence_nr, deleted_to)
     SELECT $1, h.highest, $2 FROM h WHERE h.highest >= $2
