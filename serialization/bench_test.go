@@ -48,3 +48,34 @@ func BenchmarkUnmarshal(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCodec is what a transport does per message: Append on the sending side,
+// Decode on the receiving side, one Codec each (a 100-byte flat message).
+func BenchmarkCodec(b *testing.B) {
+	r := serialization.NewRegistry()
+	if err := serialization.Register[*benchMsg](r, "bench.Msg"); err != nil {
+		b.Fatal(err)
+	}
+	m := &benchMsg{Seq: 1, Body: make([]byte, 100)}
+	b.Run("Append", func(b *testing.B) {
+		c := r.NewCodec(nil)
+		buf := make([]byte, 0, 512)
+		b.ReportAllocs()
+		for b.Loop() {
+			_, buf, _ = c.Append(buf[:0], m)
+		}
+	})
+	b.Run("Decode", func(b *testing.B) {
+		c := r.NewCodec(nil)
+		manifest, data, err := c.Append(nil, m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.Decode(manifest, data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package serialization
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -9,8 +10,9 @@ import (
 // Codec encodes and decodes registered values for one goroutine at a time, with a
 // context for custom codecs (see EncoderContext and DecoderContext). It is what a
 // transport keeps per connection: unlike Marshal and Unmarshal it takes nothing from a
-// pool, and it remembers the last type it decoded, so a stream of one message type
-// costs no lookups. A flat struct of numbers, booleans, strings and byte slices is
+// pool, and it remembers the last type it encoded and the last manifest it decoded, so
+// a stream of one message type costs no lookups (a registration, once made, never
+// changes or goes away, so what it remembers stays true). A flat struct of numbers, booleans, strings and byte slices is
 // encoded and decoded without msgpack's reflection, to the same bytes and values
 // (see fastpath.go). A Codec is not safe for concurrent use.
 type Codec struct {
@@ -19,6 +21,9 @@ type Codec struct {
 	enc  encState
 	dec  decState
 	last *entry // the entry of the last manifest decoded
+
+	encType  reflect.Type // the type of the last value encoded
+	encEntry *entry       // and its entry
 }
 
 // NewCodec returns a Codec for r whose custom codecs see ctx.
@@ -32,7 +37,7 @@ func (r *Registry) NewCodec(ctx any) *Codec {
 
 // Append is AppendMarshal with the Codec's context.
 func (c *Codec) Append(dst []byte, v any) (manifest string, out []byte, err error) {
-	e, err := c.reg.entryOf(v)
+	e, err := c.entryOf(v)
 	if err != nil {
 		return "", dst, err
 	}
@@ -48,6 +53,21 @@ func (c *Codec) Append(dst []byte, v any) (manifest string, out []byte, err erro
 		return "", dst, encodeError(e, v, err)
 	}
 	return e.name, out, nil
+}
+
+// entryOf is the registry's entryOf, remembering the last type found.
+func (c *Codec) entryOf(v any) (*entry, error) {
+	if t := reflect.TypeOf(v); t != nil && t == c.encType {
+		if t.Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil() {
+			return nil, fmt.Errorf("%w: nil %v", ErrNilMessage, t)
+		}
+		return c.encEntry, nil
+	}
+	e, err := c.reg.entryOf(v)
+	if err == nil {
+		c.encType, c.encEntry = reflect.TypeOf(v), e
+	}
+	return e, err
 }
 
 // Decode is UnmarshalContext with the Codec's context.

@@ -133,3 +133,34 @@ func TestCodecRoundTripsAndRecovers(t *testing.T) {
 		t.Fatalf("after failures: %v, %v", got, err)
 	}
 }
+
+// TestCodecRemembersTheLastTypeSafely: the type a Codec remembers from its last Append
+// still gets the nil check, and a different type after it gets its own entry.
+func TestCodecRemembersTheLastTypeSafely(t *testing.T) {
+	r := serialization.NewRegistry()
+	if err := serialization.Register[*benchMsg](r, "bench.Msg"); err != nil {
+		t.Fatal(err)
+	}
+	if err := serialization.Register[holder](r, "test.Holder"); err != nil {
+		t.Fatal(err)
+	}
+	c := r.NewCodec(table{1: "one"})
+	if m, _, err := c.Append(nil, &benchMsg{Seq: 1}); err != nil || m != "bench.Msg" {
+		t.Fatalf("Append = %q, %v", m, err)
+	}
+	if _, _, err := c.Append(nil, (*benchMsg)(nil)); !errors.Is(err, serialization.ErrNilMessage) {
+		t.Fatalf("nil pointer of the remembered type: %v", err)
+	}
+	if m, _, err := c.Append(nil, holder{N: 2}); err != nil || m != "test.Holder" {
+		t.Fatalf("another type = %q, %v", m, err)
+	}
+	if m, _, err := c.Append(nil, benchMsg{Seq: 3}); err != nil || m != "bench.Msg" {
+		t.Fatalf("the value form = %q, %v", m, err)
+	}
+	if _, _, err := c.Append(nil, struct{}{}); !errors.Is(err, serialization.ErrUnregistered) {
+		t.Fatalf("unregistered: %v", err)
+	}
+	if _, _, err := c.Append(nil, nil); !errors.Is(err, serialization.ErrNilMessage) {
+		t.Fatalf("nil: %v", err)
+	}
+}

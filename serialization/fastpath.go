@@ -438,12 +438,12 @@ func (p *fastPlan) decodeInto(data []byte, base unsafe.Pointer) bool {
 		return false
 	}
 	var seen uint64
-	for range n {
+	for k := range n {
 		key, ok := r.str()
 		if !ok {
 			return false
 		}
-		i := p.field(key)
+		i := p.field(key, k)
 		if i < 0 || seen&(1<<i) != 0 {
 			return false // an unknown key (skipped by msgpack) or a repeated one
 		}
@@ -456,8 +456,12 @@ func (p *fastPlan) decodeInto(data []byte, base unsafe.Pointer) bool {
 	return len(r.b) == 0
 }
 
-// field returns the index of the field whose key is key, or -1.
-func (p *fastPlan) field(key []byte) int {
+// field returns the index of the field whose key is key, or -1. The encoder writes the
+// fields in order, so the k-th key read is tried against the k-th field first.
+func (p *fastPlan) field(key []byte, k int) int {
+	if k < len(p.fields) && p.fields[k].name == string(key) {
+		return k
+	}
 	for i := range p.fields {
 		if p.fields[i].name == string(key) {
 			return i
