@@ -55,10 +55,10 @@ type entityRoute struct {
 	found atomic.Pointer[foundEntity]
 }
 
-// foundEntity is what a look-up in fast path fp found: the entity was reachable as ref
-// when fp's epoch was epoch. It is never changed; a new look-up stores a new one.
+// foundEntity is what a look-up found: the entity was reachable as ref when its fast
+// path's epoch was epoch (which names that fast path too). It is never changed; a new
+// look-up stores a new one.
 type foundEntity struct {
-	fp    *fastPath
 	epoch uint64
 	ref   actor.Ref
 }

@@ -68,7 +68,8 @@ type fastPath struct {
 	mu   sync.Mutex
 	open bool // direct delivery allowed
 	// epoch moves with every change that can make an earlier look-up's answer wrong
-	// (what EntityRefs remember, see above); it never moves back.
+	// (what EntityRefs remember, see above). Drawn from epochs, it also names this
+	// fast path among all others.
 	epoch    uint64
 	entities map[EntityID]actor.Ref // the shard's running entities
 	// unlisted holds the running entities the region may not reach directly: most are
@@ -80,6 +81,14 @@ type fastPath struct {
 	used     map[EntityID]struct{}
 	trackUse bool
 }
+
+// epochs draws the epochs of all fast paths, so that no two share one: an EntityRef
+// that remembers an epoch need not hold on to the fast path (and through it, its
+// entities) to know which one it came from.
+var epochs atomic.Uint64
+
+// nextEpoch moves the epoch. The caller holds mu, or is newFastPath.
+func (f *fastPath) nextEpoch() { f.epoch = epochs.Add(1) }
 
 // reachable returns entity id's Ref when the region may reach it directly, marking
 // it used. The caller holds mu.
@@ -115,12 +124,12 @@ func (f *fastPath) reach(e *entityRoute, id EntityID) (actor.Ref, bool) {
 	if !f.open {
 		return actor.Ref{}, false
 	}
-	if c := e.found.Load(); c != nil && c.fp == f && c.epoch == f.epoch {
+	if c := e.found.Load(); c != nil && c.epoch == f.epoch {
 		return c.ref, true
 	}
 	ref, ok := f.reachable(id)
 	if ok {
-		e.found.Store(&foundEntity{fp: f, epoch: f.epoch, ref: ref})
+		e.found.Store(&foundEntity{epoch: f.epoch, ref: ref})
 	}
 	return ref, ok
 }
@@ -202,7 +211,9 @@ func (f *fastPath) tryAsk(ctx context.Context, e *entityRoute, id EntityID, msg 
 // newFastPath returns a closed fast path with no entity; with trackUse it marks the
 // entities it delivers to (for idle passivation).
 func newFastPath(trackUse bool) *fastPath {
-	return &fastPath{entities: map[EntityID]actor.Ref{}, unlisted: map[EntityID]struct{}{}, trackUse: trackUse}
+	f := &fastPath{entities: map[EntityID]actor.Ref{}, unlisted: map[EntityID]struct{}{}, trackUse: trackUse}
+	f.nextEpoch()
+	return f
 }
 
 // The methods below move the epoch under mu whenever an entity that a look-up may
@@ -214,7 +225,7 @@ func newFastPath(trackUse bool) *fastPath {
 func (f *fastPath) setOpen(open bool) {
 	f.mu.Lock()
 	if f.open && !open {
-		f.epoch++
+		f.nextEpoch()
 	}
 	f.open = open
 	f.mu.Unlock()
@@ -224,7 +235,7 @@ func (f *fastPath) setOpen(open bool) {
 func (f *fastPath) add(id EntityID, ref actor.Ref) {
 	f.mu.Lock()
 	if _, ok := f.entities[id]; ok {
-		f.epoch++ // a new Ref for id: what a look-up found is out of date
+		f.nextEpoch() // a new Ref for id: what a look-up found is out of date
 	}
 	f.entities[id] = ref
 	f.unlisted[id] = struct{}{}
@@ -234,7 +245,7 @@ func (f *fastPath) add(id EntityID, ref actor.Ref) {
 // remove forgets entity id (its actor has stopped).
 func (f *fastPath) remove(id EntityID) {
 	f.mu.Lock()
-	f.epoch++
+	f.nextEpoch()
 	delete(f.entities, id)
 	delete(f.unlisted, id)
 	delete(f.used, id)
@@ -246,7 +257,7 @@ func (f *fastPath) setListed(id EntityID, listed bool) {
 	f.mu.Lock()
 	if _, ok := f.entities[id]; ok && !listed {
 		if _, already := f.unlisted[id]; !already {
-			f.epoch++
+			f.nextEpoch()
 		}
 		f.unlisted[id] = struct{}{}
 	} else {
@@ -268,6 +279,6 @@ func (f *fastPath) usedSinceLastLook() []EntityID {
 		out = append(out, id)
 	}
 	f.used = nil
-	f.epoch++ // EntityRefs must look up (and mark) their entities again
+	f.nextEpoch() // EntityRefs must look up (and mark) their entities again
 	return out
 }

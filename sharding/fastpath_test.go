@@ -406,6 +406,20 @@ func TestEntityRouteRemembersOnlyWhatStillHolds(t *testing.T) {
 			}
 		})
 	}
+	t.Run("another fast path", func(t *testing.T) {
+		// The shard restarted: its new fast path lists the entity's new incarnation.
+		old, e := listed(false), &entityRoute{}
+		if ref, ok := reach(old, e); !ok || ref != first {
+			t.Fatalf("old fast path: %v, %v", ref, ok)
+		}
+		f := newFastPath(false)
+		f.setOpen(true)
+		f.add("e", second)
+		f.setListed("e", true)
+		if ref, ok := reach(f, e); !ok || ref != second {
+			t.Fatalf("new fast path: %v, %v; want the new incarnation", ref, ok)
+		}
+	})
 	t.Run("marks taken", func(t *testing.T) {
 		f, e := listed(true), &entityRoute{}
 		for round := range 3 {
