@@ -36,6 +36,11 @@ const (
 	// that a parent keeps no entry per watched child in extras.watching. Only the parent
 	// sets and clears it; every write of state is therefore atomic (Or, And, CAS).
 	stateWatchedByParent uint32 = 1 << 10
+	// stateJanitor says the cell is one of the janitor's candidates (janitor.go): its
+	// owner sets it when it offers the cell, the janitor clears it when it has shrunk
+	// the cell's mailbox. While it is set, an owner whose mailbox is still grown has
+	// nothing to offer, which spares it the janitor's lock on every drain.
+	stateJanitor uint32 = 1 << 11
 )
 
 // cell is a local actor: its mailbox, its instance and its bookkeeping. It is the
@@ -318,7 +323,8 @@ func (c *cell) drain(budget int) (spent bool) {
 			c.fail(reason)
 		case empty:
 			c.cur = envelope{} // let the last message be collected
-			if c.userq.Rewind() {
+			if c.userq.Rewind() && c.state.Load()&stateJanitor == 0 {
+				c.state.Or(stateJanitor)
 				c.sys.jan.add(c.sys.disp, c)
 			}
 			return false

@@ -127,3 +127,58 @@ func TestJanitorReleasesGrownMailbox(t *testing.T) {
 		})
 	})
 }
+
+// A cell whose mailbox grew is offered to the janitor once, not on every drain, and a
+// sweep that finds it busy keeps it a candidate: once it is idle, a later sweep
+// releases the grown mailbox, though the actor never ran dry again in between.
+func TestJanitorKeepsABusyCandidate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sys, err := New("janitor", Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = sys.Shutdown(context.Background()) }()
+		gate := make(chan struct{})
+		ref, _ := sys.Spawn(PropsFunc(func(ctx Context) {
+			if _, ok := ctx.Message().(string); ok {
+				<-gate
+			}
+		}), "bursty")
+		c := ref.p.(*cell)
+		_ = ref.Tell("block")
+		synctest.Wait()
+		for i := range 1000 {
+			_ = ref.Tell(i)
+		}
+		gate <- struct{}{}
+		synctest.Wait() // the burst is handled: the grown mailbox is offered
+		candidate := func() bool {
+			sys.jan.mu.Lock()
+			defer sys.jan.mu.Unlock()
+			_, ok := sys.jan.cands[c]
+			return ok && c.state.Load()&stateJanitor != 0
+		}
+		if !candidate() {
+			t.Fatal("the grown mailbox was not offered to the janitor")
+		}
+		_ = ref.Tell("block") // busy through the next sweep
+		synctest.Wait()
+		time.Sleep(janitorInterval)
+		synctest.Wait()
+		if !candidate() {
+			t.Fatal("a sweep that found the actor busy forgot it")
+		}
+		gate <- struct{}{} // idle again, with nothing left to offer
+		synctest.Wait()
+		time.Sleep(janitorInterval)
+		synctest.Wait()
+		for !c.sched.CompareAndSwap(schedIdle, schedRunning) {
+			synctest.Wait()
+		}
+		grown := c.userq.Grown()
+		c.sched.Store(schedIdle)
+		if grown || candidate() {
+			t.Fatalf("after an idle sweep: grown %v, candidate %v", grown, candidate())
+		}
+	})
+}

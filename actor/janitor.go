@@ -10,6 +10,11 @@ import (
 // the actor catches up would make a busy actor allocate it again and again, so the
 // actor keeps it while it is busy, and the janitor releases it once the actor has been
 // idle for a sweep interval. The janitor runs only while there are candidates.
+//
+// A cell stays a candidate (its stateJanitor flag set) from the drain that offers it
+// until a sweep finds it idle and shrinks its mailbox: a sweep that finds it busy keeps
+// it for the next one. So an owner offers a cell once per growth, not on every drain,
+// and a cell that was busy at one sweep is not forgotten with a grown mailbox.
 type janitor struct {
 	mu      sync.Mutex
 	cands   map[*cell]struct{}
@@ -23,7 +28,7 @@ const janitorInterval = 200 * time.Millisecond
 
 func newJanitor() *janitor { return &janitor{done: make(chan struct{})} }
 
-// add makes c a candidate: its mailbox has grown.
+// add makes c a candidate: its mailbox has grown. The caller has set c's stateJanitor.
 func (j *janitor) add(d *dispatcher, c *cell) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -37,6 +42,18 @@ func (j *janitor) add(d *dispatcher, c *cell) {
 	if !j.running {
 		j.running = true
 		go j.loop(d)
+	}
+}
+
+// keep makes the busy cells of a sweep candidates for the next one.
+func (j *janitor) keep(busy []*cell) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.cands == nil {
+		j.cands = make(map[*cell]struct{}, len(busy))
+	}
+	for _, c := range busy {
+		j.cands[c] = struct{}{}
 	}
 }
 
@@ -58,16 +75,23 @@ func (j *janitor) loop(d *dispatcher) {
 			return
 		}
 		j.mu.Unlock()
+		var busy []*cell
 		for c := range cands {
-			// Only an idle cell can be taken over; a busy one will be offered again
-			// when its mailbox next runs dry.
+			// Only an idle cell can be taken over; a busy one stays a candidate.
 			if !c.sched.CompareAndSwap(schedIdle, schedRunning) {
+				busy = append(busy, c)
 				continue
 			}
 			c.userq.Shrink()
+			// Cleared while the janitor owns the cell: the owner that next finds the
+			// mailbox grown offers the cell again.
+			c.state.And(^stateJanitor)
 			if !c.release() {
 				d.submit(c)
 			}
+		}
+		if len(busy) > 0 {
+			j.keep(busy)
 		}
 	}
 }

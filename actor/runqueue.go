@@ -33,7 +33,8 @@ import (
 // claimed but not yet published reports the queue empty; the producer of that slot
 // has not yet read sleeping, and will. The same holds for cells that go through the
 // overflow list: spill adds to the list, moves what fits to the ring, then reads
-// sleeping; a worker that makes room moves waiting cells itself (pop).
+// sleeping; a worker moves waiting cells itself (pop) whenever it finds the ring empty,
+// so it never parks while cells wait, and in batches once the ring is half free.
 //
 // A wake-up takes one sleeper off the stack and, under the same lock, puts a token in
 // its wake channel, whose capacity is one. A worker is on the stack at most once, and
@@ -110,11 +111,13 @@ func (q *runQueue) push(c *cell) {
 }
 
 // pop takes the oldest cell, or returns nil if there is none (or its producer has not
-// finished publishing it). A worker that takes a cell while others wait in the
-// overflow list moves them to the ring.
+// finished publishing it). While cells wait in the overflow list, a worker that finds
+// the ring empty or at least half free moves them to the ring: in batches of half a
+// ring or more, not one per pop, which under a burst of spawns kept the workers and the
+// spawning goroutine taking turns at the list's lock for every cell.
 func (q *runQueue) pop() *cell {
 	c := q.tryPop()
-	if q.overN.Load() > 0 && q.refill() {
+	if q.overN.Load() > 0 && (c == nil || q.halfFree()) && q.refill() {
 		if c == nil {
 			c = q.tryPop()
 		}
@@ -147,6 +150,12 @@ func (q *runQueue) get(s *sleeper) *cell {
 		}
 		<-s.wake
 	}
+}
+
+// halfFree reports whether at least half the ring's slots are free.
+func (q *runQueue) halfFree() bool {
+	h := q.head.Load() // before tail: tail >= h then
+	return q.tail.Load()-h <= uint64(len(q.slots)/2)
 }
 
 // len returns how many cells wait: exact when no push or pop runs meanwhile.
@@ -215,13 +224,13 @@ func (q *runQueue) tryPop() *cell {
 	}
 }
 
-// spill puts c in the overflow list and moves what fits to the ring.
+// spill puts c in the overflow list and moves what fits to the ring, under one lock.
 func (q *runQueue) spill(c *cell) {
 	q.overMu.Lock()
 	q.overflow = append(q.overflow, c)
 	q.overN.Add(1)
+	q.move()
 	q.overMu.Unlock()
-	q.refill()
 }
 
 // refill moves waiting cells from the overflow list to the ring while it has room,
@@ -229,6 +238,11 @@ func (q *runQueue) spill(c *cell) {
 func (q *runQueue) refill() bool {
 	q.overMu.Lock()
 	defer q.overMu.Unlock()
+	return q.move()
+}
+
+// move is refill; the caller holds overMu.
+func (q *runQueue) move() bool {
 	moved := 0
 	for _, c := range q.overflow[q.overHead:] {
 		if !q.tryPush(c) {

@@ -280,3 +280,30 @@ func TestRunQueueStress(t *testing.T) {
 		t.Errorf("%d cells left in the queue", n)
 	}
 }
+
+// Workers move waiting cells from the overflow list to the ring in batches: not while
+// the ring is more than half full, then as many as fit. Order is kept throughout.
+func TestRunQueueRefillsInBatches(t *testing.T) {
+	q := newRunQueue(8)
+	cs := testCells(14)
+	for _, c := range cs {
+		q.push(c) // 0 .. 7 in the ring, 8 .. 13 in the overflow list
+	}
+	waiting := []int64{6, 6, 6, 2, 2, 2, 2, 0} // in the list after each of the first pops
+	for i, want := range waiting {
+		if c := q.pop(); c != cs[i] {
+			t.Fatalf("pop %d = %v, want %d", i, idOf(c), i)
+		}
+		if got := q.overN.Load(); got != want {
+			t.Fatalf("after pop %d: %d cells wait in the list, want %d", i, got, want)
+		}
+	}
+	for i := len(waiting); i < len(cs); i++ {
+		if c := q.pop(); c != cs[i] {
+			t.Fatalf("pop %d = %v, want %d", i, idOf(c), i)
+		}
+	}
+	if c := q.pop(); c != nil || q.len() != 0 {
+		t.Fatalf("empty queue: pop = %v, len = %d", idOf(c), q.len())
+	}
+}

@@ -3,7 +3,10 @@ package sharding
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/actorstate"
@@ -12,12 +15,15 @@ import (
 // EntityRef is a typed reference to one entity: it sends messages of type M to the
 // entity with the given ID through this node's region (or proxy) of its type, wherever
 // the entity lives and whether or not it runs. It is a small value; copy it freely and
-// use it from any goroutine, inside or outside actors.
+// use it from any goroutine, inside or outside actors. Two EntityRefs of one entity
+// are equal. While any is held, the EntityRefs of an entity whose shard runs on this
+// node share a small record (about 110 bytes) in which they remember where the entity
+// runs, so that a tell does not look it up each time.
 type EntityRef[M any] struct {
 	region   actor.Ref
 	typeName string
 	id       EntityID
-	direct   *directRoute // nil: always through the region
+	direct   *entityRoute // nil: always through the region
 }
 
 // directRoute is how the EntityRefs of one shard's entities reach them without the
@@ -32,6 +38,63 @@ type directRoute struct {
 	// message the region never handles (it stopped first) leaves the count up for good,
 	// which is harmless: the route belongs to that region's type entry and goes with it.
 	viaRegion atomic.Int64
+
+	// entities holds the direct route of each entity of the shard that an EntityRef
+	// refers to, weakly: a route lives as long as an EntityRef holds it, so that
+	// EntityRefs of one entity made at different times stay equal, and the map
+	// forgets an entity once no EntityRef of it is left (forget).
+	mu       sync.Mutex
+	entities map[EntityID]weak.Pointer[entityRoute]
+}
+
+// entityRoute is one entity's direct route: its shard's, and what the last look-up of
+// the entity in the shard's fast path found, so that a send skips the look-up while
+// nothing in that fast path has changed (fastPath.reach).
+type entityRoute struct {
+	shard *directRoute
+	found atomic.Pointer[foundEntity]
+}
+
+// foundEntity is what a look-up found: the entity was reachable as ref when its fast
+// path's epoch was epoch (which names that fast path too). It is never changed; a new
+// look-up stores a new one.
+type foundEntity struct {
+	epoch uint64
+	ref   actor.Ref
+}
+
+// entity returns the direct route of entity id of this shard: the one an EntityRef
+// still holds, or a new one.
+func (d *directRoute) entity(id EntityID) *entityRoute {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e := d.entities[id].Value(); e != nil {
+		return e
+	}
+	e := &entityRoute{shard: d}
+	w := weak.Make(e)
+	if d.entities == nil {
+		d.entities = map[EntityID]weak.Pointer[entityRoute]{}
+	}
+	d.entities[id] = w
+	runtime.AddCleanup(e, d.forget, forgotten{id: id, route: w})
+	return e
+}
+
+// forgotten names an entity route the garbage collector has taken.
+type forgotten struct {
+	id    EntityID
+	route weak.Pointer[entityRoute]
+}
+
+// forget removes a collected entity route from the map, unless a newer route of the
+// same entity has replaced it there.
+func (d *directRoute) forget(f forgotten) {
+	d.mu.Lock()
+	if d.entities[f.id] == f.route {
+		delete(d.entities, f.id)
+	}
+	d.mu.Unlock()
 }
 
 // refMessage is what an EntityRef with a direct route sends through the region: the
@@ -82,16 +145,16 @@ func (d *directRoute) viaRegionAsk(ctx context.Context, region actor.Ref, id Ent
 }
 
 // send tries the fast path of the entity's shard; it reports whether msg was sent.
-func (d *directRoute) send(id EntityID, msg any, sender actor.Ref) bool {
-	fp := d.path()
-	return fp != nil && fp.trySend(id, msg, sender)
+func (e *entityRoute) send(id EntityID, msg any, sender actor.Ref) bool {
+	fp := e.shard.path()
+	return fp != nil && fp.trySend(e, id, msg, sender)
 }
 
 // ask tries the fast path for an ask (see fastPath.tryAsk); a nil future when it
 // cannot be taken.
-func (d *directRoute) ask(ctx context.Context, id EntityID, msg any, watch bool) (*actor.Future, any) {
-	if fp := d.path(); fp != nil {
-		return fp.tryAsk(ctx, id, msg, watch)
+func (e *entityRoute) ask(ctx context.Context, id EntityID, msg any, watch bool) (*actor.Future, any) {
+	if fp := e.shard.path(); fp != nil {
+		return fp.tryAsk(ctx, e, id, msg, watch)
 	}
 	return nil, nil
 }
@@ -116,9 +179,13 @@ func EntityRefFor[M any](sys *actor.System, typeName string, id EntityID) (Entit
 	}
 	ref := EntityRef[M]{region: e.region, typeName: typeName, id: id}
 	if shard, ok := extractShard(e, id); ok && !e.proxy {
-		// One route per shard, so that two EntityRefs of one entity stay equal.
-		r, _ := e.routes.LoadOrStore(shard, &directRoute{entry: e, shard: shard})
-		ref.direct = r.(*directRoute)
+		// One route per shard, and per entity while EntityRefs hold it, so that two
+		// EntityRefs of one entity stay equal.
+		r, ok := e.routes.Load(shard)
+		if !ok {
+			r, _ = e.routes.LoadOrStore(shard, &directRoute{entry: e, shard: shard})
+		}
+		ref.direct = r.(*directRoute).entity(id)
 	}
 	return ref, nil
 }
@@ -160,7 +227,7 @@ func (r EntityRef[M]) Send(msg M, sender actor.Ref) error {
 	if r.direct.send(r.id, msg, sender) {
 		return nil
 	}
-	return r.direct.viaRegionSend(r.region, r.id, msg, sender)
+	return r.direct.shard.viaRegionSend(r.region, r.id, msg, sender)
 }
 
 // Ask sends msg to the entity and returns the Future of its reply, without blocking
@@ -172,7 +239,7 @@ func (r EntityRef[M]) Ask(ctx context.Context, msg M) *actor.Future {
 	if fut, _ := r.direct.ask(ctx, r.id, msg, true); fut != nil {
 		return fut
 	}
-	return r.direct.viaRegionAsk(ctx, r.region, r.id, msg)
+	return r.direct.shard.viaRegionAsk(ctx, r.region, r.id, msg)
 }
 
 // Ask sends msg to the entity and waits, until ctx ends, for a reply of type R (see
@@ -191,7 +258,7 @@ func Ask[R, M any](ctx context.Context, ref EntityRef[M], msg M) (R, error) {
 	}
 	fut, target := ref.direct.ask(ctx, ref.id, msg, false)
 	if fut == nil {
-		fut, target = ref.direct.viaRegionAsk(ctx, ref.region, ref.id, msg), ref.region
+		fut, target = ref.direct.shard.viaRegionAsk(ctx, ref.region, ref.id, msg), ref.region
 	}
 	res, err := actorstate.AwaitAsk(ctx, fut, target, msg)
 	var zero R

@@ -43,6 +43,12 @@ import (
 //     passivates idle entities); the shard takes the marks into its bookkeeping before
 //     each idle check. With an active-entity limit (least-recently-used passivation on
 //     every start) the shard does not open the fast path at all.
+//   - What an EntityRef remembers. An EntityRef keeps what its last look-up found (the
+//     entity's Ref, marked used) with the fast path's epoch at that time, and skips the
+//     look-up while the epoch is the same. The shard moves the epoch, under mu, with
+//     every change that can end a look-up's answer: an entity unlisted, stopped or
+//     replaced, the fast path closed, the marks of use taken. So a remembered answer
+//     is one a look-up under mu would give now, and the rules above hold as they are.
 //
 // The shard keeps its map of running entities here, so that an entity costs one map
 // entry, not two: the shard writes it only under mu and reads it without (it is the
@@ -59,8 +65,12 @@ type fastPath struct {
 	// the region only.
 	gone atomic.Bool
 
-	mu       sync.Mutex
-	open     bool                   // direct delivery allowed
+	mu   sync.Mutex
+	open bool // direct delivery allowed
+	// epoch moves with every change that can make an earlier look-up's answer wrong
+	// (what EntityRefs remember, see above). Drawn from epochs, it also names this
+	// fast path among all others.
+	epoch    uint64
 	entities map[EntityID]actor.Ref // the shard's running entities
 	// unlisted holds the running entities the region may not reach directly: most are
 	// listed, so the exception has the map (a value of a Ref alone keeps entities'
@@ -71,6 +81,14 @@ type fastPath struct {
 	used     map[EntityID]struct{}
 	trackUse bool
 }
+
+// epochs draws the epochs of all fast paths, so that no two share one: an EntityRef
+// that remembers an epoch need not hold on to the fast path (and through it, its
+// entities) to know which one it came from.
+var epochs atomic.Uint64
+
+// nextEpoch moves the epoch. The caller holds mu, or is newFastPath.
+func (f *fastPath) nextEpoch() { f.epoch = epochs.Add(1) }
 
 // reachable returns entity id's Ref when the region may reach it directly, marking
 // it used. The caller holds mu.
@@ -99,6 +117,23 @@ func (f *fastPath) reachable(id EntityID) (actor.Ref, bool) {
 	return ref, true
 }
 
+// reach is reachable for the EntityRef route e: it returns what e found last time when
+// nothing has changed since, and otherwise looks the entity up and remembers the
+// answer. The caller holds mu.
+func (f *fastPath) reach(e *entityRoute, id EntityID) (actor.Ref, bool) {
+	if !f.open {
+		return actor.Ref{}, false
+	}
+	if c := e.found.Load(); c != nil && c.epoch == f.epoch {
+		return c.ref, true
+	}
+	ref, ok := f.reachable(id)
+	if ok {
+		e.found.Store(&foundEntity{epoch: f.epoch, ref: ref})
+	}
+	return ref, ok
+}
+
 // tryDeliver sends d straight to its entity and reports whether it did. Only the
 // region calls it.
 func (f *fastPath) tryDeliver(d *delivery) bool {
@@ -118,12 +153,22 @@ func (f *fastPath) send(id EntityID, msg any, sender actor.Ref) bool {
 }
 
 // trySend sends msg straight to entity id for a sender outside the region (an
-// EntityRef), and reports whether it did. The caller has seen its route's count at
-// zero: no EntityRef message for this shard is still queued in the region. The region
-// must deliver this shard locally now and have nothing on its way through the shard;
-// then the rules above hold for this sender as they do for the region.
-func (f *fastPath) trySend(id EntityID, msg any, sender actor.Ref) bool {
-	return f.outsideMayGo() && f.send(id, msg, sender)
+// EntityRef, whose route is e), and reports whether it did. The caller has seen its
+// route's count at zero: no EntityRef message for this shard is still queued in the
+// region. The region must deliver this shard locally now and have nothing on its way
+// through the shard; then the rules above hold for this sender as they do for the
+// region.
+func (f *fastPath) trySend(e *entityRoute, id EntityID, msg any, sender actor.Ref) bool {
+	if !f.outsideMayGo() {
+		return false
+	}
+	f.mu.Lock()
+	ref, ok := f.reach(e, id)
+	if ok {
+		_ = ref.Send(msg, sender)
+	}
+	f.mu.Unlock()
+	return ok
 }
 
 // outsideMayGo reports whether a sender outside the region may go direct now (its
@@ -137,7 +182,7 @@ func (f *fastPath) outsideMayGo() bool {
 // sender and returns the future and the entity (boxed, for AwaitAsk), or a nil
 // future when the fast path cannot be taken. With watch the future fails by itself
 // when ctx ends; without, the caller waits with actorstate.AwaitAsk.
-func (f *fastPath) tryAsk(ctx context.Context, id EntityID, msg any, watch bool) (*actor.Future, any) {
+func (f *fastPath) tryAsk(ctx context.Context, e *entityRoute, id EntityID, msg any, watch bool) (*actor.Future, any) {
 	if !f.outsideMayGo() {
 		return nil, nil
 	}
@@ -145,7 +190,7 @@ func (f *fastPath) tryAsk(ctx context.Context, id EntityID, msg any, watch bool)
 	var target any
 	var run func()
 	f.mu.Lock()
-	if ref, ok := f.reachable(id); ok {
+	if ref, ok := f.reach(e, id); ok {
 		// The message is queued now, under the lock; an idle entity is run (on this
 		// goroutine) only after the lock is released.
 		target = ref
@@ -166,12 +211,22 @@ func (f *fastPath) tryAsk(ctx context.Context, id EntityID, msg any, watch bool)
 // newFastPath returns a closed fast path with no entity; with trackUse it marks the
 // entities it delivers to (for idle passivation).
 func newFastPath(trackUse bool) *fastPath {
-	return &fastPath{entities: map[EntityID]actor.Ref{}, unlisted: map[EntityID]struct{}{}, trackUse: trackUse}
+	f := &fastPath{entities: map[EntityID]actor.Ref{}, unlisted: map[EntityID]struct{}{}, trackUse: trackUse}
+	f.nextEpoch()
+	return f
 }
+
+// The methods below move the epoch under mu whenever an entity that a look-up may
+// have found reachable stops being so (or gets another Ref), and when the marks of
+// use are taken; making an entity reachable moves nothing, as no look-up can have
+// found it so before.
 
 // setOpen allows (or stops) direct delivery.
 func (f *fastPath) setOpen(open bool) {
 	f.mu.Lock()
+	if f.open && !open {
+		f.nextEpoch()
+	}
 	f.open = open
 	f.mu.Unlock()
 }
@@ -179,6 +234,9 @@ func (f *fastPath) setOpen(open bool) {
 // add records the running entity id, not yet listed.
 func (f *fastPath) add(id EntityID, ref actor.Ref) {
 	f.mu.Lock()
+	if _, ok := f.entities[id]; ok {
+		f.nextEpoch() // a new Ref for id: what a look-up found is out of date
+	}
 	f.entities[id] = ref
 	f.unlisted[id] = struct{}{}
 	f.mu.Unlock()
@@ -187,6 +245,7 @@ func (f *fastPath) add(id EntityID, ref actor.Ref) {
 // remove forgets entity id (its actor has stopped).
 func (f *fastPath) remove(id EntityID) {
 	f.mu.Lock()
+	f.nextEpoch()
 	delete(f.entities, id)
 	delete(f.unlisted, id)
 	delete(f.used, id)
@@ -197,6 +256,9 @@ func (f *fastPath) remove(id EntityID) {
 func (f *fastPath) setListed(id EntityID, listed bool) {
 	f.mu.Lock()
 	if _, ok := f.entities[id]; ok && !listed {
+		if _, already := f.unlisted[id]; !already {
+			f.nextEpoch()
+		}
 		f.unlisted[id] = struct{}{}
 	} else {
 		delete(f.unlisted, id)
@@ -217,5 +279,6 @@ func (f *fastPath) usedSinceLastLook() []EntityID {
 		out = append(out, id)
 	}
 	f.used = nil
+	f.nextEpoch() // EntityRefs must look up (and mark) their entities again
 	return out
 }

@@ -3,6 +3,7 @@ package sharding
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/testkit"
 )
 
 // seqEntity records the numbered messages it gets, across incarnations, and passivates
@@ -193,14 +195,14 @@ func TestEntityRefsPassABusyRegion(t *testing.T) {
 		if m, want := next(), string(ref.EntityID())+":start"; m != want {
 			t.Fatalf("got %q, want %q", m, want)
 		}
-		counted(ref.direct, 0) // counted off just after it was handed on
+		counted(ref.direct.shard, 0) // counted off just after it was handed on
 	}
 
 	_ = region.Tell(Envelope{EntityID: "stuck", Message: "x"})
 	<-stuck
 	_ = a2.Tell("first")  // a2 does not run: through the region
 	_ = a1.Tell("second") // behind it, through the region too
-	counted(a1.direct, 2)
+	counted(a1.direct.shard, 2)
 	_ = b1.Tell("direct")
 	if m := next(); m != "b1:direct" {
 		t.Fatalf("got %q while the region is stuck, want b1:direct", m)
@@ -215,7 +217,7 @@ func TestEntityRefsPassABusyRegion(t *testing.T) {
 			t.Fatalf("after the release got %v, missing %q", seen, m)
 		}
 	}
-	counted(a1.direct, 0)
+	counted(a1.direct.shard, 0)
 
 	_ = region.Tell(Envelope{EntityID: "stuck", Message: "y"})
 	<-stuck
@@ -351,4 +353,121 @@ func TestFastPathAfterTheShardRestarts(t *testing.T) {
 			t.Fatalf("round %d: StopShards: %v", round, err)
 		}
 	}
+}
+
+// An EntityRef skips the look-up while its fast path's epoch stands, and only then:
+// after each change that ends the answer it remembers (the entity unlisted, stopped or
+// given a new Ref, the fast path closed), it finds what a look-up finds now. With
+// idle passivation, taking the marks of use makes the next send mark its entity
+// again.
+func TestEntityRouteRemembersOnlyWhatStillHolds(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	spawn := func() actor.Ref {
+		ref, err := sys.Spawn(actor.PropsFunc(func(actor.Context) {}), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ref
+	}
+	first, second := spawn(), spawn()
+	listed := func(trackUse bool) *fastPath {
+		f := newFastPath(trackUse)
+		f.setOpen(true)
+		f.add("e", first)
+		f.setListed("e", true)
+		return f
+	}
+	reach := func(f *fastPath, e *entityRoute) (actor.Ref, bool) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.reach(e, "e")
+	}
+	for name, tc := range map[string]struct {
+		change  func(*fastPath)
+		wantRef actor.Ref // zero: not reachable
+	}{
+		"unlisted":  {func(f *fastPath) { f.setListed("e", false) }, actor.Ref{}},
+		"stopped":   {func(f *fastPath) { f.remove("e") }, actor.Ref{}},
+		"closed":    {func(f *fastPath) { f.setOpen(false) }, actor.Ref{}},
+		"new Ref":   {func(f *fastPath) { f.add("e", second); f.setListed("e", true) }, second},
+		"restarted": {func(f *fastPath) { f.remove("e"); f.add("e", second); f.setListed("e", true) }, second},
+		"relisted":  {func(f *fastPath) { f.setListed("e", false); f.setListed("e", true) }, first},
+		"unchanged": {func(*fastPath) {}, first},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, e := listed(false), &entityRoute{}
+			if ref, ok := reach(f, e); !ok || ref != first {
+				t.Fatalf("before: %v, %v", ref, ok)
+			}
+			tc.change(f)
+			ref, ok := reach(f, e)
+			if ok != !tc.wantRef.IsZero() || ref != tc.wantRef {
+				t.Fatalf("after: %v, %v; want %v", ref, ok, tc.wantRef)
+			}
+		})
+	}
+	t.Run("another fast path", func(t *testing.T) {
+		// The shard restarted: its new fast path lists the entity's new incarnation.
+		old, e := listed(false), &entityRoute{}
+		if ref, ok := reach(old, e); !ok || ref != first {
+			t.Fatalf("old fast path: %v, %v", ref, ok)
+		}
+		f := newFastPath(false)
+		f.setOpen(true)
+		f.add("e", second)
+		f.setListed("e", true)
+		if ref, ok := reach(f, e); !ok || ref != second {
+			t.Fatalf("new fast path: %v, %v; want the new incarnation", ref, ok)
+		}
+	})
+	t.Run("marks taken", func(t *testing.T) {
+		f, e := listed(true), &entityRoute{}
+		for round := range 3 {
+			for range 2 {
+				if _, ok := reach(f, e); !ok {
+					t.Fatalf("round %d: not reachable", round)
+				}
+			}
+			if got := f.usedSinceLastLook(); len(got) != 1 || got[0] != "e" {
+				t.Fatalf("round %d: used %v, want [e]", round, got)
+			}
+		}
+	})
+}
+
+// Two EntityRefs of one entity share its route while either is held; once none is, the
+// route's entry goes with it, and a new EntityRef gets a new route.
+func TestEntityRoutesGoWithTheirRefs(t *testing.T) {
+	sys, _ := startLocal(t, EntityConfig{
+		Entity:    actor.PropsOf(func() actor.Actor { return asker{} }),
+		Extractor: ExtractorFuncs{Shard: func(EntityID) ShardID { return "one" }},
+	})
+	kept, err := EntityRefFor[string](sys, "Counter", "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := kept.direct.shard
+	for i := range 100 {
+		if _, err := EntityRefFor[string](sys, "Counter", EntityID(fmt.Sprint("dropped-", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries := func() int {
+		route.mu.Lock()
+		defer route.mu.Unlock()
+		return len(route.entities)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for entries() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d routes held, want 1 (kept)", entries())
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond) // a poll's pace: cleanups run after a collection
+	}
+	again, _ := EntityRefFor[string](sys, "Counter", "kept")
+	if again != kept {
+		t.Fatal("a new EntityRef of a held entity differs from the held one")
+	}
+	runtime.KeepAlive(kept)
 }
