@@ -37,6 +37,12 @@ type regionActor struct {
 	regions     map[RegionID]actor.Ref // other regions, resolved
 	regionIDs   map[actor.Ref]RegionID // watched regions
 	oldest      string                 // the node the coordinator should run on
+	// lastRegion is the last region forwardRegion found in regions; cleared when that
+	// region is deleted from regions (regions gains entries, and never changes one).
+	lastRegion struct {
+		id  RegionID
+		ref actor.Ref
+	}
 
 	// unroutable collects, while one decision is carried out, the messages forwarded to
 	// a region that cannot be resolved (an earlier incarnation of a restarted node): its
@@ -303,7 +309,7 @@ func (r *regionActor) terminated(ctx actor.Context, t actor.Terminated) {
 		}
 		if id, ok := r.regionIDs[t.Ref]; ok {
 			delete(r.regionIDs, t.Ref)
-			delete(r.regions, id)
+			r.forgetRegion(id)
 			r.apply(ctx, r.core.regionTerminated(id))
 		}
 	}
@@ -334,21 +340,20 @@ func (r *regionActor) placeEnvelope(ctx actor.Context, env Envelope) {
 // route delivers local, a message from a user whose entity and shard are known, to
 // its shard here or forwards it to the shard's region, or hands it to the core.
 func (r *regionActor) route(ctx actor.Context, local *delivery) {
-	if r.core.deliversLocally(local.shard) {
+	home, forward, here := r.core.firstRoute(local.shard)
+	if here {
 		local.sender = ctx.Sender()
 		if r.fast[local.shard].tryDeliver(local) {
 			return
 		}
 	}
-	if !local.start {
+	if forward && !local.start {
 		// A message for a shard on another node goes into that region's batch as the core
 		// would forward it, without a delivery of its own.
-		if home, ok := r.core.forwardsTo(local.shard); ok {
-			if to, ok := r.regions[home]; ok && !to.IsLocal() {
-				local.sender = ctx.Sender()
-				r.forwardBatched(ctx, to, local)
-				return
-			}
+		if to, ok := r.forwardRegion(home); ok && !to.IsLocal() {
+			local.sender = ctx.Sender()
+			r.forwardBatched(ctx, to, local)
+			return
 		}
 	}
 	d := new(delivery)
@@ -356,6 +361,28 @@ func (r *regionActor) route(ctx actor.Context, local *delivery) {
 	d.sender = ctx.Sender()
 	r.apply(ctx, r.core.deliver(d.shard, d))
 	r.refreshLocal(d.shard)
+}
+
+// forwardRegion returns the Ref of region id when it is resolved, as r.regions does,
+// remembering the last one asked for: a stream of messages to one node's shards asks
+// for the same region each time, and a region's ID (its full path) is a long key.
+func (r *regionActor) forwardRegion(id RegionID) (actor.Ref, bool) {
+	if id == r.lastRegion.id && id != "" {
+		return r.lastRegion.ref, true
+	}
+	ref, ok := r.regions[id]
+	if ok {
+		r.lastRegion.id, r.lastRegion.ref = id, ref
+	}
+	return ref, ok
+}
+
+// forgetRegion removes region id, which has terminated, from the regions resolved.
+func (r *regionActor) forgetRegion(id RegionID) {
+	delete(r.regions, id)
+	if r.lastRegion.id == id {
+		r.lastRegion.id, r.lastRegion.ref = "", actor.Ref{}
+	}
 }
 
 // unplaceable sends msg, which the region cannot place (err says why), to dead
