@@ -70,10 +70,11 @@ type managerActor struct {
 	restartGen uint64
 	held       []core.Envelope // delivered while the child waits for its restart
 
-	// While the core handles a batch from another member: whether it delivered all of
-	// it at once (wholeBatch), and whether a payload may be referred to after the
-	// batch (kept: held for a restart, or dropped). The batch's memory is reused when
-	// the one is set and the other is not.
+	// While the core handles a batch from another member: its payloads (feeding),
+	// whether the core delivered all of them at once (wholeBatch), and whether a
+	// payload may be referred to after the batch (kept: held for a restart, or
+	// dropped). The batch's memory is reused when the one is set and the other is not.
+	feeding          []core.Payload
 	wholeBatch, kept bool
 
 	managers map[cluster.UniqueAddress]actor.Ref
@@ -192,12 +193,17 @@ func (a *managerActor) start(ctx actor.Context) {
 // hand-over, a restart, messages out of order), and the memory is left to the
 // garbage collector.
 func (a *managerActor) feedBatch(ctx actor.Context, b batch) {
-	a.wholeBatch, a.kept = false, false
+	a.feeding, a.wholeBatch, a.kept = b.b.Payloads, false, false
 	a.feed(ctx, b.b)
 	if b.mem != nil && a.wholeBatch && !a.kept {
 		b.mem.release()
 	}
-	a.wholeBatch, a.kept = false, false
+	a.feeding, a.wholeBatch, a.kept = nil, false, false
+}
+
+// sameMessages reports whether a and b are the same payloads, in the same memory.
+func sameMessages(a, b []core.Payload) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }
 
 // feed hands ev to the core and carries out its decisions. Events that arise while
@@ -234,7 +240,7 @@ func (a *managerActor) run(ctx actor.Context, ds []core.Decision) {
 			for i := range d.Batch.Payloads {
 				a.deliver(ctx, d.Batch.Envelope(i))
 			}
-			a.wholeBatch = true
+			a.wholeBatch = a.wholeBatch || sameMessages(d.Batch.Payloads, a.feeding)
 		case core.SendToManager:
 			a.sendToManager(ctx, d.To, d.Message)
 		case core.SendToProxy:
