@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/hooks"
@@ -24,8 +25,10 @@ import (
 // each delivery, its sender's and manifest's positions in the tables and the lengths
 // of its shard, entity and encoding; the shards and entities follow each other in one
 // byte string, and the encodings in another. The decoder reads each with one
-// allocation and checks the index; the receiving region reads the deliveries from
-// them one after another (receivedBatch.next), sharing them.
+// allocation at most (the index and the encodings into memory the receiving region
+// gives back once it has decoded every delivery, receivedBatch.release) and checks
+// the index; the receiving region reads the deliveries from them one after another
+// (receivedBatch.next), sharing them.
 //
 // It is encoded as an array of deliveriesFields elements: the index (five uvarints per
 // delivery), the shards and entities, the encodings, the senders' full paths ("" for
@@ -46,6 +49,33 @@ type receivedBatch struct {
 	payloads  []byte
 	senders   []actor.Ref
 	manifests []string
+	// mem holds index's and payloads' arrays, for release; nil once released.
+	mem *receivedMemory
+}
+
+// receivedMemory is the memory of a decoded batch's index and encodings. A stream of
+// batches through a region reuses a few of them instead of allocating both for each
+// batch (the encodings are a batch's largest allocation).
+type receivedMemory struct {
+	index, payloads []byte
+}
+
+// receivedMemories holds the memory of batches a region has taken, for the next ones
+// to decode into.
+var receivedMemories = sync.Pool{New: func() any { return new(receivedMemory) }}
+
+// release gives the memory of b's index and encodings back for another batch to use.
+// Nothing may refer to them any more: every delivery was decoded (a decoded message
+// shares nothing with its encoding) or copied.
+func (b *receivedBatch) release() {
+	m := b.mem
+	if m == nil {
+		return
+	}
+	b.mem, b.index, b.payloads = nil, nil, nil
+	if cap(m.payloads) <= wirebatch.MaxReuse && cap(m.index) <= wirebatch.MaxReuse {
+		receivedMemories.Put(m)
+	}
 }
 
 // batchCursor is where a reader of a receivedBatch is: the rest of the index, and the
@@ -258,6 +288,7 @@ func (m msgDeliveries) EncodeMsgpack(enc *msgpack.Encoder) error {
 func (m *msgDeliveries) DecodeMsgpack(dec *msgpack.Decoder) error {
 	in, err := decodeDeliveries(dec)
 	if err != nil {
+		in.release()
 		return fmt.Errorf("%w: %w", errMalformedDeliveries, err)
 	}
 	*m = msgDeliveries{in: in}
@@ -273,17 +304,19 @@ func decodeDeliveries(dec *msgpack.Decoder) (receivedBatch, error) {
 	if n < deliveriesFields {
 		return b, fmt.Errorf("%d elements, want %d", n, deliveriesFields)
 	}
-	if b.index, err = dec.DecodeBytes(); err != nil {
+	mem := receivedMemories.Get().(*receivedMemory)
+	if mem.index, err = wirebatch.ReadBytes(dec, mem.index); err != nil {
 		return b, fmt.Errorf("index: %w", err)
 	}
 	// Read as a string (msgpack reads a byte string as one): the deliveries'
-	// identifiers share it.
+	// identifiers share it, and so do the shards and entities made of it.
 	if b.ids, err = dec.DecodeString(); err != nil {
 		return b, fmt.Errorf("identifiers: %w", err)
 	}
-	if b.payloads, err = dec.DecodeBytes(); err != nil {
+	if mem.payloads, err = wirebatch.ReadBytes(dec, mem.payloads); err != nil {
 		return b, fmt.Errorf("encodings: %w", err)
 	}
+	b.index, b.payloads, b.mem = mem.index, mem.payloads, mem
 	if b.count, err = wirebatch.IndexEntries(b.index, indexWidth); err != nil {
 		return b, err
 	}

@@ -1,6 +1,7 @@
 package sharding
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/troupe-go/troupe/actor"
@@ -125,17 +126,20 @@ func (r *regionActor) sendDelivery(to actor.Ref, m *msgDelivery, sender actor.Re
 }
 
 // fromRegionBatch takes the deliveries of a batch another region forwarded, in order,
-// each as fromRegion takes a forward.
+// each as fromRegion takes a forward. It decodes (or copies) every delivery's
+// encoding before it goes on, so it gives the batch's memory back at the end.
 func (r *regionActor) fromRegionBatch(ctx actor.Context, m *msgDeliveries) {
 	if m == nil {
 		return
 	}
+	defer m.in.release()
 	var c batchCursor
 	for in, ok := m.in.next(&c); ok; in, ok = m.in.next(&c) {
 		msg, err := r.codec.Decode(in.manifest, in.payload)
 		if err != nil {
 			r.entry.stats.undelivered.Add(1)
-			_ = ctx.System().DeadLetters().Send(&msgDelivery{Shard: in.shard, Entity: in.entity, Manifest: in.manifest, Payload: in.payload}, in.sender)
+			_ = ctx.System().DeadLetters().Send(&msgDelivery{Shard: in.shard, Entity: in.entity, Manifest: in.manifest,
+				Payload: bytes.Clone(in.payload)}, in.sender)
 			r.drops.warn(r.log, "sharding: a delivery from another region cannot be decoded; sent to dead letters",
 				zap.String("entity", string(in.entity)), zap.Error(err))
 			continue

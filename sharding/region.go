@@ -461,25 +461,27 @@ func (r *regionCore[M]) route(s ShardID, msg M) {
 	r.buffer(s, msg)
 }
 
-// forwardsTo returns the region a message for shard s would be forwarded to now
-// (what route does first when s's home is another region), and false when route would
-// do anything else with it.
-func (r *regionCore[M]) forwardsTo(s ShardID) (RegionID, bool) {
-	home, known := r.homes[s]
-	if !known || home == r.self || r.buffers[s] != nil || r.waiting[s] != "" {
-		return "", false
-	}
-	return home, true
-}
-
 // deliversLocally reports whether a message for shard s would go straight to s's
 // actor here (what route does first), so that the shell may try its fast path.
 func (r *regionCore[M]) deliversLocally(s ShardID) bool {
-	if home, known := r.homes[s]; !known || home != r.self || r.buffers[s] != nil || r.waiting[s] != "" {
-		return false
+	_, _, local := r.firstRoute(s)
+	return local
+}
+
+// firstRoute says what route does first with a message for shard s, with one
+// look-up of s's home, for the shell's path of every message: forward when it would
+// forward it to home, another region; local when it would send it straight to s's
+// actor here (deliversLocally); neither when it would do anything else with it.
+func (r *regionCore[M]) firstRoute(s ShardID) (home RegionID, forward, local bool) {
+	home, known := r.homes[s]
+	if !known || r.buffers[s] != nil || r.waiting[s] != "" {
+		return "", false, false
+	}
+	if home != r.self {
+		return home, true, false
 	}
 	ls := r.local[s]
-	return ls != nil && ls.ready && !ls.handingOff
+	return "", false, ls != nil && ls.ready && !ls.handingOff
 }
 
 // buffer appends msg to s's buffer, or drops it when the region's buffers are full.

@@ -37,6 +37,12 @@ type regionActor struct {
 	regions     map[RegionID]actor.Ref // other regions, resolved
 	regionIDs   map[actor.Ref]RegionID // watched regions
 	oldest      string                 // the node the coordinator should run on
+	// lastRegion is the last region forwardRegion found in regions; cleared when that
+	// region is deleted from regions (regions gains entries, and never changes one).
+	lastRegion struct {
+		id  RegionID
+		ref actor.Ref
+	}
 
 	// unroutable collects, while one decision is carried out, the messages forwarded to
 	// a region that cannot be resolved (an earlier incarnation of a restarted node): its
@@ -143,7 +149,7 @@ func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 		r.queryCluster(ctx, m)
 		return false
 	case refMessage:
-		r.place(ctx, m.env)
+		r.placeEnvelope(ctx, m.env)
 		m.route.viaRegion.Add(-1) // handed on: its shard's EntityRefs may go direct again
 		return false
 	default:
@@ -303,7 +309,7 @@ func (r *regionActor) terminated(ctx actor.Context, t actor.Terminated) {
 		}
 		if id, ok := r.regionIDs[t.Ref]; ok {
 			delete(r.regionIDs, t.Ref)
-			delete(r.regions, id)
+			r.forgetRegion(id)
 			r.apply(ctx, r.core.regionTerminated(id))
 		}
 	}
@@ -313,39 +319,83 @@ func (r *regionActor) terminated(ctx actor.Context, t actor.Terminated) {
 // through the extractor.
 func (r *regionActor) place(ctx actor.Context, msg any) {
 	var local delivery // on the stack: the fast path needs no delivery of its own
-	err := r.extract(msg, &local)
-	if err == nil && r.core.deliversLocally(local.shard) {
+	if err := r.extract(msg, &local); err != nil {
+		r.unplaceable(ctx, msg, err)
+		return
+	}
+	r.route(ctx, &local)
+}
+
+// placeEnvelope routes env, from an EntityRef, as place routes an Envelope, without
+// making an interface of it (an allocation per message).
+func (r *regionActor) placeEnvelope(ctx actor.Context, env Envelope) {
+	var local delivery
+	if err := r.extractEnvelope(env, &local); err != nil {
+		r.unplaceable(ctx, env, err)
+		return
+	}
+	r.route(ctx, &local)
+}
+
+// route delivers local, a message from a user whose entity and shard are known, to
+// its shard here or forwards it to the shard's region, or hands it to the core.
+func (r *regionActor) route(ctx actor.Context, local *delivery) {
+	home, forward, here := r.core.firstRoute(local.shard)
+	if here {
 		local.sender = ctx.Sender()
-		if r.fast[local.shard].tryDeliver(&local) {
+		if r.fast[local.shard].tryDeliver(local) {
 			return
 		}
 	}
-	if err == nil && !local.start {
+	if forward && !local.start {
 		// A message for a shard on another node goes into that region's batch as the core
 		// would forward it, without a delivery of its own.
-		if home, ok := r.core.forwardsTo(local.shard); ok {
-			if to, ok := r.regions[home]; ok && !to.IsLocal() {
-				local.sender = ctx.Sender()
-				r.forwardBatched(ctx, to, &local)
-				return
-			}
+		if to, ok := r.forwardRegion(home); ok && !to.IsLocal() {
+			local.sender = ctx.Sender()
+			r.forwardBatched(ctx, to, local)
+			return
 		}
 	}
-	if err != nil {
-		r.entry.stats.unplaceable.Add(1)
-		_ = ctx.System().DeadLetters().Send(msg, ctx.Sender())
-		r.drops.warn(r.log, "sharding: message cannot be placed; sent to dead letters",
-			zap.String("message", fmt.Sprintf("%T", msg)), zap.Stringer("sender", ctx.Sender()), zap.Error(err))
-		return
-	}
 	d := new(delivery)
-	*d = local
+	*d = *local
 	d.sender = ctx.Sender()
 	r.apply(ctx, r.core.deliver(d.shard, d))
 	r.refreshLocal(d.shard)
 }
 
-// extract places msg into d; a panic in the extractor is an error.
+// forwardRegion returns the Ref of region id when it is resolved, as r.regions does,
+// remembering the last one asked for: a stream of messages to one node's shards asks
+// for the same region each time, and a region's ID (its full path) is a long key.
+func (r *regionActor) forwardRegion(id RegionID) (actor.Ref, bool) {
+	if id == r.lastRegion.id && id != "" {
+		return r.lastRegion.ref, true
+	}
+	ref, ok := r.regions[id]
+	if ok {
+		r.lastRegion.id, r.lastRegion.ref = id, ref
+	}
+	return ref, ok
+}
+
+// forgetRegion removes region id, which has terminated, from the regions resolved.
+func (r *regionActor) forgetRegion(id RegionID) {
+	delete(r.regions, id)
+	if r.lastRegion.id == id {
+		r.lastRegion.id, r.lastRegion.ref = "", actor.Ref{}
+	}
+}
+
+// unplaceable sends msg, which the region cannot place (err says why), to dead
+// letters.
+func (r *regionActor) unplaceable(ctx actor.Context, msg any, err error) {
+	r.entry.stats.unplaceable.Add(1)
+	_ = ctx.System().DeadLetters().Send(msg, ctx.Sender())
+	r.drops.warn(r.log, "sharding: message cannot be placed; sent to dead letters",
+		zap.String("message", fmt.Sprintf("%T", msg)), zap.Stringer("sender", ctx.Sender()), zap.Error(err))
+}
+
+// extract sets d's entity, message and shard from msg, with the extractor, or says
+// why it cannot (an extractor that panics cannot).
 func (r *regionActor) extract(msg any, d *delivery) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -364,10 +414,29 @@ func (r *regionActor) extract(msg any, d *delivery) (err error) {
 	default:
 		d.entity, d.msg = r.cfg.Extractor.Extract(msg)
 	}
-	switch {
-	case d.entity == "":
+	if d.entity == "" {
 		return fmt.Errorf("%w: no entity ID for %T", ErrUnplaceable, msg)
-	case d.msg == nil && !d.start:
+	}
+	return r.shardOf(d)
+}
+
+// extractEnvelope is extract for an Envelope.
+func (r *regionActor) extractEnvelope(env Envelope, d *delivery) (err error) {
+	if env.EntityID == "" {
+		return fmt.Errorf("%w: no entity ID for %T", ErrUnplaceable, env)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: the extractor panicked: %v", ErrUnplaceable, p)
+		}
+	}()
+	d.entity, d.msg = env.EntityID, env.Message
+	return r.shardOf(d)
+}
+
+// shardOf sets the shard of d, whose entity is set, with the extractor.
+func (r *regionActor) shardOf(d *delivery) error {
+	if d.msg == nil && !d.start {
 		return fmt.Errorf("%w: no message for entity %q", ErrUnplaceable, d.entity)
 	}
 	d.shard = r.cfg.Extractor.ShardID(d.entity)

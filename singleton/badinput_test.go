@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -217,4 +218,62 @@ func seqs(from, to int) []int {
 		out = append(out, i)
 	}
 	return out
+}
+
+// failsOnce is the test singleton, which fails (panics) at the first message of
+// stream "held" it gets, once on any node.
+type failsOnce struct {
+	instance
+	failed *atomic.Bool
+}
+
+func (f *failsOnce) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(Numbered); ok && m.Stream == "held" && f.failed.CompareAndSwap(false, true) {
+		panic("the singleton fails")
+	}
+	f.instance.Receive(ctx)
+}
+
+// The messages a manager holds while its singleton waits for a restart arrive in
+// batches from a proxy on another member; the manager reuses a batch's memory for
+// later batches only when nothing holds its messages, so that the held messages
+// reach the new instance as they were sent: in order, none twice.
+func TestHeldMessagesSurviveLaterBatches(t *testing.T) {
+	failed := new(atomic.Bool)
+	var h *harness
+	h = newHarness(t, harnessOptions{nodes: 2, noStart: true, mod: func(i int, cfg *singleton.Config) {
+		cfg.Backoff = supervision.Backoff{Min: time.Second, Max: time.Second}
+		cfg.Props = actor.PropsOf(func() actor.Actor { return &failsOnce{instance: instance{tab: h.tab, node: i}, failed: failed} })
+	}})
+	for _, node := range h.c.Nodes() {
+		h.start(node.Index)
+	}
+	host := h.ping(0, 10*time.Second)
+	from := 1 - host
+	if got := h.ping(from, 10*time.Second); got != host {
+		t.Fatalf("node %d reaches the singleton on node %d, node 0 on node %d", from, got, host)
+	}
+	const n = 5000
+	p := h.proxy(from)
+	if err := p.Tell(Numbered{Stream: "held", Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	h.tab.await(t, 10*time.Second, "the failure", func(tb *table) bool { return len(tb.alive) == 0 })
+	// Sent while the singleton waits for its restart (the backoff is much longer than
+	// sending them takes): the manager holds them all, batch after batch.
+	for seq := 2; seq <= n; seq++ {
+		if err := p.Tell(Numbered{Stream: "held", Seq: seq}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.tab.await(t, 10*time.Second, "the last message", func(tb *table) bool {
+		s := tb.streams["held"]
+		return len(s) > 0 && s[len(s)-1] == n
+	})
+	if !failed.Load() {
+		t.Fatal("the singleton did not fail")
+	}
+	if got := h.tab.stream("held"); len(got) != n-1 || !slices.IsSorted(got) || got[0] != 2 {
+		t.Fatalf("received %d messages, want 2 to %d in order: %v", len(got), n, got)
+	}
 }

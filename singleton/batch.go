@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/hooks"
@@ -18,7 +19,8 @@ import (
 // many user messages. Each distinct sender and manifest is written once, in a table;
 // an index gives, for each message, its sender's and manifest's positions in the
 // tables and the length of its encoding; the encodings follow each other in one byte
-// string, which the decoder reads with one allocation and the decoded payloads share.
+// string, which the decoder reads into a buffer the decoded payloads share, and which
+// the manager reuses for a later batch once it has delivered them (batchMemory).
 //
 // It is encoded as an array of batchFields elements: the proxy (member address, uid,
 // path), First, After, Prev (address, uid), the index (three uvarints per message),
@@ -29,6 +31,32 @@ type batch struct {
 	// t holds the tables when packBatches made the batch; EncodeMsgpack builds them
 	// when it is nil.
 	t *batchTables
+	// mem holds b's payloads and their encodings when DecodeMsgpack made the batch:
+	// the manager gives it back (release) once it delivered them all, decoded.
+	mem *batchMemory
+}
+
+// batchMemory is the memory of a decoded batch: its payloads and the encodings they
+// share. A stream of batches through a manager reuses a few of them instead of
+// allocating both for each batch (the encodings are a batch's largest allocation,
+// and the payloads hold pointers the garbage collector scans).
+type batchMemory struct {
+	data     []byte
+	payloads []core.Payload
+}
+
+// batchMemories holds the memory of batches delivered, for the next ones to decode.
+var batchMemories = sync.Pool{New: func() any { return new(batchMemory) }}
+
+// release gives m back for another batch to use. Nothing may refer to the payloads or
+// their encodings any more: every message was decoded (a decoded message shares
+// nothing with its encoding), and none was held, forwarded or dropped.
+func (m *batchMemory) release() {
+	if cap(m.data) > wirebatch.MaxReuse || cap(m.payloads) > wirebatch.MaxReuse/8 {
+		return
+	}
+	clear(m.payloads)
+	batchMemories.Put(m)
 }
 
 // batchName is batch's name on the wire.
@@ -205,10 +233,25 @@ func (w *batch) DecodeMsgpack(dec *msgpack.Decoder) error {
 	if err != nil {
 		return err
 	}
-	data, err := dec.DecodeBytes()
+	mem := batchMemories.Get().(*batchMemory)
+	data, err := wirebatch.ReadBytes(dec, mem.data)
 	if err != nil {
+		batchMemories.Put(mem)
 		return err
 	}
+	mem.data = data
+	if err := decodePayloads(dec, n, index, &b, mem); err != nil {
+		mem.release()
+		return err
+	}
+	w.b, w.t, w.mem = b, nil, mem
+	return nil
+}
+
+// decodePayloads reads the rest of a batch of n elements whose index and encodings
+// (in mem.data) are read, and sets b.Payloads, in mem.payloads.
+func decodePayloads(dec *msgpack.Decoder, n int, index []byte, b *core.Batch, mem *batchMemory) error {
+	data := mem.data
 	count, err := wirebatch.IndexEntries(index, 3)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errBatch, err)
@@ -234,7 +277,10 @@ func (w *batch) DecodeMsgpack(dec *msgpack.Decoder) error {
 			return err
 		}
 	}
-	b.Payloads = make([]core.Payload, count)
+	if cap(mem.payloads) < count {
+		mem.payloads = make([]core.Payload, count)
+	}
+	b.Payloads = mem.payloads[:count:count]
 	off := 0
 	for i := range b.Payloads {
 		var e [3]uint64
@@ -252,7 +298,6 @@ func (w *batch) DecodeMsgpack(dec *msgpack.Decoder) error {
 	if off != len(data) {
 		return fmt.Errorf("%w: %d bytes of encodings, the index names %d", errBatch, len(data), off)
 	}
-	w.b, w.t = b, nil
 	return nil
 }
 

@@ -106,6 +106,52 @@ func TestBatchRoundTrip(t *testing.T) {
 	}
 }
 
+// A batch decoded into the memory of one released before it is whole (the memory
+// holds nothing of the earlier batch), and a stream of batches whose memory is
+// released decodes without allocating for their encodings or payloads.
+func TestBatchMemoryReused(t *testing.T) {
+	reg := serialization.NewRegistry()
+	sender, res := testSender(t)
+	big := testBatch(sender)
+	small := big.Slice(0, 2)
+	bigData, smallData := marshalBatch(t, reg, batch{b: big}), marshalBatch(t, reg, batch{b: small})
+	decode := func(data []byte) batch {
+		t.Helper()
+		back, err := reg.UnmarshalContext(batchName, data, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return back.(batch)
+	}
+	for range 10 {
+		w := decode(bigData)
+		if diff := sameBatch(w.b, big); diff != "" {
+			t.Fatal(diff)
+		}
+		w.mem.release()
+		w = decode(smallData)
+		if diff := sameBatch(w.b, small); diff != "" {
+			t.Fatal(diff)
+		}
+		if cap(w.b.Payloads) != len(w.b.Payloads) {
+			t.Fatalf("the payloads of a decoded batch can grow into its memory: %d of %d", len(w.b.Payloads), cap(w.b.Payloads))
+		}
+		w.mem.release()
+	}
+	if raceEnabled {
+		return // sync.Pool drops items at random under the race detector
+	}
+	codec := reg.NewCodec(res)
+	without := testing.AllocsPerRun(20, func() { _, _ = codec.Decode(batchName, bigData) })
+	with := testing.AllocsPerRun(20, func() {
+		back, _ := codec.Decode(batchName, bigData)
+		back.(batch).mem.release()
+	})
+	if with > without-2 {
+		t.Errorf("a batch decoded into released memory allocates %v times, one in new memory %v", with, without)
+	}
+}
+
 // packBatches keeps batches within the limit, numbered on, and sends a message too
 // large for it alone.
 func TestPackBatches(t *testing.T) {

@@ -70,6 +70,13 @@ type managerActor struct {
 	restartGen uint64
 	held       []core.Envelope // delivered while the child waits for its restart
 
+	// While the core handles a batch from another member: its payloads (feeding),
+	// whether the core delivered all of them at once (wholeBatch), and whether a
+	// payload may be referred to after the batch (kept: held for a restart, or
+	// dropped). The batch's memory is reused when the one is set and the other is not.
+	feeding          []core.Payload
+	wholeBatch, kept bool
+
 	managers map[cluster.UniqueAddress]actor.Ref
 	proxies  map[core.ProxyID]actor.Ref
 
@@ -141,7 +148,7 @@ func (a *managerActor) Receive(ctx actor.Context) {
 			a.log.Warn("singleton manager: an empty batch", zap.Stringer("sender", ctx.Sender()))
 			return
 		}
-		a.feed(ctx, msg.b)
+		a.feedBatch(ctx, msg)
 	case core.HandOverToMe, core.HandOverInProgress, core.HandOverDone, core.TakeOverFromMe,
 		core.Relay, core.HandOverComplete, core.Identify, core.Detach:
 		a.feed(ctx, msg.(core.Event))
@@ -179,6 +186,26 @@ func (a *managerActor) start(ctx actor.Context) {
 	watchCluster(ctx.Self(), a.c, a.clusterUp)
 }
 
+// feedBatch feeds b to the core, and gives the memory of b's payloads back once
+// they are delivered, decoded: when the core delivered the whole batch at once (the
+// singleton runs here and b's messages are in order, the usual case) and none was
+// held or dropped. Otherwise the core or the shell may hold some of its payloads (a
+// hand-over, a restart, messages out of order), and the memory is left to the
+// garbage collector.
+func (a *managerActor) feedBatch(ctx actor.Context, b batch) {
+	a.feeding, a.wholeBatch, a.kept = b.b.Payloads, false, false
+	a.feed(ctx, b.b)
+	if b.mem != nil && a.wholeBatch && !a.kept {
+		b.mem.release()
+	}
+	a.feeding, a.wholeBatch, a.kept = nil, false, false
+}
+
+// sameMessages reports whether a and b are the same payloads, in the same memory.
+func sameMessages(a, b []core.Payload) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
+}
+
 // feed hands ev to the core and carries out its decisions. Events that arise while
 // decisions are carried out (the singleton found already gone, say) are fed after
 // them, in order.
@@ -213,6 +240,7 @@ func (a *managerActor) run(ctx actor.Context, ds []core.Decision) {
 			for i := range d.Batch.Payloads {
 				a.deliver(ctx, d.Batch.Envelope(i))
 			}
+			a.wholeBatch = a.wholeBatch || sameMessages(d.Batch.Payloads, a.feeding)
 		case core.SendToManager:
 			a.sendToManager(ctx, d.To, d.Message)
 		case core.SendToProxy:
@@ -346,6 +374,7 @@ func (a *managerActor) deliver(ctx actor.Context, e core.Envelope) {
 			a.drop(old.Payload, "the manager's buffer is full while the singleton waits for a restart")
 		}
 		a.held = append(a.held, e)
+		a.kept = true
 		return
 	case childUp:
 	default:
@@ -371,6 +400,7 @@ func (a *managerActor) dropHeld(reason string) {
 
 // drop publishes a payload that will not reach the singleton as a dead letter.
 func (a *managerActor) drop(p core.Payload, reason string) {
+	a.kept = true // the dead letter may be p itself
 	a.m.update(func(s *Status) { s.Dropped++ })
 	a.drops.drop(decodeForDeadLetter(a.codec, p), p.Sender, reason)
 }

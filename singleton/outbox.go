@@ -57,8 +57,13 @@ func (o *outbox) add(codec *serialization.Codec, msg any, sender actor.Ref) (ful
 
 // take returns what the outbox holds and empties it. The payloads keep their
 // encodings (in data): the next messages go into new buffers, unless recycle gives
-// these back.
+// these back. An empty outbox returns nothing and keeps its buffers: the proxy flushes
+// before each of its own messages, and the flush it sent itself often finds the
+// outbox emptied already (by a full batch), with the last batch's buffers recycled.
 func (o *outbox) take() (ps []core.Payload, t *batchTables, data []byte) {
+	if len(o.pending) == 0 {
+		return nil, nil, nil
+	}
 	ps, t, data = o.pending, o.tables, o.data
 	o.dataHint = min(len(o.data)+len(o.data)/4+256, maxOutboxData)
 	o.pendingHint = min(len(ps)+len(ps)/4+1, maxOutboxData/64)

@@ -60,6 +60,39 @@ func IndexEntries(index []byte, width int) (int, error) {
 	return values / width, nil
 }
 
+// MaxReuse bounds the capacity of a buffer ReadBytes reads into and its caller keeps
+// for the next batch: twice the largest batch, so that the buffer of an ordinary batch
+// is reused and that of an unusual one goes to the garbage collector.
+const MaxReuse = 64 << 10
+
+// ReadBytes reads a byte string (or nil, as an empty one) from dec into buf's array when it fits
+// there, into a new array otherwise, and returns it: the same bytes as
+// dec.DecodeBytes, without an allocation when buf is large enough. A batch's decoder
+// reads its encodings with it into a buffer it reuses once every message of the batch
+// is decoded (and so copied out of it).
+func ReadBytes(dec *msgpack.Decoder, buf []byte) ([]byte, error) {
+	n, err := dec.DecodeBytesLen()
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 {
+		n = 0 // nil, which DecodeBytes reads as an empty byte string
+	}
+	if r, ok := dec.Buffered().(interface{ Len() int }); ok && n > r.Len() {
+		// The reader holds the rest of the input (a frame, or the data given to
+		// Unmarshal): no buffer for bytes that are not there.
+		return nil, fmt.Errorf("a byte string of %d bytes in %d", n, r.Len())
+	}
+	if n > cap(buf) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if err := dec.ReadFull(buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
 // EncodeTable writes table as an array of strings.
 func EncodeTable(enc *msgpack.Encoder, table []string) error {
 	if err := enc.EncodeArrayLen(len(table)); err != nil {

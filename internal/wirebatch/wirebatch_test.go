@@ -1,6 +1,11 @@
 package wirebatch
 
-import "testing"
+import (
+	"bytes"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
 
 func TestPosition(t *testing.T) {
 	table := []string{"a", "b", "a"}
@@ -21,5 +26,46 @@ func TestPosition(t *testing.T) {
 	}
 	if got := Position[string](nil, 0, "a"); got != -1 {
 		t.Errorf("Position in an empty table = %d", got)
+	}
+}
+
+func TestReadBytes(t *testing.T) {
+	var enc bytes.Buffer
+	e := msgpack.NewEncoder(&enc)
+	for _, b := range [][]byte{[]byte("hello"), make([]byte, 300), {}} {
+		if err := e.EncodeBytes(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dec := msgpack.NewDecoder(bytes.NewReader(enc.Bytes()))
+	buf := make([]byte, 0, 64)
+	got, err := ReadBytes(dec, buf)
+	if err != nil || string(got) != "hello" || &got[:1][0] != &buf[:1][0] {
+		t.Fatalf("ReadBytes = %q, %v; want hello in the buffer given", got, err)
+	}
+	if got, err = ReadBytes(dec, buf); err != nil || len(got) != 300 {
+		t.Fatalf("ReadBytes = %d bytes, %v; want 300 in a new array", len(got), err)
+	}
+	if got, err = ReadBytes(dec, buf); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("ReadBytes = %v, %v; want an empty byte string", got, err)
+	}
+	if _, err = ReadBytes(dec, buf); err == nil {
+		t.Fatal("ReadBytes past the end succeeded")
+	}
+	if got, err = ReadBytes(msgpack.NewDecoder(bytes.NewReader([]byte{0xc0})), buf); err != nil || len(got) != 0 {
+		t.Fatalf("ReadBytes of nil = %v, %v; want an empty byte string", got, err)
+	}
+}
+
+func TestReadBytesRejectsMalformed(t *testing.T) {
+	for name, data := range map[string][]byte{
+		"a number":   {0x01},
+		"too long":   {0xc6, 0x7f, 0xff, 0xff, 0xff, 1, 2, 3},
+		"cut short":  {0xc4, 5, 1, 2},
+		"no element": {},
+	} {
+		if got, err := ReadBytes(msgpack.NewDecoder(bytes.NewReader(data)), nil); err == nil {
+			t.Errorf("%s: ReadBytes = %v, want an error", name, got)
+		}
 	}
 }
