@@ -70,7 +70,8 @@ func (c *Codec) entryOf(v any) (*entry, error) {
 	return e, err
 }
 
-// Decode is UnmarshalContext with the Codec's context.
+// Decode is UnmarshalContext with the Codec's context. As there, the value returned
+// does not alias data: the caller may reuse data's memory at once.
 func (c *Codec) Decode(manifest string, data []byte) (any, error) {
 	e := c.last
 	if e == nil || e.name != manifest {

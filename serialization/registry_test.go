@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/serialization"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 type plain struct {
@@ -390,5 +391,53 @@ func TestMarshalAllocations(t *testing.T) {
 	// One allocation: the returned slice. Encoders and buffers are pooled.
 	if allocs > 1 {
 		t.Errorf("Marshal allocates %.1f times per call, want at most 1", allocs)
+	}
+}
+
+type withRaw struct {
+	Raw  msgpack.RawMessage
+	Nest [][]byte
+	Keys map[string][]byte
+}
+
+// TestCodecDecodeDoesNotAliasInput: what a Codec decodes owns its memory, on the fast
+// path and through msgpack, for every kind of field that holds bytes, and after the
+// Codec has decoded more into its scratch buffers. Sharding's regions and the
+// singleton's managers reuse a batch's memory once they have decoded its messages,
+// relying on this.
+func TestCodecDecodeDoesNotAliasInput(t *testing.T) {
+	r := serialization.NewRegistry()
+	mustRegister(t, serialization.Register[benchMsg](r, "t.flat"))
+	mustRegister(t, serialization.Register[plain](r, "t.plain"))
+	mustRegister(t, serialization.Register[*withRaw](r, "t.raw"))
+	inner, _ := msgpack.Marshal([]byte("raw bytes"))
+	values := []any{
+		benchMsg{Seq: 7, Body: []byte("flat body")},
+		plain{Data: []byte("abcdef"), Name: "name", Tags: []string{"tag"}, Attrs: map[string]int{"k": 1}},
+		&withRaw{Raw: inner, Nest: [][]byte{[]byte("nested")}, Keys: map[string][]byte{"key": []byte("value")}},
+	}
+	c := r.NewCodec(nil)
+	for _, v := range values {
+		m, b, err := r.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.Decode(m, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("%+v", out)
+		for i := range b {
+			b[i] = 0xc1 // never used in msgpack
+		}
+		for _, w := range values { // the codec's scratch is used again
+			m2, b2, _ := r.Marshal(w)
+			if _, err := c.Decode(m2, b2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := fmt.Sprintf("%+v", out); got != want {
+			t.Errorf("%s: decoded value changed with its input:\n got %s\nwant %s", m, got, want)
+		}
 	}
 }
