@@ -307,3 +307,50 @@ func TestRunQueueRefillsInBatches(t *testing.T) {
 		t.Fatalf("empty queue: pop = %v, len = %d", idOf(c), q.len())
 	}
 }
+
+// Cells pushed while a woken worker has not yet run wake no other: the first push
+// wakes one worker, and that worker, finding more cells when it takes its first, wakes
+// the next. Every cell is still taken, and by more than one worker.
+func TestRunQueueWakesOneWorkerAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const workers, cells = 3, 6
+		q := newRunQueue(16)
+		hold := make(chan struct{}) // a worker holds its cell until released
+		got := make(chan *cell, cells)
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				s := newSleeper()
+				for c := q.get(s); c != nil; c = q.get(s) {
+					got <- c
+					<-hold
+				}
+			})
+		}
+		synctest.Wait() // all asleep
+		cs := testCells(cells)
+		for _, c := range cs {
+			q.push(c) // no worker runs meanwhile: this goroutine does not yield
+		}
+		if s, w := q.sleeping.Load(), q.waking.Load(); s != workers-1 || w != 1 {
+			t.Fatalf("after %d pushes: %d asleep, %d waking; want %d and 1", cells, s, w, workers-1)
+		}
+		synctest.Wait() // the woken worker took a cell and woke the next, which did too
+		if s, w := q.sleeping.Load(), q.waking.Load(); s != 0 || w != 0 {
+			t.Fatalf("after the first take: %d asleep, %d waking; want 0 and 0", s, w)
+		}
+		for range cells {
+			hold <- struct{}{}
+		}
+		seen := map[*cell]bool{}
+		for range cells {
+			seen[<-got] = true
+		}
+		if len(seen) != cells {
+			t.Fatalf("%d distinct cells taken, want %d", len(seen), cells)
+		}
+		synctest.Wait()
+		q.close()
+		wg.Wait()
+	})
+}
