@@ -1,6 +1,7 @@
 package singleton_test
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/singleton"
+	"github.com/troupe-go/troupe/testkit"
 	"github.com/troupe-go/troupe/testkit/multinode"
 )
 
@@ -32,10 +34,14 @@ func TestOneInstanceOnTheOldestReachedFromEveryNode(t *testing.T) {
 	if on := h.tab.aliveOn(); len(on) != 1 || on[0] != 0 {
 		t.Fatalf("instances alive on %v, want [0]", on)
 	}
+	// Each manager follows its own node's view of the cluster, which may trail what
+	// the proxies found: wait for it to name the oldest.
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(3*time.Second))
+	defer cancel()
 	for i := range 3 {
-		st := h.manager(i).Status()
-		if st.Oldest != h.addr(0) || st.Running != (i == 0) {
-			t.Errorf("node %d: status %+v", i, st)
+		st, err := h.manager(i).AwaitStatus(ctx, func(s singleton.Status) bool { return s.Oldest == h.addr(0) })
+		if err != nil || st.Running != (i == 0) {
+			t.Errorf("node %d: status %+v, %v", i, st, err)
 		}
 	}
 	if got := singleton.Get(h.c.Node(1).System, "counter"); got != h.manager(1) {
