@@ -58,8 +58,8 @@ func (c *Codec) Append(dst []byte, v any) (manifest string, out []byte, err erro
 // entryOf is the registry's entryOf, remembering the last type found.
 func (c *Codec) entryOf(v any) (*entry, error) {
 	if t := reflect.TypeOf(v); t != nil && t == c.encType {
-		if t.Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil() {
-			return nil, fmt.Errorf("%w: nil %v", ErrNilMessage, t)
+		if err := nilPointer(t, v); err != nil {
+			return nil, err
 		}
 		return c.encEntry, nil
 	}

@@ -314,10 +314,18 @@ func (r *Registry) entryOf(v any) (*entry, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %v", ErrUnregistered, t)
 	}
-	if t.Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil() {
-		return nil, fmt.Errorf("%w: nil %v", ErrNilMessage, t)
+	if err := nilPointer(t, v); err != nil {
+		return nil, err
 	}
 	return e, nil
+}
+
+// nilPointer reports v, of type t, as ErrNilMessage when it is a nil pointer.
+func nilPointer(t reflect.Type, v any) error {
+	if t.Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil() {
+		return fmt.Errorf("%w: nil %v", ErrNilMessage, t)
+	}
+	return nil
 }
 
 func encodeError(e *entry, v any, err error) error {

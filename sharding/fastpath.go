@@ -121,9 +121,8 @@ func (f *fastPath) reachable(id EntityID) (actor.Ref, bool) {
 // nothing has changed since, and otherwise looks the entity up and remembers the
 // answer. The caller holds mu.
 func (f *fastPath) reach(e *entityRoute, id EntityID) (actor.Ref, bool) {
-	if !f.open {
-		return actor.Ref{}, false
-	}
+	// A closed fast path finds nothing: closing moved the epoch, and an answer is
+	// remembered only when reachable found the entity, which needs it open.
 	if c := e.found.Load(); c != nil && c.epoch == f.epoch {
 		return c.ref, true
 	}

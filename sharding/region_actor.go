@@ -397,16 +397,12 @@ func (r *regionActor) unplaceable(ctx actor.Context, msg any, err error) {
 // extract sets d's entity, message and shard from msg, with the extractor, or says
 // why it cannot (an extractor that panics cannot).
 func (r *regionActor) extract(msg any, d *delivery) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: the extractor panicked: %v", ErrUnplaceable, p)
-		}
-	}()
+	defer extractorPanic(&err)
 	switch m := msg.(type) {
 	case Envelope:
-		d.entity, d.msg = m.EntityID, m.Message
+		return r.extractEnvelope(m, d)
 	case *Envelope:
-		d.entity, d.msg = m.EntityID, m.Message
+		return r.extractEnvelope(*m, d)
 	case StartEntity:
 		d.entity, d.start = m.ID, true
 	case *StartEntity:
@@ -420,18 +416,22 @@ func (r *regionActor) extract(msg any, d *delivery) (err error) {
 	return r.shardOf(d)
 }
 
-// extractEnvelope is extract for an Envelope.
+// extractEnvelope is extract for an Envelope, which needs no interface made of it.
 func (r *regionActor) extractEnvelope(env Envelope, d *delivery) (err error) {
+	defer extractorPanic(&err)
 	if env.EntityID == "" {
 		return fmt.Errorf("%w: no entity ID for %T", ErrUnplaceable, env)
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: the extractor panicked: %v", ErrUnplaceable, p)
-		}
-	}()
 	d.entity, d.msg = env.EntityID, env.Message
 	return r.shardOf(d)
+}
+
+// extractorPanic, deferred, turns a panic of the extractor into an ErrUnplaceable
+// error.
+func extractorPanic(err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("%w: the extractor panicked: %v", ErrUnplaceable, p)
+	}
 }
 
 // shardOf sets the shard of d, whose entity is set, with the extractor.
