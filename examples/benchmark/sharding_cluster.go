@@ -248,15 +248,19 @@ func runShardedTellRemote(n int) (result, error) {
 
 	var floors, sharded, pcts []float64
 	var results []result
-	for round := range rounds {
+	for rnd := range rounds {
+		cpu0 := processCPU()
 		floor, err := remoteFloor(a, b, n)
 		if err != nil {
-			return nil, fmt.Errorf("round %d, remote tell: %w", round, err)
+			return nil, fmt.Errorf("round %d, remote tell: %w", rnd, err)
 		}
+		cpu1 := processCPU()
 		r, err := streamEntities(refs, n, p)
 		if err != nil {
-			return nil, fmt.Errorf("round %d, through the region: %w", round, err)
+			return nil, fmt.Errorf("round %d, through the region: %w", rnd, err)
 		}
+		r["cpu_ns_per_op"] = round(float64(processCPU()-cpu1)/float64(n), 0)
+		r["floor_cpu_ns_per_op"] = round(float64(cpu1-cpu0)/float64(n), 0)
 		f, s := floor["ops_per_sec"].(float64), r["ops_per_sec"].(float64)
 		floors, sharded, pcts = append(floors, f), append(sharded, s), append(pcts, 100*s/f)
 		results = append(results, r)
