@@ -57,3 +57,41 @@ func TestBatchedForwardsKeepOrderAndSenders(t *testing.T) {
 		b.ExpectMsg(fmt.Sprintf("b-%d", i), 10*time.Second)
 	}
 }
+
+// A lone message to an entity on another node leaves with the flush the region sends
+// itself, not with whatever the region handles next: here the region's retry tick
+// (every 10 s) is the only other message it would get, and each of ten messages,
+// sent one after another's reply, is answered well before it.
+func TestALoneForwardLeavesWithTheRegionsOwnFlush(t *testing.T) {
+	echo := actor.PropsFunc(func(ctx actor.Context) {
+		if s, ok := ctx.Message().(string); ok {
+			_ = ctx.Respond(s)
+		}
+	})
+	sc := startShardCluster(t, 2, func(int) EntityConfig {
+		c := persistentCounterConfig()
+		c.EntityFactory, c.Entity = nil, echo
+		c.RememberEntities = false
+		c.MinMembers = 2
+		c.Timings.RetryInterval = 10 * time.Second
+		return c
+	})
+	p := testkit.NewProbe(t, sc.nodes[0].System)
+	var id EntityID
+	for _, e := range entityIDs(50) {
+		p.Send(sc.nodes[0].region, Envelope{EntityID: e, Message: "probe"})
+		p.ExpectMsg("probe", 30*time.Second) // the first waits for both regions to register
+		if p.LastSender().Address() == sc.addressOf(1) {
+			id = e
+			break
+		}
+	}
+	if id == "" {
+		t.Fatal("no entity of the first 50 lives on node 1")
+	}
+	for i := range 10 {
+		msg := fmt.Sprintf("lone-%d", i)
+		p.Send(sc.nodes[0].region, Envelope{EntityID: id, Message: msg})
+		p.ExpectMsg(msg, testkit.Dilated(2*time.Second))
+	}
+}

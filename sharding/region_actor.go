@@ -88,6 +88,7 @@ func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 	switch m := ctx.Message().(type) {
 	case flushDeliveries:
 		r.out.flushQueued = false
+		r.flushOutbox(ctx)
 		return false
 	case *msgDeliveries:
 		r.fromRegionBatch(ctx, m)
