@@ -28,7 +28,10 @@ import (
 // allocation at most (the index and the encodings into memory the receiving region
 // gives back once it has decoded every delivery, receivedBatch.release) and checks
 // the index; the receiving region reads the deliveries from them one after another
-// (receivedBatch.next), sharing them.
+// (receivedBatch.next), sharing them. Decoded on a transport's reader for a system that
+// runs sharding (its context names the system, hooks.ReceivingSystem), a batch also
+// decodes every delivery's message there (receivedBatch.predecode), so that the region
+// only routes them, as a plain remote message reaches its actor decoded.
 //
 // It is encoded as an array of deliveriesFields elements: the index (five uvarints per
 // delivery), the shards and entities, the encodings, the senders' full paths ("" for
@@ -49,15 +52,19 @@ type receivedBatch struct {
 	payloads  []byte
 	senders   []actor.Ref
 	manifests []string
-	// mem holds index's and payloads' arrays, for release; nil once released.
+	// msgs holds, when the batch was decoded on a transport's reader (predecode), each
+	// delivery's message, nil for one that did not decode there; nil otherwise.
+	msgs []any
+	// mem holds index's, payloads' and msgs' arrays, for release; nil once released.
 	mem *receivedMemory
 }
 
-// receivedMemory is the memory of a decoded batch's index and encodings. A stream of
-// batches through a region reuses a few of them instead of allocating both for each
-// batch (the encodings are a batch's largest allocation).
+// receivedMemory is the memory of a decoded batch's index, encodings and messages. A
+// stream of batches through a region reuses a few of them instead of allocating them
+// for each batch (the encodings are a batch's largest allocation).
 type receivedMemory struct {
 	index, payloads []byte
+	msgs            []any
 }
 
 // receivedMemories holds the memory of batches a region has taken, for the next ones
@@ -72,10 +79,30 @@ func (b *receivedBatch) release() {
 	if m == nil {
 		return
 	}
-	b.mem, b.index, b.payloads = nil, nil, nil
+	clear(b.msgs) // the messages are the region's now, not the pool's
+	b.mem, b.index, b.payloads, b.msgs = nil, nil, nil, nil
 	if cap(m.payloads) <= wirebatch.MaxReuse && cap(m.index) <= wirebatch.MaxReuse {
 		receivedMemories.Put(m)
 	}
+}
+
+// predecode decodes every delivery's message with codec, on the transport's reader
+// goroutine, so that the region only routes them. A delivery that does not decode is
+// left nil: the region decodes it again and sends it to dead letters with the error.
+func (b *receivedBatch) predecode(codec *serialization.Codec) {
+	msgs := b.mem.msgs[:0]
+	if cap(msgs) < b.count || cap(msgs) > 4*b.count+64 {
+		msgs = make([]any, 0, b.count) // too small, or too large to keep alive for a few
+	}
+	var c batchCursor
+	for d, ok := b.next(&c); ok; d, ok = b.next(&c) {
+		msg, err := codec.Decode(d.manifest, d.payload)
+		if err != nil {
+			msg = nil
+		}
+		msgs = append(msgs, msg)
+	}
+	b.msgs, b.mem.msgs = msgs, msgs
 }
 
 // batchCursor is where a reader of a receivedBatch is: the rest of the index, and the
@@ -83,6 +110,7 @@ func (b *receivedBatch) release() {
 type batchCursor struct {
 	index           []byte
 	idAt, payloadAt int
+	n               int // the number of deliveries read
 	started         bool
 }
 
@@ -109,7 +137,11 @@ func (b *receivedBatch) next(c *batchCursor) (batchedDelivery, bool) {
 		manifest: b.manifests[e[1]],
 		payload:  b.payloads[c.payloadAt:payloadEnd:payloadEnd],
 	}
+	if c.n < len(b.msgs) {
+		d.msg = b.msgs[c.n]
+	}
 	c.idAt, c.payloadAt = entityEnd, payloadEnd
+	c.n++
 	return d, true
 }
 
@@ -130,6 +162,9 @@ type batchedDelivery struct {
 	sender   actor.Ref
 	manifest string
 	payload  []byte
+	// msg is the message, decoded on the transport's reader; nil when the region
+	// decodes payload itself.
+	msg any
 }
 
 // deliveriesName is msgDeliveries' name on the wire.
@@ -334,7 +369,17 @@ func decodeDeliveries(dec *msgpack.Decoder) (receivedBatch, error) {
 			return b, fmt.Errorf("a newer version's element: %w", err)
 		}
 	}
-	return b, b.check()
+	if err := b.check(); err != nil {
+		return b, err
+	}
+	if rs, ok := serialization.DecoderContext(dec).(hooks.ReceivingSystem); ok {
+		if s := Get(rs.ReceivingSystem()); s != nil {
+			codec := s.decoders.Get().(*serialization.Codec)
+			b.predecode(codec)
+			s.decoders.Put(codec)
+		}
+	}
+	return b, nil
 }
 
 // check checks that every index entry of b is within its tables, identifiers and

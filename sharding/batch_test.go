@@ -162,6 +162,71 @@ func TestDeliveriesMemoryReused(t *testing.T) {
 	}
 }
 
+// A batch decoded under the context of a system that runs sharding (as a transport's
+// reader decodes it) carries its messages decoded already, as the region's codec would
+// decode them; one that does not decode is left to the region (which sends it to dead
+// letters with the error). Released, the batch's memory keeps none of the messages.
+func TestDeliveriesDecodeOnTheReceivingSystem(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	reg := testRegistry(t)
+	if _, err := Start(sys, Config{Registry: reg}); err != nil {
+		t.Fatal(err)
+	}
+	sender := testkit.NewProbe(t, sys).Ref()
+	res := refResolver{sys}
+	codec := reg.NewCodec(res)
+	ds := []delivery{
+		{shard: "1", entity: "e1", msg: Increment{By: 1}, sender: sender},
+		{shard: "2", entity: "e2", msg: "text"},
+		{shard: "1", entity: "e3", msg: GetCount{}},
+	}
+	in := testBatchOf(t, codec, ds...)
+	// The second delivery under a manifest nobody registered: it cannot decode.
+	plain := plainResolver{sys}
+	parts, err := unmarshalDeliveries(reg, marshalDeliveries(t, reg, &msgDeliveries{out: in}), plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts[1].manifest = "test.nobody"
+	data := marshalDeliveries(t, reg, &msgDeliveries{out: batchOf(parts)})
+
+	// Without a system in the context, nothing is decoded ahead.
+	got, err := unmarshalDeliveries(reg, data, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range got {
+		if d.msg != nil {
+			t.Fatalf("delivery %d decoded without a receiving system: %v", i, d.msg)
+		}
+	}
+
+	v, err := reg.UnmarshalContext(deliveriesName, data, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := v.(*msgDeliveries)
+	got = m.in.all()
+	want := []any{Increment{By: 1}, nil, GetCount{}}
+	for i, d := range got {
+		if d.msg != want[i] || d.shard != ds[i].shard || d.entity != ds[i].entity || d.sender != ds[i].sender {
+			t.Fatalf("delivery %d: %+v, want message %v of %+v", i, d, want[i], ds[i])
+		}
+	}
+	mem := m.in.mem
+	m.in.release()
+	for i, msg := range mem.msgs[:cap(mem.msgs)] {
+		if msg != nil {
+			t.Fatalf("released memory still holds message %d: %v", i, msg)
+		}
+	}
+}
+
+// plainResolver resolves refs in sys without naming a receiving system.
+type plainResolver struct{ sys *actor.System }
+
+func (r plainResolver) ResolveRef(uri string) (actor.Ref, error) { return r.sys.Resolve(uri) }
+
 // A delivery too large for a batch is not added: it comes back as a msgDelivery of its
 // own, and the batch is as it was.
 func TestDeliveriesTooLargeGoesAlone(t *testing.T) {

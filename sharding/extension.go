@@ -39,6 +39,11 @@ type Sharding struct {
 
 	mu    sync.Mutex
 	types map[string]*typeEntry
+
+	// decoders holds Codecs (over reg, resolving refs as a region's codec does) for the
+	// transport's reader goroutines, which decode the messages of a received batch
+	// before it reaches its region (batch.go).
+	decoders sync.Pool
 }
 
 // typeEntry is one entity type started on this node.
@@ -88,6 +93,7 @@ func Start(sys *actor.System, cfg Config) (*Sharding, error) {
 		log:   sys.Logger().With(zap.String("component", "sharding")),
 		types: map[string]*typeEntry{},
 	}
+	s.decoders.New = func() any { return reg.NewCodec(refResolver{sys}) }
 	if !slot.CompareAndSwap(nil, s) {
 		return nil, ErrAlreadyStarted
 	}

@@ -135,7 +135,10 @@ func (r *regionActor) fromRegionBatch(ctx actor.Context, m *msgDeliveries) {
 	defer m.in.release()
 	var c batchCursor
 	for in, ok := m.in.next(&c); ok; in, ok = m.in.next(&c) {
-		msg, err := r.codec.Decode(in.manifest, in.payload)
+		msg, err := in.msg, error(nil)
+		if msg == nil { // not decoded on the transport's reader, or not decodable
+			msg, err = r.codec.Decode(in.manifest, in.payload)
+		}
 		if err != nil {
 			r.entry.stats.undelivered.Add(1)
 			_ = ctx.System().DeadLetters().Send(&msgDelivery{Shard: in.shard, Entity: in.entity, Manifest: in.manifest,

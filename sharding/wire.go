@@ -226,6 +226,10 @@ type refResolver struct{ sys *actor.System }
 // ResolveRef implements serialization.RefResolver.
 func (r refResolver) ResolveRef(uri string) (actor.Ref, error) { return r.sys.Resolve(uri) }
 
+// ReceivingSystem implements hooks.ReceivingSystem: a batch decoded with it decodes
+// its messages at once, as on a transport's reader.
+func (r refResolver) ReceivingSystem() *actor.System { return r.sys }
+
 // unwire turns a received msgDelivery back into a delivery; sender is the frame's
 // sender (used unless the message carries its own).
 func unwire(reg *serialization.Registry, sys *actor.System, m *msgDelivery, sender actor.Ref) (*delivery, error) {
