@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sort"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -49,69 +50,88 @@ func startCounters(sys *actor.System, props *actor.Props) (actor.Ref, error) {
 }
 
 // runShardedTell: n tells through the local region's entity refs, round robin over
-// 1,000 entities that already run, against n tells to 1,000 plain actors in the same
-// run (the floor, measured first).
+// 1,000 entities that already run, against n tells to 1,000 plain actors (the floor),
+// in 5 rounds that each measure the floor first and then the entity refs; it reports
+// the round with the median rate and the ratio of the median rates, with the range
+// of the rounds' ratios.
 func runShardedTell(n int) (result, error) {
-	const entities = 1000
+	const entities, rounds = 1000, 5
 	sys, err := newSystem()
 	if err != nil {
 		return nil, err
 	}
 	defer shutdown(sys)
-	var total atomic.Int64
-	done := make(chan struct{})
-	want := int64(entities + n) // a warm-up message per entity, then n
-	props := actor.PropsOf(func() actor.Actor { return &shardCounter{total: &total, want: want, done: done} })
+	p := newProgress()
+	props := actor.PropsOf(func() actor.Actor { return &intCounter{p: p} })
 	if _, err := startCounters(sys, props); err != nil {
 		return nil, err
 	}
 	refs := make([]sharding.EntityRef[any], entities)
+	p.want.Store(entities)
 	for i := range refs {
 		if refs[i], err = sharding.EntityRefFor[any](sys, "Counter", sharding.EntityID(strconv.Itoa(i))); err != nil {
 			return nil, err
 		}
 		_ = refs[i].Tell(1) // starts the entity and its shard
 	}
-	for total.Load() < entities {
-		runtime.Gosched()
+	if err := waitAck(p.signal, entities); err != nil {
+		return nil, fmt.Errorf("warm-up: %w", err)
 	}
-
-	// The floor: the same tells to plain actors.
-	var plainTotal atomic.Int64
-	plainDone := make(chan struct{})
-	plainProps := actor.PropsOf(func() actor.Actor {
-		return &shardCounter{total: &plainTotal, want: int64(n), done: plainDone}
-	})
 	plain := make([]actor.Ref, entities)
 	for i := range plain {
-		if plain[i], err = sys.Spawn(plainProps, ""); err != nil {
+		if plain[i], err = sys.Spawn(props, ""); err != nil {
 			return nil, err
 		}
 	}
-	floor, err := measure(n, func() error {
-		for i := range n {
-			_ = plain[i%entities].Tell(1)
+	var floors, sharded, pcts []float64
+	var results []result
+	for range rounds {
+		floor, err := tellRound(n, p, func(i int) error { return plain[i%entities].Tell(1) })
+		if err != nil {
+			return nil, fmt.Errorf("plain actors: %w", err)
 		}
-		return waitClosed(plainDone)
-	})
-	if err != nil {
-		return nil, err
+		r, err := tellRound(n, p, func(i int) error { return refs[i%entities].Tell(1) })
+		if err != nil {
+			return nil, fmt.Errorf("entity refs: %w", err)
+		}
+		f, s := floor["ops_per_sec"].(float64), r["ops_per_sec"].(float64)
+		floors, sharded, pcts = append(floors, f), append(sharded, s), append(pcts, 100*s/f)
+		results = append(results, r)
 	}
-	r, err := measure(n, func() error {
+	mid := medianBy(results, "ops_per_sec")
+	sort.Float64s(pcts)
+	mid["entities"] = entities
+	mid["rounds"] = rounds
+	mid["floor_ops_per_sec"] = round(median(floors), 0)
+	mid["pct_of_floor"] = round(100*median(sharded)/median(floors), 1)
+	mid["pct_of_floor_min"] = round(pcts[0], 1)
+	mid["pct_of_floor_max"] = round(pcts[len(pcts)-1], 1)
+	return mid, nil
+}
+
+// tellRound sends n messages with send(0) ... send(n-1) and times until p has counted
+// all of them.
+func tellRound(n int, p *progress, send func(i int) error) (result, error) {
+	want := p.total.Load() + int64(n)
+	p.want.Store(want)
+	return measure(n, func() error {
 		for i := range n {
-			if err := refs[i%entities].Tell(1); err != nil {
+			if err := send(i); err != nil {
 				return err
 			}
 		}
-		return waitClosed(done)
+		return waitAck(p.signal, want)
 	})
-	if err != nil {
-		return nil, err
+}
+
+// intCounter counts the ints it receives into a progress.
+type intCounter struct{ p *progress }
+
+// Receive counts ints.
+func (c *intCounter) Receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(int); ok {
+		c.p.add()
 	}
-	r["entities"] = entities
-	r["floor_ops_per_sec"] = floor["ops_per_sec"]
-	r["pct_of_floor"] = round(100*r["ops_per_sec"].(float64)/floor["ops_per_sec"].(float64), 1)
-	return r, nil
 }
 
 func waitClosed(ch chan struct{}) error {
