@@ -128,6 +128,17 @@ func (d *directRoute) path() *fastPath {
 	return fp
 }
 
+// sendRemote adds msg for entity id to the batch of the shard's home on another node,
+// when no message of the shard is on its way through the region and the region would
+// forward it there now (outbox.sendDirect); it reports whether it did.
+func (d *directRoute) sendRemote(id EntityID, msg any, sender actor.Ref) bool {
+	if d.viaRegion.Load() != 0 {
+		return false
+	}
+	o := d.entry.outbox.Load()
+	return o != nil && o.sendDirect(d.shard, id, msg, sender)
+}
+
 // viaRegionSend sends msg to entity id through the region, counted on the route.
 func (d *directRoute) viaRegionSend(region actor.Ref, id EntityID, msg any, sender actor.Ref) error {
 	d.viaRegion.Add(1)
@@ -224,7 +235,7 @@ func (r EntityRef[M]) Send(msg M, sender actor.Ref) error {
 	if r.direct == nil {
 		return r.region.Send(Envelope{EntityID: r.id, Message: msg}, sender)
 	}
-	if r.direct.send(r.id, msg, sender) {
+	if r.direct.send(r.id, msg, sender) || r.direct.shard.sendRemote(r.id, msg, sender) {
 		return nil
 	}
 	return r.direct.shard.viaRegionSend(r.region, r.id, msg, sender)

@@ -58,6 +58,9 @@ type typeEntry struct {
 	fast sync.Map
 	// routes holds the EntityRefs' direct route of each shard (ShardID -> *directRoute).
 	routes sync.Map
+	// outbox is the running region's outbox, which EntityRefs add messages for shards
+	// on other nodes to (outbox.go); nil while no region runs.
+	outbox atomic.Pointer[outbox]
 }
 
 var extID = actor.NewExtensionID("troupe.sharding", func(*actor.System) *atomic.Pointer[Sharding] {

@@ -3,8 +3,10 @@ package sharding
 import (
 	"bytes"
 	"fmt"
+	"sync"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/serialization"
 	"go.uber.org/zap"
 )
 
@@ -15,7 +17,20 @@ import (
 // a delivery, or sends a region anything but a batched forward. So a lone forward
 // waits for one mailbox step at most, and nothing the region does later overtakes a
 // forward it made earlier.
+//
+// EntityRefs add to it too, without the region's mailbox: a message for a shard whose
+// home is a region on another node goes straight into that region's batch when the
+// region would forward it there now (direct, kept by the region with every change of a
+// shard's route, see regionActor.refreshRoute) and no message of the EntityRef's shard
+// is still on its way through the region (directRoute.viaRegion). The outbox is shut
+// while the region handles anything but a delivery: the region flushes it first, and
+// what it decides then (a hand-off beginning, a home lost) is in direct before an
+// EntityRef may add again. A sender's messages so keep their order whichever way each
+// goes: one added here is in the batch before any it sends later through the region.
+//
+// Everything in an outbox is guarded by mu.
 type outbox struct {
+	mu      sync.Mutex
 	batches []*deliveryBatch // one per region with deliveries waiting
 	spare   []*deliveryBatch // emptied batches, to reuse
 	// full is the size at which a batch holds a batch's worth, and the size above which
@@ -23,14 +38,33 @@ type outbox struct {
 	full int
 	// flushQueued is set while a flush the region sent itself is on its way.
 	flushQueued bool
+	// codec encodes the messages of the batches.
+	codec *serialization.Codec
+	// direct holds the shards EntityRefs may add messages for, each with its home.
+	direct map[ShardID]actor.Ref
+	// open is false while the region handles a message other than a delivery, and for
+	// good once the region has stopped (closed).
+	open, closed bool
+
+	// What sending a batch needs besides: the region (the batches' sender and the
+	// flushes' recipient), and where a refusal is counted and logged.
+	self  actor.Ref
+	stats *typeStats
+	log   *zap.Logger
+	drops *rateLog
 }
 
 // maxSpareBuffer bounds the capacity of an encodings' buffer the outbox reuses.
 const maxSpareBuffer = 2 * maxDeliveriesBytes
 
-// newOutbox returns an outbox for batches of at most limit bytes.
-func newOutbox(limit int) outbox {
-	return outbox{full: max((limit-deliveriesOverhead)/2, 1)}
+// newOutbox returns the (open) outbox of region r, for batches of at most limit bytes.
+func newOutbox(r *regionActor, codec *serialization.Codec, limit int) *outbox {
+	return &outbox{
+		full:  max((limit-deliveriesOverhead)/2, 1),
+		codec: codec,
+		open:  true,
+		self:  r.self, stats: r.entry.stats, log: r.log, drops: r.drops,
+	}
 }
 
 // batchFor returns the batch for region to, starting one when there is none.
@@ -51,69 +85,168 @@ func (o *outbox) batchFor(to actor.Ref) *deliveryBatch {
 	return b
 }
 
-// flushDeliveries is the message a region sends itself to flush its outbox.
-type flushDeliveries struct{}
-
-// forwardBatched adds d, forwarded to region to on another node, to to's batch.
-func (r *regionActor) forwardBatched(ctx actor.Context, to actor.Ref, d *delivery) {
-	b := r.out.batchFor(to)
-	alone, err := b.add(r.codec, d, r.out.full)
-	if err != nil {
-		r.drop(ctx, d, fmt.Errorf("sharding: message %T for entity %q cannot go to %v: %w", d.msg, d.entity, to, err))
-		return
-	}
-	if alone != nil {
-		// Too large for a batch: it goes alone, after what was batched before it.
-		r.flushTo(ctx, to)
-		r.sendDelivery(to, alone, d.sender)
-		return
+// add adds d, forwarded to region to, to to's batch, and flushes that batch when it
+// holds a batch's worth. It reports whether the caller must send the region a flush
+// (the first delivery since the last flush), or returns d as a msgDelivery of its own
+// when it is too large for a batch (not added: the caller flushes to's batch and sends
+// it), or an error when d's message cannot be encoded (nothing added). mu is held.
+func (o *outbox) add(to actor.Ref, d *delivery) (alone *msgDelivery, flush bool, err error) {
+	b := o.batchFor(to)
+	if alone, err = b.add(o.codec, d, o.full); err != nil || alone != nil {
+		return alone, false, err
 	}
 	switch {
-	case b.size >= r.out.full:
-		r.flushTo(ctx, to)
-	case !r.out.flushQueued:
-		r.out.flushQueued = true
-		_ = r.self.Tell(flushDeliveries{})
+	case b.size >= o.full:
+		o.flushTo(to)
+	case !o.flushQueued:
+		o.flushQueued = true
+		flush = true
+	}
+	return nil, flush, nil
+}
+
+// flushAll sends every batch. mu is held.
+func (o *outbox) flushAll() {
+	for len(o.batches) > 0 {
+		o.flushTo(o.batches[0].to)
 	}
 }
 
-// flushOutbox sends every batch in the outbox.
-func (r *regionActor) flushOutbox(ctx actor.Context) {
-	for len(r.out.batches) > 0 {
-		r.flushTo(ctx, r.out.batches[0].to)
-	}
-}
-
-// flushTo sends the batch for region to, if there is one.
-func (r *regionActor) flushTo(_ actor.Context, to actor.Ref) {
-	for i, b := range r.out.batches {
+// flushTo sends the batch for region to, if there is one. mu is held.
+func (o *outbox) flushTo(to actor.Ref) {
+	for i, b := range o.batches {
 		if b.to != to {
 			continue
 		}
-		r.out.batches = append(r.out.batches[:i], r.out.batches[i+1:]...)
-		if b.count == 0 || r.sendBatch(b) {
+		o.batches = append(o.batches[:i], o.batches[i+1:]...)
+		if b.count == 0 || o.send(b) {
 			b.reset()
 			if cap(b.payloads) <= maxSpareBuffer {
-				r.out.spare = append(r.out.spare, b)
+				o.spare = append(o.spare, b)
 			}
 		}
 		return
 	}
 }
 
-// sendBatch sends b to its region, and reports whether b may be reused: the
-// transport encodes a message to another node before Send returns, and keeps it only
-// when it refuses it (as a dead letter).
-func (r *regionActor) sendBatch(b *deliveryBatch) bool {
-	err := b.to.Send(&msgDeliveries{out: b}, r.self)
+// send sends b to its region, and reports whether b may be reused: the transport
+// encodes a message to another node before Send returns, and keeps it only when it
+// refuses it (as a dead letter). mu is held.
+func (o *outbox) send(b *deliveryBatch) bool {
+	err := b.to.Send(&msgDeliveries{out: b}, o.self)
 	if err == nil {
 		return true
 	}
 	// The transport has sent the batch to dead letters already.
-	r.entry.stats.undelivered.Add(uint64(b.count))
-	r.drops.warn(r.log, "sharding: messages for another region were not sent", zap.Stringer("region", b.to),
+	o.stats.undelivered.Add(uint64(b.count))
+	o.drops.warn(o.log, "sharding: messages for another region were not sent", zap.Stringer("region", b.to),
 		zap.Int("messages", b.count), zap.Error(err))
 	return false
+}
+
+// sendDirect adds a message from an EntityRef for entity id of shard to the batch of
+// the shard's home, when the outbox is open and the region would forward it there now
+// (direct), and reports whether it did. It adds nothing when the message cannot be
+// encoded or would travel alone: the region places it then, and reports or sends it.
+func (o *outbox) sendDirect(shard ShardID, id EntityID, msg any, sender actor.Ref) bool {
+	o.mu.Lock()
+	to, ok := o.direct[shard]
+	if !ok || !o.open {
+		o.mu.Unlock()
+		return false
+	}
+	d := delivery{shard: shard, entity: id, msg: msg, sender: sender}
+	alone, flush, err := o.add(to, &d)
+	self := o.self
+	o.mu.Unlock()
+	if flush {
+		_ = self.Tell(flushDeliveries{})
+	}
+	return err == nil && alone == nil
+}
+
+// setDirect records whether EntityRefs may add messages for shard s, and for which
+// region (see sendDirect).
+func (o *outbox) setDirect(s ShardID, to actor.Ref, ok bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !ok {
+		delete(o.direct, s)
+		return
+	}
+	if o.direct == nil {
+		o.direct = map[ShardID]actor.Ref{}
+	}
+	o.direct[s] = to
+}
+
+// shut keeps EntityRefs out while the region handles a message other than a delivery,
+// and sends every batch first.
+func (o *outbox) shut() {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	o.open = false
+	o.flushAll()
+	o.mu.Unlock()
+}
+
+// reopen lets EntityRefs in again after shut, unless the outbox is closed.
+func (o *outbox) reopen() {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	o.open = !o.closed
+	o.mu.Unlock()
+}
+
+// close shuts the outbox for good and sends every batch: its region has stopped, or
+// has been replaced.
+func (o *outbox) close() {
+	o.mu.Lock()
+	o.open, o.closed = false, true
+	o.direct = nil
+	o.flushAll()
+	o.mu.Unlock()
+}
+
+// flushDeliveries is the message a region sends itself to flush its outbox.
+type flushDeliveries struct{}
+
+// forwardBatched adds d, forwarded to region to on another node, to to's batch.
+func (r *regionActor) forwardBatched(ctx actor.Context, to actor.Ref, d *delivery) {
+	o := r.out
+	o.mu.Lock()
+	alone, flush, err := o.add(to, d)
+	if alone != nil {
+		// Too large for a batch: it goes alone, after what was batched before it.
+		o.flushTo(to)
+	}
+	o.mu.Unlock()
+	switch {
+	case err != nil:
+		r.drop(ctx, d, fmt.Errorf("sharding: message %T for entity %q cannot go to %v: %w", d.msg, d.entity, to, err))
+	case alone != nil:
+		r.sendDelivery(to, alone, d.sender)
+	case flush:
+		_ = r.self.Tell(flushDeliveries{})
+	}
+}
+
+// flushOutbox sends every batch in the outbox.
+func (r *regionActor) flushOutbox() {
+	r.out.mu.Lock()
+	r.out.flushAll()
+	r.out.mu.Unlock()
+}
+
+// flushTo sends the batch for region to, if there is one.
+func (r *regionActor) flushTo(to actor.Ref) {
+	r.out.mu.Lock()
+	r.out.flushTo(to)
+	r.out.mu.Unlock()
 }
 
 // sendDelivery sends m to region to with sender, counting and logging a refusal.
@@ -149,13 +282,13 @@ func (r *regionActor) fromRegionBatch(ctx actor.Context, m *msgDeliveries) {
 		}
 		local := delivery{shard: in.shard, entity: in.entity, msg: msg, sender: in.sender}
 		// The shard's fast path says whether the core would deliver to the shard here
-		// (refreshLocal keeps it so, after each message and each delivery below).
+		// (refreshRoute keeps it so, after each message and each delivery below).
 		if fp := r.fast[in.shard]; fp != nil && fp.local.Load() && fp.tryDeliver(&local) {
 			continue
 		}
 		d := new(delivery)
 		*d = local
 		r.apply(ctx, r.core.deliver(d.shard, d))
-		r.refreshLocal(d.shard)
+		r.refreshRoute(d.shard)
 	}
 }

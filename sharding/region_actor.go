@@ -53,8 +53,8 @@ type regionActor struct {
 	// region asks again at its next retry) until the coordinator learns they are gone.
 	dead map[RegionID]bool
 
-	codec *serialization.Codec // encodes forwards to batches, decodes received batches
-	out   outbox               // forwards to regions on other nodes, not yet sent
+	codec *serialization.Codec // decodes received batches (the outbox has its own, to encode)
+	out   *outbox              // forwards to regions on other nodes, not yet sent
 }
 
 func regionProps(ext *Sharding, e *typeEntry) *actor.Props {
@@ -68,27 +68,36 @@ func regionProps(ext *Sharding, e *typeEntry) *actor.Props {
 	return p
 }
 
+// Receive handles a message. While it handles anything but a delivery, EntityRefs
+// may not add to the outbox (which it flushes first): what the message changes about
+// a shard's route is known before they may again (see outbox).
 func (r *regionActor) Receive(ctx actor.Context) {
+	gated := !keepsOutbox(ctx.Message())
+	if gated {
+		r.out.shut()
+	}
 	if r.handle(ctx) {
-		r.refreshAllLocal()
+		r.refreshAllRoutes()
+	}
+	if gated {
+		r.out.reopen()
 	}
 }
 
 // handle handles one message; it reports whether the message may have changed how
-// any shard is routed (see refreshLocal). Messages about one shard refresh that one
+// any shard is routed (see refreshRoute). Messages about one shard refresh that one
 // themselves: with a thousand local shards, refreshing all at each allocation made
 // the start of a region quadratic.
 //
-// Before any message but a delivery the region flushes its outbox: what it forwarded
-// goes before whatever it does next.
+// Before any message but a delivery the region has flushed its outbox (Receive): what
+// it forwarded goes before whatever it does next.
 func (r *regionActor) handle(ctx actor.Context) (changed bool) {
-	if !keepsOutbox(ctx.Message()) {
-		r.flushOutbox(ctx)
-	}
 	switch m := ctx.Message().(type) {
 	case flushDeliveries:
+		r.out.mu.Lock()
 		r.out.flushQueued = false
-		r.flushOutbox(ctx)
+		r.out.flushAll()
+		r.out.mu.Unlock()
 		return false
 	case *msgDeliveries:
 		r.fromRegionBatch(ctx, m)
@@ -103,11 +112,11 @@ func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 		r.apply(ctx, r.core.timer(m.key))
 	case *msgDelivery:
 		r.fromRegion(ctx, m)
-		r.refreshLocal(m.Shard)
+		r.refreshRoute(m.Shard)
 		return false
 	case msgHandOverDone:
 		r.apply(ctx, r.core.handOverIn(r.idOf(ctx.Sender()), m.Shard, nil, true))
-		r.refreshLocal(m.Shard)
+		r.refreshRoute(m.Shard)
 		return false
 	case msgRegisterAck:
 		r.registered(ctx)
@@ -116,19 +125,19 @@ func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 		if !r.dead[m.Region] {
 			r.apply(ctx, r.core.fromCoordinator(m))
 		}
-		r.refreshLocal(m.Shard)
+		r.refreshRoute(m.Shard)
 		return false
 	case msgShardHomes:
 		r.apply(ctx, r.core.fromCoordinator(r.liveHomes(m)))
 	case msgHostShard, msgBeginHandOff, msgHandOff, msgHandOverTo, msgNoShardHome:
 		r.apply(ctx, r.core.fromCoordinator(m))
-		r.refreshLocal(shardOfCoordinatorMsg(m))
+		r.refreshRoute(shardOfCoordinatorMsg(m))
 		return false
 	case msgBeginHandOffAck:
 		r.apply(ctx, r.core.relayAck(m))
 	case shardReady:
 		r.apply(ctx, r.core.shardReady(m.shard))
-		r.refreshLocal(m.shard)
+		r.refreshRoute(m.shard)
 		return false
 	case shardLeftovers:
 		r.leftovers[m.shard] = m.msgs
@@ -196,14 +205,29 @@ func shardOfCoordinatorMsg(m any) ShardID {
 	return ""
 }
 
-// refreshLocal tells senders outside the region whether the region would now deliver
-// shard s's messages to the local shard itself (fastPath.local).
-func (r *regionActor) refreshLocal(s ShardID) {
+// refreshRoute tells senders outside the region how it would now route shard s's
+// messages: whether it would deliver them to the local shard itself (fastPath.local),
+// and whether it would forward them to a region on another node, which EntityRefs may
+// then add to the outbox themselves (outbox.direct).
+func (r *regionActor) refreshRoute(s ShardID) {
 	if fp := r.fast[s]; fp != nil {
 		if local := r.core.deliversLocally(s); fp.local.Load() != local {
 			fp.local.Store(local)
 		}
 	}
+	to, ok := r.directHome(s)
+	r.out.setDirect(s, to, ok)
+}
+
+// directHome returns the region on another node that the region would forward shard
+// s's messages to now, as route does, or false.
+func (r *regionActor) directHome(s ShardID) (actor.Ref, bool) {
+	home, forward, _ := r.core.firstRoute(s)
+	if !forward {
+		return actor.Ref{}, false
+	}
+	to, ok := r.forwardRegion(home)
+	return to, ok && !to.IsLocal()
 }
 
 // retireFastPath closes shard s's fast path for good (its shard has stopped, or the
@@ -217,11 +241,25 @@ func (r *regionActor) retireFastPath(s ShardID) {
 	}
 }
 
-// refreshAllLocal is refreshLocal for every local shard, after a message that may
-// have changed any of them.
-func (r *regionActor) refreshAllLocal() {
+// refreshAllRoutes is refreshRoute for every shard, after a message that may have
+// changed any of them.
+func (r *regionActor) refreshAllRoutes() {
 	for s := range r.fast {
-		r.refreshLocal(s)
+		if local := r.core.deliversLocally(s); r.fast[s].local.Load() != local {
+			r.fast[s].local.Store(local)
+		}
+	}
+	o := r.out
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	clear(o.direct)
+	for s := range r.core.homes {
+		if to, ok := r.directHome(s); ok {
+			if o.direct == nil {
+				o.direct = map[ShardID]actor.Ref{}
+			}
+			o.direct[s] = to
+		}
 	}
 }
 
@@ -247,7 +285,10 @@ func (r *regionActor) started(ctx actor.Context) {
 	}
 	r.oldest = r.view.oldest(r.cfg.Role)
 	r.codec = r.ext.reg.NewCodec(refResolver{ctx.System()})
-	r.out = newOutbox(deliveriesLimit(ctx.System()))
+	r.out = newOutbox(r, r.ext.reg.NewCodec(refResolver{ctx.System()}), deliveriesLimit(ctx.System()))
+	if old := r.entry.outbox.Swap(r.out); old != nil {
+		old.close() // an earlier incarnation's: what EntityRefs added to it goes now
+	}
 	r.apply(ctx, r.core.start())
 }
 
@@ -264,7 +305,8 @@ func (r *regionActor) stopped(ctx actor.Context) {
 		d.stop = false
 		r.apply(ctx, d)
 	}
-	r.flushOutbox(ctx) // no flush of its own comes any more
+	r.out.close() // no flush of its own comes any more, and no EntityRef may add
+	r.entry.outbox.CompareAndSwap(r.out, nil)
 }
 
 // clusterChanged re-registers when the coordinator's node changes.
@@ -361,7 +403,7 @@ func (r *regionActor) route(ctx actor.Context, local *delivery) {
 	*d = *local
 	d.sender = ctx.Sender()
 	r.apply(ctx, r.core.deliver(d.shard, d))
-	r.refreshLocal(d.shard)
+	r.refreshRoute(d.shard)
 }
 
 // forwardRegion returns the Ref of region id when it is resolved, as r.regions does,
@@ -559,7 +601,7 @@ func (r *regionActor) act(ctx actor.Context, a regionAction[*delivery]) {
 	if a.kind != actForward && a.kind != actDeliver {
 		// Whatever the region does besides forwarding and delivering goes after what it
 		// forwarded before.
-		r.flushOutbox(ctx)
+		r.flushOutbox()
 	}
 	switch a.kind {
 	case actDeliver:
@@ -635,7 +677,7 @@ func (r *regionActor) forward(ctx actor.Context, to actor.Ref, d *delivery, hand
 			r.forwardBatched(ctx, to, d)
 			return
 		}
-		r.flushTo(ctx, to) // it goes alone, after what was batched before it
+		r.flushTo(to) // it goes alone, after what was batched before it
 	}
 	m, err := wireDelivery(r.ext.reg, to, d, handOver)
 	if err != nil {

@@ -134,15 +134,6 @@ func (c *intCounter) Receive(ctx actor.Context) {
 	}
 }
 
-func waitClosed(ch chan struct{}) error {
-	select {
-	case <-ch:
-		return nil
-	case <-time.After(time.Minute):
-		return fmt.Errorf("not all messages arrived within a minute")
-	}
-}
-
 // runShardedAsk: n sequential asks to one running entity through its region.
 func runShardedAsk(n int) (result, error) {
 	sys, err := newSystem()
