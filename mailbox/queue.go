@@ -26,6 +26,10 @@ import "sync/atomic"
 // rewinds the segment and producers fill it again from the start. Under a backlog the
 // queue grows by linked segments of 4, 8, ... up to 256 elements, which Shrink lets go
 // when the consumer turns idle. The first segment and its 4 slots are one allocation.
+// A stream that keeps the consumer a few elements behind never lets it rewind: the
+// queue then links a 256-element segment every 256 elements, whose slots are those of
+// a segment the consumer has stepped past (recycled through a pool shared by the
+// queues of one element type), so only the segment's small header is allocated.
 type Queue[T any] struct {
 	head, tail atomic.Pointer[segment[T]]
 }
@@ -187,6 +191,7 @@ func (q *Queue[T]) current() *segment[T] {
 			break // spent and no successor yet, or released
 		}
 		q.head.Store(n) // h is garbage once producers that still hold it let go
+		h.recycle()     // its slots are not: they go to a new segment
 		h = n
 	}
 	return h

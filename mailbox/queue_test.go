@@ -1,6 +1,7 @@
 package mailbox
 
 import (
+	"runtime"
 	"testing"
 	"unsafe"
 )
@@ -423,5 +424,41 @@ func TestQueueRewindKeepsGrownSegment(t *testing.T) {
 	q.Shrink()
 	if q.head.Load() != nil {
 		t.Fatal("Shrink after Rewind did not release the grown segment")
+	}
+}
+
+// A stream whose consumer stays a few elements behind its producer never rewinds, so
+// the queue links a full-size segment every 256 elements; the slots of the spent ones
+// are reused, and every element still comes out once and in order, with nothing of an
+// earlier pass left in a reused slot.
+func TestStreamReusesSpentSlots(t *testing.T) {
+	var q Queue[*int]
+	vals := make([]int, 4096)
+	next := 0
+	stream := func(n int) {
+		for range n {
+			i := next
+			vals[i%len(vals)] = i
+			q.Push(&vals[i%len(vals)])
+			next++
+			if next > 10 { // the consumer stays ten behind
+				v, ok := q.Pop()
+				if !ok || *v != next-11 {
+					t.Fatalf("popped %v (%v), want %d", v, ok, next-11)
+				}
+			}
+		}
+	}
+	stream(4 * maxSegment) // grown to full-size segments
+	if raceEnabled {
+		stream(16 * maxSegment)
+		return // sync.Pool drops items at random under the race detector
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	stream(64 * maxSegment)
+	runtime.ReadMemStats(&after)
+	if perElem := float64(after.TotalAlloc-before.TotalAlloc) / (64 * maxSegment); perElem > 4 {
+		t.Errorf("%.1f bytes allocated per element streamed, want at most 4 (the segments' slots reused)", perElem)
 	}
 }

@@ -1,6 +1,10 @@
 package mailbox
 
-import "sync/atomic"
+import (
+	"reflect"
+	"sync"
+	"sync/atomic"
+)
 
 const (
 	// minSegment is the capacity of the first segment of a queue, and of the segment a
@@ -60,11 +64,14 @@ type firstSegment[T any] struct {
 // as if one producer had reserved and written it.
 func newSegment[T any](n int, v T) *segment[T] {
 	var s *segment[T]
-	if n == minSegment {
+	switch n {
+	case minSegment:
 		f := new(firstSegment[T])
 		f.seg.slots = f.slots[:]
 		s = &f.seg
-	} else {
+	case maxSegment:
+		s = &segment[T]{slots: fullSlots[T]()[:]}
+	default:
 		s = &segment[T]{slots: make([]slot[T], n)}
 	}
 	s.slots[0].val = v
@@ -113,4 +120,53 @@ func (s *segment[T]) rewind(d uint64) {
 			s.deq = 0
 		}
 	}
+}
+
+// Recycling full-size slots.
+//
+// A stream that keeps a queue's consumer a few elements behind its producers never lets
+// the consumer rewind: each maxSegment elements a producer links a new segment, and
+// the consumer steps past the spent one. Allocating those slots (some ten kilobytes for
+// an actor's mailbox) was a third of a streaming sender's CPU, so the consumer gives a
+// spent segment's slots back (recycle) and the next new full-size segment takes them.
+//
+// Only the slots are reused, never the segment: a producer may still hold the spent
+// segment, having read the tail before it moved on, and its fetch-and-add on that
+// segment's enq lands past the slots (the segment is spent: every slot was reserved),
+// so it never touches them; it finds the successor and moves on. And no reservation
+// in the spent segment is still unwritten: the consumer has read every slot (or closed
+// the segment when nothing was reserved past its read index), and a producer writes
+// nothing to a slot after it marks it ready. A segment header, by contrast, cannot be
+// reused: a stale producer's fetch-and-add on a recycled header could land in it.
+
+// slotPools holds, per element type, a sync.Pool of spent full-size slot arrays,
+// cleared (the pool is per type because Go has no generic package variables).
+var slotPools sync.Map // reflect.Type -> *sync.Pool of *[maxSegment]slot[T]
+
+// slotPool returns the pool of full-size slot arrays of element type T.
+func slotPool[T any]() *sync.Pool {
+	key := reflect.TypeFor[T]()
+	if p, ok := slotPools.Load(key); ok {
+		return p.(*sync.Pool)
+	}
+	p, _ := slotPools.LoadOrStore(key, new(sync.Pool))
+	return p.(*sync.Pool)
+}
+
+// fullSlots returns cleared slots for a full-size segment: recycled ones, or new.
+func fullSlots[T any]() *[maxSegment]slot[T] {
+	if a, ok := slotPool[T]().Get().(*[maxSegment]slot[T]); ok {
+		return a
+	}
+	return new([maxSegment]slot[T])
+}
+
+// recycle gives the slots of s, a full-size segment the consumer has stepped past,
+// back for a new segment (see above). The consumer calls it once, as it steps past s.
+func (s *segment[T]) recycle() {
+	if len(s.slots) != maxSegment {
+		return
+	}
+	clear(s.slots) // the values for the garbage collector, the ready flags for reuse
+	slotPool[T]().Put((*[maxSegment]slot[T])(s.slots))
 }
