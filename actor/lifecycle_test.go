@@ -2,6 +2,7 @@ package actor_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,4 +167,56 @@ func TestSpawnWhileStoppingFails(t *testing.T) {
 	sys.Stop(ref)
 	probe.ExpectMsg(true)
 	probe.ExpectMsg(true)
+}
+
+// An actor whose producer panics or returns nil, at start or at a restart, stops
+// (its watchers see Terminated) and the system goes on.
+func TestProducerFailureStopsActor(t *testing.T) {
+	cases := map[string]func(calls int, probe *testkit.Probe) actor.Actor{
+		"panic at start": func(int, *testkit.Probe) actor.Actor { panic("no instance") },
+		"nil at start":   func(int, *testkit.Probe) actor.Actor { return nil },
+		"panic at restart": func(calls int, probe *testkit.Probe) actor.Actor {
+			if calls > 1 {
+				panic("no second instance")
+			}
+			return &recorder{name: "a", probe: probe.Ref(), hook: panicOnString}
+		},
+		"nil at restart": func(calls int, probe *testkit.Probe) actor.Actor {
+			if calls > 1 {
+				return nil
+			}
+			return &recorder{name: "a", probe: probe.Ref(), hook: panicOnString}
+		},
+	}
+	for name, produce := range cases {
+		t.Run(name, func(t *testing.T) {
+			sys := testkit.NewSystem(t)
+			probe := testkit.NewProbe(t, sys)
+			calls := 0
+			ref := spawn(t, sys, actor.PropsOf(func() actor.Actor {
+				calls++
+				return produce(calls, probe)
+			}), "a")
+			probe.Watch(ref)
+			if strings.HasSuffix(name, "restart") {
+				probe.ExpectMsg(event{"a", actor.Started{}})
+				_ = ref.Tell("fail")
+				probe.ExpectMsg(event{"a", "fail"})
+				probe.ExpectMsg(event{"a", actor.Restarting{}})
+			}
+			probe.ExpectTerminated(ref)
+			// The system still spawns and runs actors.
+			other := spawn(t, sys, recorderProps("b", probe, nil), "b")
+			probe.ExpectMsg(event{"b", actor.Started{}})
+			_ = other.Tell("hello")
+			probe.ExpectMsg(event{"b", "hello"})
+		})
+	}
+}
+
+// panicOnString is a recorder hook that fails on every string message.
+func panicOnString(ctx actor.Context) {
+	if s, ok := ctx.Message().(string); ok {
+		panic(s)
+	}
 }
