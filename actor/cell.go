@@ -296,6 +296,9 @@ func (c *cell) release() bool {
 func (c *cell) drain(budget int) (spent bool) {
 	if c.lifecycle() == stateNew {
 		c.start()
+		if c.idleAfterStart() {
+			return false
+		}
 	}
 	for {
 		if c.sysq.Load() != nil {
@@ -330,6 +333,16 @@ func (c *cell) drain(budget int) (spent bool) {
 			return false
 		}
 	}
+}
+
+// idleAfterStart reports whether a drain that has just started the actor has nothing
+// left to do: the actor runs, has no extras (so no mailbox from Props and nothing
+// unstashed) and no system or user message waits. Most actors are spawned idle, and
+// this spares their first drain runUser's deferred recover, which a CPU profile of
+// spawn-1m put at about a sixth of what a worker spends starting an actor. c.cur is
+// already clear: newInstance clears it.
+func (c *cell) idleAfterStart() bool {
+	return c.x.Load() == nil && c.sysq.Load() == nil && c.lifecycle() == stateRunning && c.userq.Empty()
 }
 
 // runSystem handles every pending system message, oldest first. Those that find the

@@ -220,3 +220,48 @@ func panicOnString(ctx actor.Context) {
 		panic(s)
 	}
 }
+
+// Messages and stops that race an actor's start are neither lost nor handled before
+// Started: a drain that has just started an actor goes idle only if nothing waits.
+func TestMessagesRacingStartAreHandled(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	const actors = 2000 // even ones get a message, odd ones a stop
+	type hello struct{ i int }
+	handled := make(chan int, actors)
+	stopped := make(chan int, actors)
+	early := make(chan int, actors)
+	for i := range actors {
+		startedSeen := false
+		ref := spawn(t, sys, actor.PropsFunc(func(ctx actor.Context) {
+			switch ctx.Message().(type) {
+			case actor.Started:
+				startedSeen = true
+			case hello:
+				if !startedSeen {
+					early <- i
+				}
+				handled <- i
+			case actor.Stopped:
+				if !startedSeen {
+					early <- i
+				}
+				stopped <- i
+			}
+		}), "")
+		if i%2 == 0 {
+			_ = ref.Tell(hello{i})
+		} else {
+			_ = sys.Stop(ref)
+		}
+	}
+	for n := 0; n < actors; n++ {
+		select {
+		case <-handled:
+		case <-stopped:
+		case i := <-early:
+			t.Fatalf("actor %d handled a message before Started", i)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d actors handled their message or stopped", n, actors)
+		}
+	}
+}
