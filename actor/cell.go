@@ -261,10 +261,12 @@ func (c *cell) path() string {
 	return c.parent.path() + "/" + c.nameOf()
 }
 
-// Values of cell.sched.
+// Values of cell.sched. Running is the zero value: a new cell belongs to the goroutine
+// that created it, which submits it to have it started, and a spawn spends no store
+// (an atomic exchange) on saying so.
 const (
-	schedIdle     uint32 = iota // no goroutine owns the cell
-	schedRunning                // a goroutine owns the cell and is draining
+	schedRunning  uint32 = iota // a goroutine owns the cell and is draining
+	schedIdle                   // no goroutine owns the cell
 	schedNotified               // as running, and something was pushed since the last drain began
 )
 

@@ -45,8 +45,7 @@ func (c *cell) spawnChild(props *Props, name string) (Ref, error) {
 	child.id = c.sys.newID()
 	x.children.add(child)
 	x.mu.Unlock()
-	child.sched.Store(schedRunning)
-	c.sys.disp.submit(child)
+	c.sys.disp.submit(child) // child.sched is schedRunning, its zero value: we own it
 	return Ref{child}, nil
 }
 

@@ -84,8 +84,7 @@ func New(name string, cfg Config) (*System, error) {
 	s.root.x.Load().children.add(s.user)
 	s.root.x.Load().children.add(s.sysg)
 	for _, g := range []*cell{s.root, s.user, s.sysg} {
-		g.sched.Store(schedRunning)
-		s.disp.submit(g)
+		s.disp.submit(g) // g.sched is schedRunning, its zero value
 	}
 	return s, nil
 }
