@@ -312,6 +312,11 @@ func TestRunQueueRefillsInBatches(t *testing.T) {
 // wakes one worker, and that worker, finding more cells when it takes its first, wakes
 // the next. Every cell is still taken, and by more than one worker.
 func TestRunQueueWakesOneWorkerAtATime(t *testing.T) {
+	// The pushes below must not run alongside the worker the first one wakes: with
+	// two processors, the idle one took that worker at once and it woke the next
+	// before the check (2 of 4 runs of the package under -race failed so). With
+	// one, a worker readied by a push waits until this goroutine blocks.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	synctest.Test(t, func(t *testing.T) {
 		const workers, cells = 3, 6
 		q := newRunQueue(16)
