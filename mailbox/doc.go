@@ -6,6 +6,8 @@
 // While the consumer keeps up, Push and Pop reuse one small segment and allocate
 // nothing; under a backlog the queue grows by linked segments of doubling size (4 to
 // 256 elements), and Shrink gives the grown memory back when the consumer turns idle.
+// A stream that keeps the consumer just behind its producers moves through full-size
+// segments, whose slots the consumer hands back for the next one to reuse.
 //
 // Bounded and Priority are the alternatives an actor can choose. Bounded holds at most a
 // fixed number of elements and applies an Overflow policy when full (drop the newest,
