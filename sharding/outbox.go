@@ -28,7 +28,7 @@ import (
 // EntityRef may add again. A sender's messages so keep their order whichever way each
 // goes: one added here is in the batch before any it sends later through the region.
 //
-// Everything in an outbox is guarded by mu.
+// The fields up to closed are guarded by mu; the others never change.
 type outbox struct {
 	mu      sync.Mutex
 	batches []*deliveryBatch // one per region with deliveries waiting
