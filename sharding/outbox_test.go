@@ -17,33 +17,10 @@ import (
 // and reach it in each sender's order, each with its sender (the entity's replies
 // reach them), also across flushes the region makes before a coordinator message.
 func TestBatchedForwardsKeepOrderAndSenders(t *testing.T) {
-	echo := actor.PropsFunc(func(ctx actor.Context) {
-		if s, ok := ctx.Message().(string); ok {
-			_ = ctx.Respond(s)
-		}
-	})
-	sc := startShardCluster(t, 2, func(int) EntityConfig {
-		c := persistentCounterConfig()
-		c.EntityFactory, c.Entity = nil, echo
-		c.RememberEntities = false
-		c.MinMembers = 2 // no home before both regions registered: some land on node 1
-		return c
-	})
+	sc := startStringCluster(t, echoProps(), nil)
 	a := testkit.NewProbe(t, sc.nodes[0].System)
 	b := testkit.NewProbe(t, sc.nodes[0].System)
-	// An entity on node 1, reached through node 0's region.
-	var id EntityID
-	for _, e := range entityIDs(50) {
-		a.Send(sc.nodes[0].region, Envelope{EntityID: e, Message: "probe"})
-		a.ExpectMsg("probe", 10*time.Second)
-		if a.LastSender().Address() == sc.addressOf(1) {
-			id = e
-			break
-		}
-	}
-	if id == "" {
-		t.Fatal("no entity of the first 50 lives on node 1")
-	}
+	id := entityOnNode1(t, sc, a)
 	shard := HashShardID(id, 10)
 	home := msgShardHome{Shard: shard, Region: RegionID(sc.nodes[1].region.URI())}
 	const n = 300
@@ -67,32 +44,9 @@ func TestBatchedForwardsKeepOrderAndSenders(t *testing.T) {
 // (every 10 s) is the only other message it would get, and each of ten messages,
 // sent one after another's reply, is answered well before it.
 func TestALoneForwardLeavesWithTheRegionsOwnFlush(t *testing.T) {
-	echo := actor.PropsFunc(func(ctx actor.Context) {
-		if s, ok := ctx.Message().(string); ok {
-			_ = ctx.Respond(s)
-		}
-	})
-	sc := startShardCluster(t, 2, func(int) EntityConfig {
-		c := persistentCounterConfig()
-		c.EntityFactory, c.Entity = nil, echo
-		c.RememberEntities = false
-		c.MinMembers = 2
-		c.Timings.RetryInterval = 10 * time.Second
-		return c
-	})
+	sc := startStringCluster(t, echoProps(), func(c *EntityConfig) { c.Timings.RetryInterval = 10 * time.Second })
 	p := testkit.NewProbe(t, sc.nodes[0].System)
-	var id EntityID
-	for _, e := range entityIDs(50) {
-		p.Send(sc.nodes[0].region, Envelope{EntityID: e, Message: "probe"})
-		p.ExpectMsg("probe", 30*time.Second) // the first waits for both regions to register
-		if p.LastSender().Address() == sc.addressOf(1) {
-			id = e
-			break
-		}
-	}
-	if id == "" {
-		t.Fatal("no entity of the first 50 lives on node 1")
-	}
+	id := entityOnNode1(t, sc, p)
 	for i := range 10 {
 		msg := fmt.Sprintf("lone-%d", i)
 		p.Send(sc.nodes[0].region, Envelope{EntityID: id, Message: msg})
@@ -125,35 +79,13 @@ func TestEntityRefsToAnotherNodeKeepOrderAcrossAHandOff(t *testing.T) {
 		mu.Unlock()
 		progress[who] <- i
 	})
-	sc := startShardCluster(t, 2, func(int) EntityConfig {
-		c := persistentCounterConfig()
-		c.EntityFactory, c.Entity = nil, rec
-		c.RememberEntities = false
-		c.MinMembers = 2
-		c.Timings.RebalanceInterval = time.Hour
-		return c
-	})
+	sc := startStringCluster(t, rec, func(c *EntityConfig) { c.Timings.RebalanceInterval = time.Hour })
 	dead := testkit.NewProbe(t, sc.nodes[0].System)
 	actor.Subscribe[actor.DeadLetter](sc.nodes[0].System.EventStream(), dead.Ref())
 	actor.Subscribe[actor.DeadLetter](sc.nodes[1].System.EventStream(), dead.Ref())
-	p := testkit.NewProbe(t, sc.nodes[0].System)
-	var ref EntityRef[string]
-	for _, e := range entityIDs(50) {
-		r, err := EntityRefFor[string](sc.nodes[0].System, "Counter", e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Send("probe", p.Ref()); err != nil {
-			t.Fatal(err)
-		}
-		p.ExpectMsg("probe", 30*time.Second)
-		if p.LastSender().Address() == sc.addressOf(1) {
-			ref = r
-			break
-		}
-	}
-	if ref.EntityID() == "" {
-		t.Fatal("no entity of the first 50 lives on node 1")
+	ref, err := EntityRefFor[string](sc.nodes[0].System, "Counter", entityOnNode1(t, sc, testkit.NewProbe(t, sc.nodes[0].System)))
+	if err != nil {
+		t.Fatal(err)
 	}
 	shard := HashShardID(ref.EntityID(), 10)
 	o := sc.nodes[0].sharding.types["Counter"].outbox.Load()
@@ -228,4 +160,44 @@ func awaitProgress(t *testing.T, ch chan int, i int) {
 			return
 		}
 	}
+}
+
+// echoProps is an entity that answers every string with itself.
+func echoProps() *actor.Props {
+	return actor.PropsFunc(func(ctx actor.Context) {
+		if s, ok := ctx.Message().(string); ok {
+			_ = ctx.Respond(s)
+		}
+	})
+}
+
+// startStringCluster starts two nodes whose Counter entities are props, without
+// remembered entities, allocating no shard before both regions registered (so that
+// some land on node 1); tweak, if not nil, changes the configuration further.
+func startStringCluster(t *testing.T, props *actor.Props, tweak func(*EntityConfig)) *shardCluster {
+	return startShardCluster(t, 2, func(int) EntityConfig {
+		c := persistentCounterConfig()
+		c.EntityFactory, c.Entity = nil, props
+		c.RememberEntities = false
+		c.MinMembers = 2
+		if tweak != nil {
+			tweak(&c)
+		}
+		return c
+	})
+}
+
+// entityOnNode1 returns an entity that lives on node 1, found by sending "probe"
+// through node 0's region with p as the sender (the entity must answer it).
+func entityOnNode1(t *testing.T, sc *shardCluster, p *testkit.Probe) EntityID {
+	t.Helper()
+	for _, e := range entityIDs(50) {
+		p.Send(sc.nodes[0].region, Envelope{EntityID: e, Message: "probe"})
+		p.ExpectMsg("probe", 30*time.Second) // the first waits for both regions to register
+		if p.LastSender().Address() == sc.addressOf(1) {
+			return e
+		}
+	}
+	t.Fatal("no entity of the first 50 lives on node 1")
+	return ""
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -83,8 +83,7 @@ func runShardedTell(n int) (result, error) {
 			return nil, err
 		}
 	}
-	var floors, sharded, pcts []float64
-	var results []result
+	var rs againstFloor
 	for range rounds {
 		floor, err := tellRound(n, p, func(i int) error { return plain[i%entities].Tell(1) })
 		if err != nil {
@@ -94,19 +93,38 @@ func runShardedTell(n int) (result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("entity refs: %w", err)
 		}
-		f, s := floor["ops_per_sec"].(float64), r["ops_per_sec"].(float64)
-		floors, sharded, pcts = append(floors, f), append(sharded, s), append(pcts, 100*s/f)
-		results = append(results, r)
+		rs.add(floor, r)
 	}
-	mid := medianBy(results, "ops_per_sec")
-	sort.Float64s(pcts)
+	mid := rs.summary()
 	mid["entities"] = entities
-	mid["rounds"] = rounds
-	mid["floor_ops_per_sec"] = round(median(floors), 0)
-	mid["pct_of_floor"] = round(100*median(sharded)/median(floors), 1)
+	return mid, nil
+}
+
+// againstFloor collects the rounds of a scenario measured against a floor in the same
+// run: each round measures the floor, then the scenario.
+type againstFloor struct {
+	floors, rates, pcts []float64
+	results             []result
+}
+
+// add records a round: the floor's result and the scenario's.
+func (a *againstFloor) add(floor, r result) {
+	f, s := floor["ops_per_sec"].(float64), r["ops_per_sec"].(float64)
+	a.floors, a.rates, a.pcts = append(a.floors, f), append(a.rates, s), append(a.pcts, 100*s/f)
+	a.results = append(a.results, r)
+}
+
+// summary returns the round with the median rate, with the ratio of the median rates
+// to the floor's and the range of the rounds' ratios.
+func (a *againstFloor) summary() result {
+	mid := medianBy(a.results, "ops_per_sec")
+	pcts := slices.Sorted(slices.Values(a.pcts))
+	mid["rounds"] = len(a.results)
+	mid["floor_ops_per_sec"] = round(median(a.floors), 0)
+	mid["pct_of_floor"] = round(100*median(a.rates)/median(a.floors), 1)
 	mid["pct_of_floor_min"] = round(pcts[0], 1)
 	mid["pct_of_floor_max"] = round(pcts[len(pcts)-1], 1)
-	return mid, nil
+	return mid
 }
 
 // tellRound sends n messages with send(0) ... send(n-1) and times until p has counted

@@ -246,8 +246,7 @@ func runShardedTellRemote(n int) (result, error) {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 
-	var floors, sharded, pcts []float64
-	var results []result
+	var rs againstFloor
 	for rnd := range rounds {
 		cpu0 := processCPU()
 		floor, err := remoteFloor(a, b, n)
@@ -261,23 +260,10 @@ func runShardedTellRemote(n int) (result, error) {
 		}
 		r["cpu_ns_per_op"] = round(float64(processCPU()-cpu1)/float64(n), 0)
 		r["floor_cpu_ns_per_op"] = round(float64(cpu1-cpu0)/float64(n), 0)
-		f, s := floor["ops_per_sec"].(float64), r["ops_per_sec"].(float64)
-		floors, sharded, pcts = append(floors, f), append(sharded, s), append(pcts, 100*s/f)
-		results = append(results, r)
+		rs.add(floor, r)
 	}
-	mid := results[0]
-	for _, r := range results {
-		if r["ops_per_sec"].(float64) == median(sharded) {
-			mid = r
-		}
-	}
-	sort.Float64s(pcts)
+	mid := rs.summary()
 	mid["entities"] = entities
-	mid["rounds"] = rounds
-	mid["floor_ops_per_sec"] = round(median(floors), 0)
-	mid["pct_of_floor"] = round(100*median(sharded)/median(floors), 1)
-	mid["pct_of_floor_min"] = round(pcts[0], 1)
-	mid["pct_of_floor_max"] = round(pcts[len(pcts)-1], 1)
 	return mid, nil
 }
 
