@@ -14,11 +14,13 @@ import (
 
 // EntityRef is a typed reference to one entity: it sends messages of type M to the
 // entity with the given ID through this node's region (or proxy) of its type, wherever
-// the entity lives and whether or not it runs. It is a small value; copy it freely and
-// use it from any goroutine, inside or outside actors. Two EntityRefs of one entity
-// are equal. While any is held, the EntityRefs of an entity whose shard runs on this
-// node share a small record (about 110 bytes) in which they remember where the entity
-// runs, so that a tell does not look it up each time.
+// the entity lives and whether or not it runs. When the region would route a message
+// straight on (to the running entity on this node, or in a batch to the region of its
+// node), the EntityRef does that itself, in the same order. It is a small value; copy
+// it freely and use it from any goroutine, inside or outside actors. Two EntityRefs of
+// one entity are equal. While any is held, the EntityRefs of an entity whose shard runs
+// on this node share a small record (about 110 bytes) in which they remember where the
+// entity runs, so that a tell does not look it up each time.
 type EntityRef[M any] struct {
 	region   actor.Ref
 	typeName string
