@@ -205,6 +205,9 @@ func (o *outbox) reopen() {
 // close shuts the outbox for good and sends every batch: its region has stopped, or
 // has been replaced.
 func (o *outbox) close() {
+	if o == nil {
+		return
+	}
 	o.mu.Lock()
 	o.open, o.closed = false, true
 	o.direct = nil

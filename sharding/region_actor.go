@@ -305,8 +305,10 @@ func (r *regionActor) stopped(ctx actor.Context) {
 		d.stop = false
 		r.apply(ctx, d)
 	}
-	r.out.close() // no flush of its own comes any more, and no EntityRef may add
-	r.entry.outbox.CompareAndSwap(r.out, nil)
+	if r.out != nil { // nil if the region failed before it started
+		r.out.close() // no flush of its own comes any more, and no EntityRef may add
+		r.entry.outbox.CompareAndSwap(r.out, nil)
+	}
 }
 
 // clusterChanged re-registers when the coordinator's node changes.
