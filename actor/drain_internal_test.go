@@ -90,42 +90,51 @@ func TestJanitorReleasesGrownMailbox(t *testing.T) {
 		defer func() { _ = sys.Shutdown(context.Background()) }()
 		gate := make(chan struct{})
 		handled := 0
-		ref, _ := sys.Spawn(PropsFunc(func(ctx Context) {
-			switch ctx.Message().(type) {
-			case string:
-				<-gate
-			case int:
-				handled++
-			}
-		}), "bursty")
-		c := ref.p.(*cell)
-		_ = ref.Tell("block")
-		synctest.Wait()
-		for i := range 1000 {
-			_ = ref.Tell(i)
-		}
+		c := burst(sys, gate, func() { handled++ })
 		close(gate)
 		synctest.Wait()
-		owned := func(f func()) {
-			for !c.sched.CompareAndSwap(schedIdle, schedRunning) {
-				synctest.Wait()
-			}
-			f()
-			c.sched.Store(schedIdle)
-		}
-		owned(func() {
+		owning(c, func() {
 			if handled != 1000 || !c.userq.Grown() {
 				t.Fatalf("after the burst: handled %d, grown %v", handled, c.userq.Grown())
 			}
 		})
 		time.Sleep(2 * janitorInterval)
 		synctest.Wait()
-		owned(func() {
+		owning(c, func() {
 			if c.userq.Grown() {
 				t.Fatal("the janitor did not release the grown mailbox of an idle actor")
 			}
 		})
 	})
+}
+
+// burst spawns an actor in sys that blocks on gate for each string and calls onInt for
+// each int, blocks it with a string and sends it 1,000 ints, and returns its cell. Call
+// it inside a synctest bubble.
+func burst(sys *System, gate chan struct{}, onInt func()) *cell {
+	ref, _ := sys.Spawn(PropsFunc(func(ctx Context) {
+		switch ctx.Message().(type) {
+		case string:
+			<-gate
+		case int:
+			onInt()
+		}
+	}), "bursty")
+	_ = ref.Tell("block")
+	synctest.Wait()
+	for i := range 1000 {
+		_ = ref.Tell(i)
+	}
+	return ref.p.(*cell)
+}
+
+// owning runs f while the test owns cell c (as a worker would), once c is idle.
+func owning(c *cell, f func()) {
+	for !c.sched.CompareAndSwap(schedIdle, schedRunning) {
+		synctest.Wait()
+	}
+	f()
+	c.sched.Store(schedIdle)
 }
 
 // A cell whose mailbox grew is offered to the janitor once, not on every drain, and a
@@ -139,17 +148,8 @@ func TestJanitorKeepsABusyCandidate(t *testing.T) {
 		}
 		defer func() { _ = sys.Shutdown(context.Background()) }()
 		gate := make(chan struct{})
-		ref, _ := sys.Spawn(PropsFunc(func(ctx Context) {
-			if _, ok := ctx.Message().(string); ok {
-				<-gate
-			}
-		}), "bursty")
-		c := ref.p.(*cell)
-		_ = ref.Tell("block")
-		synctest.Wait()
-		for i := range 1000 {
-			_ = ref.Tell(i)
-		}
+		c := burst(sys, gate, func() {})
+		ref := Ref{c}
 		gate <- struct{}{}
 		synctest.Wait() // the burst is handled: the grown mailbox is offered
 		candidate := func() bool {
@@ -172,11 +172,8 @@ func TestJanitorKeepsABusyCandidate(t *testing.T) {
 		synctest.Wait()
 		time.Sleep(janitorInterval)
 		synctest.Wait()
-		for !c.sched.CompareAndSwap(schedIdle, schedRunning) {
-			synctest.Wait()
-		}
-		grown := c.userq.Grown()
-		c.sched.Store(schedIdle)
+		var grown bool
+		owning(c, func() { grown = c.userq.Grown() })
 		if grown || candidate() {
 			t.Fatalf("after an idle sweep: grown %v, candidate %v", grown, candidate())
 		}

@@ -116,9 +116,10 @@
 //     while the coordinator does not move). The same holds for a sender's messages
 //     through EntityRefs of the entity. Between the two paths it does not: a message
 //     told to the region may be overtaken by the same sender's later EntityRef
-//     message when the entity runs on this node, since EntityRefs then skip the
-//     region (as two different recipients, the region and the entity, are not
-//     ordered against each other).
+//     message, since EntityRefs skip the region when it would route the message
+//     straight on: to the entity running on this node, or into the batch for the
+//     region of the entity's node (as two different recipients, the region and the
+//     entity or the batch, are not ordered against each other).
 //   - Delivery is at most once, as between any two actors: end-to-end reliability
 //     needs acknowledgements (persistence.AtLeastOnceDelivery).
 //

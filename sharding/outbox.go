@@ -169,7 +169,12 @@ func (o *outbox) sendDirect(shard ShardID, id EntityID, msg any, sender actor.Re
 // region (see sendDirect).
 func (o *outbox) setDirect(s ShardID, to actor.Ref, ok bool) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
+	o.putDirect(s, to, ok)
+	o.mu.Unlock()
+}
+
+// putDirect is setDirect with mu held.
+func (o *outbox) putDirect(s ShardID, to actor.Ref, ok bool) {
 	if !ok {
 		delete(o.direct, s)
 		return
@@ -178,6 +183,14 @@ func (o *outbox) setDirect(s ShardID, to actor.Ref, ok bool) {
 		o.direct = map[ShardID]actor.Ref{}
 	}
 	o.direct[s] = to
+}
+
+// flushOwn sends every batch when the flush the region sent itself comes back.
+func (o *outbox) flushOwn() {
+	o.mu.Lock()
+	o.flushQueued = false
+	o.flushAll()
+	o.mu.Unlock()
 }
 
 // shut keeps EntityRefs out while the region handles a message other than a delivery,

@@ -94,10 +94,7 @@ func (r *regionActor) Receive(ctx actor.Context) {
 func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 	switch m := ctx.Message().(type) {
 	case flushDeliveries:
-		r.out.mu.Lock()
-		r.out.flushQueued = false
-		r.out.flushAll()
-		r.out.mu.Unlock()
+		r.out.flushOwn()
 		return false
 	case *msgDeliveries:
 		r.fromRegionBatch(ctx, m)
@@ -210,13 +207,18 @@ func shardOfCoordinatorMsg(m any) ShardID {
 // and whether it would forward them to a region on another node, which EntityRefs may
 // then add to the outbox themselves (outbox.direct).
 func (r *regionActor) refreshRoute(s ShardID) {
+	r.refreshLocal(s)
+	to, ok := r.directHome(s)
+	r.out.setDirect(s, to, ok)
+}
+
+// refreshLocal is refreshRoute's half for the local shard's fast path.
+func (r *regionActor) refreshLocal(s ShardID) {
 	if fp := r.fast[s]; fp != nil {
 		if local := r.core.deliversLocally(s); fp.local.Load() != local {
 			fp.local.Store(local)
 		}
 	}
-	to, ok := r.directHome(s)
-	r.out.setDirect(s, to, ok)
 }
 
 // directHome returns the region on another node that the region would forward shard
@@ -245,21 +247,15 @@ func (r *regionActor) retireFastPath(s ShardID) {
 // changed any of them.
 func (r *regionActor) refreshAllRoutes() {
 	for s := range r.fast {
-		if local := r.core.deliversLocally(s); r.fast[s].local.Load() != local {
-			r.fast[s].local.Store(local)
-		}
+		r.refreshLocal(s)
 	}
 	o := r.out
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	clear(o.direct)
 	for s := range r.core.homes {
-		if to, ok := r.directHome(s); ok {
-			if o.direct == nil {
-				o.direct = map[ShardID]actor.Ref{}
-			}
-			o.direct[s] = to
-		}
+		to, ok := r.directHome(s)
+		o.putDirect(s, to, ok)
 	}
 }
 
