@@ -134,3 +134,53 @@ func TestDeadLetterNamesTheUsersMessage(t *testing.T) {
 		t.Fatalf("the ask's dead letter %T %v, want the user's message", dl.Message, dl.Message)
 	}
 }
+
+// batch is a layer's batch of users' messages (actorstate.Batch), each with a sender.
+type batch struct {
+	msgs    []any
+	senders []Ref
+}
+
+func (b batch) EachUserMessage(yield func(msg, sender any)) {
+	for i, m := range b.msgs {
+		yield(m, b.senders[i])
+	}
+}
+
+// A batch that becomes a dead letter is a dead letter per message, each with its own
+// sender, counted as many: an ask among them fails at once with an error naming its
+// message, not the batch.
+func TestBatchDeadLetterIsOnePerMessage(t *testing.T) {
+	sys, err := New("batch", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sys.Shutdown(context.Background()) }()
+	dead := make(chan DeadLetter, 4)
+	sub, err := sys.Spawn(PropsFunc(func(ctx Context) {
+		if dl, ok := ctx.Message().(DeadLetter); ok {
+			dead <- dl
+		}
+	}), "dead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	Subscribe[DeadLetter](sys.EventStream(), sub)
+	fut := newFuture(sys)
+	b := batch{msgs: []any{"first", 2}, senders: []Ref{sub, {fut}}}
+	before := sys.DeadLetterCount()
+	_ = sys.DeadLetters().Tell(b)
+	for i, want := range b.msgs {
+		if dl := <-dead; dl.Message != want || dl.Sender != b.senders[i] {
+			t.Fatalf("dead letter %d: %T %v from %v, want %v from %v", i, dl.Message, dl.Message, dl.Sender, want, b.senders[i])
+		}
+	}
+	if n := sys.DeadLetterCount() - before; n != 2 {
+		t.Fatalf("the count grew by %d, want 2", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := fut.Result(ctx); !errors.Is(err, ErrDeadLetter) || !strings.Contains(err.Error(), "int") || strings.Contains(err.Error(), "batch") {
+		t.Fatalf("the ask's future: %v; want a dead letter naming an int", err)
+	}
+}

@@ -26,8 +26,16 @@ type DeadLetter struct {
 }
 
 // deadLetter publishes an undeliverable message, counts and logs it, and fails an Ask
-// waiting on it.
+// waiting on it. A batch of users' messages (actorstate.Batch) is as many dead letters,
+// each with its own sender.
 func (s *System) deadLetter(recipient Ref, msg any, sender Ref, reason error) {
+	if b, ok := msg.(actorstate.Batch); ok {
+		b.EachUserMessage(func(m, from any) {
+			r, _ := from.(Ref)
+			s.deadLetter(recipient, m, r, reason)
+		})
+		return
+	}
 	msg = userMessage(msg)
 	if reason == nil {
 		reason = ErrDeadLetter

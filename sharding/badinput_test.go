@@ -41,8 +41,8 @@ func TestBadInputUnplaceableMessages(t *testing.T) {
 	for _, m := range []any{unplaceable{id: ""}, unplaceable{id: "panic"}, "not for me", Envelope{Message: get{}}, Envelope{EntityID: "x"}} {
 		_ = region.Tell(m)
 		dl := testkit.ExpectMsgType[actor.DeadLetter](dead)
-		if dl.Message != m {
-			t.Fatalf("dead letter %+v, want %v", dl, m)
+		if dl.Message != m || dl.Recipient != region || !errors.Is(dl.Reason, ErrUnplaceable) {
+			t.Fatalf("dead letter %+v, want %v to the region, unplaceable", dl, m)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -80,8 +80,13 @@ func TestBadInputBufferOverflowIsCounted(t *testing.T) {
 	for i := range 8 {
 		_ = region.Tell(Envelope{EntityID: EntityID(rune('a' + i)), Message: incr{}})
 	}
-	for range 3 {
-		testkit.ExpectMsgType[actor.DeadLetter](dead)
+	for i := 5; i < 8; i++ {
+		// The messages that did not fit, each with the reason, addressed to the region.
+		dl := testkit.ExpectMsgType[actor.DeadLetter](dead)
+		want := Envelope{EntityID: EntityID(rune('a' + i)), Message: incr{}}
+		if dl.Message != want || dl.Recipient != region || !errors.Is(dl.Reason, ErrBufferFull) {
+			t.Fatalf("dead letter %+v, want %+v to the region, buffer full", dl, want)
+		}
 	}
 	dead.ExpectNoMsg(100 * time.Millisecond)
 	if st, _ := s.Stats("Counter"); st.BufferDropped != 3 {

@@ -204,6 +204,9 @@ type deliveryBatch struct {
 	size int
 	// The table entries of the last delivery added: the next one usually has the same.
 	lastSender, lastManifest int
+	// decoders gives Codecs that decode the encodings again, for a batch that becomes a
+	// dead letter (EachUserMessage); nil: such a batch names its messages' types only.
+	decoders *sync.Pool
 }
 
 // add encodes d's message with codec and adds d to b. A delivery whose part of the
@@ -265,7 +268,7 @@ func (b *deliveryBatch) lookup(sender actor.Ref, manifest string) (s, m int) {
 func (b *deliveryBatch) reset() {
 	clear(b.refs)
 	*b = deliveryBatch{to: b.to, index: b.index[:0], ids: b.ids[:0], payloads: b.payloads[:0],
-		refs: b.refs[:0], senders: b.senders[:0], manifests: b.manifests[:0]}
+		refs: b.refs[:0], senders: b.senders[:0], manifests: b.manifests[:0], decoders: b.decoders}
 }
 
 // batchOf returns the batch of the decoded deliveries in, to encode them again.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/testkit"
 )
 
@@ -80,6 +81,122 @@ func TestShardDeliveryDeadLetterIsTheUsersMessage(t *testing.T) {
 		_ = shard.Tell(tc.d)
 		if dl := testkit.ExpectMsgType[actor.DeadLetter](dead, 5*time.Second); dl.Message != tc.want {
 			t.Fatalf("dead letter %T %+v, want %+v", dl.Message, dl.Message, tc.want)
+		}
+	}
+}
+
+// A batch of deliveries that becomes a dead letter (the transport refused it, or its
+// region has stopped) is one dead letter for each delivery, in order: the Envelope the
+// region would have placed, with the delivery's own sender, and the dead-letter count
+// grows by the number of deliveries. A batch being sent decodes its encodings again; a
+// received one gives what its transport decoded; a message that cannot be decoded is
+// named by a remote.Undecodable.
+func TestABatchDeadLetterIsOnePerDelivery(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	reg := testRegistry(t)
+	s, err := Start(sys, Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := testkit.NewProbe(t, sys).Ref()
+	codec := reg.NewCodec(refResolver{sys})
+	ds := []delivery{
+		{shard: "1", entity: "e1", msg: Increment{By: 1}, sender: a},
+		{shard: "2", entity: "e2", msg: "text"},
+		{shard: "1", entity: "e3", msg: GetCount{}, sender: a},
+	}
+	envelopes := func(msgs ...any) []actor.DeadLetter {
+		out := make([]actor.DeadLetter, len(ds))
+		for i, d := range ds {
+			out[i] = actor.DeadLetter{Message: Envelope{EntityID: d.entity, Message: msgs[i]}, Sender: d.sender}
+		}
+		return out
+	}
+	sending := testBatchOf(t, codec, ds...)
+	sending.decoders = &s.decoders
+
+	// The same batch received, its second delivery under a manifest nobody registered.
+	parts, err := unmarshalDeliveries(reg, marshalDeliveries(t, reg, &msgDeliveries{out: testBatchOf(t, codec, ds...)}), plainResolver{sys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts[1].manifest = "test.nobody"
+	unknown := remote.Undecodable{Manifest: "test.nobody", Size: len(parts[1].payload)}
+	v, err := reg.UnmarshalContext(deliveriesName, marshalDeliveries(t, reg, &msgDeliveries{out: batchOf(parts)}), refResolver{sys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	received := v.(*msgDeliveries)
+
+	dead := testkit.NewProbe(t, sys)
+	actor.Subscribe[actor.DeadLetter](sys.EventStream(), dead.Ref())
+	region := testkit.NewProbe(t, sys).Ref()
+	for _, tc := range []struct {
+		name  string
+		batch *msgDeliveries
+		want  []actor.DeadLetter
+	}{
+		{"being sent", &msgDeliveries{out: sending}, envelopes(Increment{By: 1}, "text", GetCount{})},
+		{"received", received, envelopes(Increment{By: 1}, unknown, GetCount{})},
+	} {
+		before := sys.DeadLetterCount()
+		_ = sys.DeadLetters().Send(tc.batch, region)
+		for i, want := range tc.want {
+			dl := testkit.ExpectMsgType[actor.DeadLetter](dead, 5*time.Second)
+			if dl.Message != want.Message || dl.Sender != want.Sender {
+				t.Fatalf("%s: dead letter %d is %T %+v from %v, want %+v from %v", tc.name, i, dl.Message, dl.Message, dl.Sender, want.Message, want.Sender)
+			}
+		}
+		if n := sys.DeadLetterCount() - before; n != uint64(len(tc.want)) {
+			t.Fatalf("%s: the dead-letter count grew by %d, want %d", tc.name, n, len(tc.want))
+		}
+	}
+}
+
+// A batch that reaches a node whose region has stopped (the node is up) becomes, on
+// that node, a dead letter per delivery, each the user's Envelope with the sender on
+// the first node.
+func TestABatchForAStoppedRegionIsADeadLetterPerDelivery(t *testing.T) {
+	sc := startStringCluster(t, 2, echoProps(), nil)
+	sys0, sys1 := sc.nodes[0].System, sc.nodes[1].System
+	region1 := sc.nodes[1].region
+	watcher := testkit.NewProbe(t, sys1)
+	watcher.Watch(region1)
+	if err := sys1.Stop(region1); err != nil {
+		t.Fatal(err)
+	}
+	watcher.ExpectTerminated(region1, 5*time.Second)
+	dead := testkit.NewProbe(t, sys1)
+	actor.Subscribe[actor.DeadLetter](sys1.EventStream(), dead.Ref())
+
+	to, err := sys0.Resolve(region1.URI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := testkit.NewProbe(t, sys0).Ref()
+	b := testBatchOf(t, Get(sys0).reg.NewCodec(refResolver{sys0}),
+		delivery{shard: "1", entity: "e1", msg: "one", sender: a},
+		delivery{shard: "2", entity: "e2", msg: "two"})
+	if err := to.Send(&msgDeliveries{out: b}, a); err != nil {
+		t.Fatal(err)
+	}
+	want := []Envelope{{EntityID: "e1", Message: "one"}, {EntityID: "e2", Message: "two"}}
+	senders := []string{a.URI(), ""}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(want) > 0 {
+		dl := testkit.ExpectMsgType[actor.DeadLetter](dead, time.Until(deadline))
+		switch m := dl.Message.(type) {
+		case *msgDeliveries:
+			t.Fatal("the batch is a dead letter of its own")
+		case Envelope:
+			sender := ""
+			if !dl.Sender.IsZero() {
+				sender = dl.Sender.URI()
+			}
+			if m != want[0] || sender != senders[0] {
+				t.Fatalf("dead letter %+v from %q, want %+v from %q", m, sender, want[0], senders[0])
+			}
+			want, senders = want[1:], senders[1:]
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package sharding
 
 import (
-	"bytes"
 	"fmt"
 	"sync"
 
@@ -38,8 +37,10 @@ type outbox struct {
 	full int
 	// flushQueued is set while a flush the region sent itself is on its way.
 	flushQueued bool
-	// codec encodes the messages of the batches.
-	codec *serialization.Codec
+	// codec encodes the messages of the batches; decoders decode them again, for a
+	// batch that becomes a dead letter (deliveryBatch.decoders).
+	codec    *serialization.Codec
+	decoders *sync.Pool
 	// direct holds the shards EntityRefs may add messages for, each with its home.
 	direct map[ShardID]actor.Ref
 	// open is false while the region handles a message other than a delivery, and for
@@ -60,10 +61,11 @@ const maxSpareBuffer = 2 * maxDeliveriesBytes
 // newOutbox returns the (open) outbox of region r, for batches of at most limit bytes.
 func newOutbox(r *regionActor, codec *serialization.Codec, limit int) *outbox {
 	return &outbox{
-		full:  max((limit-deliveriesOverhead)/2, 1),
-		codec: codec,
-		open:  true,
-		self:  r.self, stats: r.entry.stats, log: r.log, drops: r.drops,
+		full:     max((limit-deliveriesOverhead)/2, 1),
+		codec:    codec,
+		decoders: &r.ext.decoders,
+		open:     true,
+		self:     r.self, stats: r.entry.stats, log: r.log, drops: r.drops,
 	}
 }
 
@@ -79,7 +81,7 @@ func (o *outbox) batchFor(to actor.Ref) *deliveryBatch {
 		b, o.spare = o.spare[n-1], o.spare[:n-1]
 		b.to = to
 	} else {
-		b = &deliveryBatch{to: to}
+		b = &deliveryBatch{to: to, decoders: o.decoders}
 	}
 	o.batches = append(o.batches, b)
 	return b
@@ -131,7 +133,8 @@ func (o *outbox) flushTo(to actor.Ref) {
 
 // send sends b to its region, and reports whether b may be reused: the transport
 // encodes a message to another node before Send returns, and keeps it only when it
-// refuses it (as a dead letter). mu is held.
+// refuses it (a dead letter, which names each delivery, EachUserMessage; a batch it
+// refused is not reused, should a transport keep it longer). mu is held.
 func (o *outbox) send(b *deliveryBatch) bool {
 	err := b.to.Send(&msgDeliveries{out: b}, o.self)
 	if err == nil {
@@ -290,8 +293,7 @@ func (r *regionActor) fromRegionBatch(ctx actor.Context, m *msgDeliveries) {
 		}
 		if err != nil {
 			r.entry.stats.undelivered.Add(1)
-			_ = ctx.System().DeadLetters().Send(&msgDelivery{Shard: in.shard, Entity: in.entity, Manifest: in.manifest,
-				Payload: bytes.Clone(in.payload)}, in.sender)
+			deadLetter(ctx.System(), r.self, undecodable(in.entity, in.manifest, in.payload), in.sender, err)
 			r.drops.warn(r.log, "sharding: a delivery from another region cannot be decoded; sent to dead letters",
 				zap.String("entity", string(in.entity)), zap.Error(err))
 			continue

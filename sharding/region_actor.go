@@ -430,7 +430,7 @@ func (r *regionActor) forgetRegion(id RegionID) {
 // letters.
 func (r *regionActor) unplaceable(ctx actor.Context, msg any, err error) {
 	r.entry.stats.unplaceable.Add(1)
-	_ = ctx.System().DeadLetters().Send(msg, ctx.Sender())
+	deadLetter(ctx.System(), ctx.Self(), msg, ctx.Sender(), err)
 	r.drops.warn(r.log, "sharding: message cannot be placed; sent to dead letters",
 		zap.String("message", fmt.Sprintf("%T", msg)), zap.Stringer("sender", ctx.Sender()), zap.Error(err))
 }
@@ -492,7 +492,7 @@ func (r *regionActor) fromRegion(ctx actor.Context, m *msgDelivery) {
 	d, err := unwire(r.ext.reg, ctx.System(), m, ctx.Sender())
 	if err != nil {
 		r.entry.stats.undelivered.Add(1)
-		_ = ctx.System().DeadLetters().Send(m, ctx.Sender())
+		deadLetter(ctx.System(), ctx.Self(), undecodable(m.Entity, m.Manifest, m.Payload), ctx.Sender(), err)
 		r.drops.warn(r.log, "sharding: a delivery from another region cannot be decoded; sent to dead letters", zap.Error(err))
 		return
 	}
@@ -710,15 +710,11 @@ func (r *regionActor) drop(ctx actor.Context, d *delivery, err error) {
 	} else {
 		r.entry.stats.undelivered.Add(1)
 	}
-	msg := d.msg
-	if d.start {
-		msg = StartEntity{ID: d.entity}
-	}
-	if msg != nil {
-		_ = ctx.System().DeadLetters().Send(msg, d.sender)
+	if d.start || d.msg != nil {
+		deadLetter(ctx.System(), r.self, d, d.sender, err)
 	}
 	r.drops.warn(r.log, "sharding: message dropped; sent to dead letters", zap.String("shard", string(d.shard)),
-		zap.String("entity", string(d.entity)), zap.String("message", fmt.Sprintf("%T", msg)), zap.Error(err))
+		zap.String("entity", string(d.entity)), zap.String("message", fmt.Sprintf("%T", d.UserMessage())), zap.Error(err))
 }
 
 // applyTimers starts and cancels the timers a core asked for.

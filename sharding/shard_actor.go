@@ -285,11 +285,11 @@ func (s *shardActor) drop(ctx actor.Context, d *delivery, err error) {
 	} else {
 		s.entry.stats.undelivered.Add(1)
 	}
-	if d.msg != nil {
-		_ = ctx.System().DeadLetters().Send(d.msg, d.sender)
+	if d.start || d.msg != nil {
+		deadLetter(ctx.System(), ctx.Self(), d, d.sender, err)
 	}
 	s.drops.warn(s.log, "sharding: message dropped; sent to dead letters", zap.String("entity", string(d.entity)),
-		zap.String("message", fmt.Sprintf("%T", d.msg)), zap.Error(err))
+		zap.String("message", fmt.Sprintf("%T", d.UserMessage())), zap.Error(err))
 }
 
 // acquireLease asks for the shard's lease on a goroutine of its own; the answer comes

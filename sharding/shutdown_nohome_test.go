@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -47,10 +48,11 @@ func TestLeavingRegionDropsWhatNoRegionCanHost(t *testing.T) {
 		t.Fatalf("shutdown: %v", err)
 	}
 	// The shutdown dead-letters other messages too (the cluster's news to actors that
-	// stopped): look for the region's drop among them.
+	// stopped): look for the region's drop among them, addressed to the region and
+	// naming the reason.
 	dead.FishForMessage(func(m any) bool {
 		dl, ok := m.(actor.DeadLetter)
-		return ok && dl.Message == any(msg.Message)
+		return ok && dl.Message == any(msg) && dl.Recipient == node.region && errors.Is(dl.Reason, ErrNoRegion)
 	}, time.Second)
 	if st, err := node.sharding.Stats(sc.typeName); err != nil || st.Undelivered != 1 {
 		t.Fatalf("stats %+v, %v; want 1 undelivered", st, err)

@@ -18,6 +18,13 @@ var AskDeferred func(ctx context.Context, ref any, msg any, watch bool) (future 
 // gives, naming target and msg.
 var AwaitAsk func(ctx context.Context, future any, target any, msg any) (any, error)
 
+// DeadLetter publishes msg, which a layer could not deliver to recipient, as a dead
+// letter of sys (an *actor.System) with its reason: counted, on the event stream, in
+// the log at a bounded rate, and as the failure of an ask waiting for it, as the
+// actor runtime publishes its own. recipient and sender are actor.Refs (sender may be
+// the zero Ref).
+var DeadLetter func(sys any, recipient, msg, sender any, reason error)
+
 // Wrapper is implemented by a message that one of Troupe's layers wraps around what a
 // user sent, on its way to an actor of that layer (sharding's EntityRef messages on
 // their way through the region). Where package actor names a message the user may
@@ -26,4 +33,15 @@ var AwaitAsk func(ctx context.Context, future any, target any, msg any) (any, er
 // sent, in the form the layer's public API gives it.
 type Wrapper interface {
 	UserMessage() any
+}
+
+// Batch is implemented by a message that carries many user messages in one (sharding's
+// batches of deliveries to a region on another node). Where package actor would
+// publish such a message as one dead letter, it publishes one for each message in it,
+// with that message's own sender: the count, the events and the failed asks are the
+// users' messages, never the batch. EachUserMessage calls yield with each message, in
+// the form the layer's public API gives it, and its sender (an actor.Ref, or nil for
+// none).
+type Batch interface {
+	EachUserMessage(yield func(msg, sender any))
 }
