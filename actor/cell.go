@@ -41,6 +41,13 @@ const (
 	// the cell's mailbox. While it is set, an owner whose mailbox is still grown has
 	// nothing to offer, which spares it the janitor's lock on every drain.
 	stateJanitor uint32 = 1 << 11
+	// stateTermQueued is, for a child whose parent watches it, what extras.termQueued
+	// is for other watched actors: the parent has queued the child's Terminated and
+	// not delivered it yet (an Unwatch meanwhile clears it, and the Terminated is not
+	// delivered). As a flag it costs the parent no map entry when many children stop
+	// at once (a shard that hands off stops all its entities). Only the parent sets
+	// and clears it.
+	stateTermQueued uint32 = 1 << 12
 )
 
 // cell is a local actor: its mailbox, its instance and its bookkeeping. It is the
@@ -426,11 +433,17 @@ func (c *cell) invoke(env envelope) {
 		}
 		env = envelope{msg: ReceiveTimeout{}}
 	case deathNote:
-		x := c.x.Load()
-		if _, ok := x.termQueued[m.t.Ref]; !ok {
-			return // unwatched after it was queued
+		if kid := c.childOf(m.t.Ref); kid != nil {
+			if kid.state.And(^stateTermQueued)&stateTermQueued == 0 {
+				return // unwatched after it was queued
+			}
+		} else {
+			x := c.x.Load()
+			if _, ok := x.termQueued[m.t.Ref]; !ok {
+				return // unwatched after it was queued
+			}
+			delete(x.termQueued, m.t.Ref)
 		}
-		delete(x.termQueued, m.t.Ref)
 		env = envelope{msg: m.t, sender: m.t.Ref}
 	default:
 		if x := c.x.Load(); x != nil && x.rt.d > 0 {

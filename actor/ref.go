@@ -1,5 +1,7 @@
 package actor
 
+import "strings"
+
 // process is what a Ref delivers to: a local actor cell, an ask future, the dead-letter
 // sink, and later the remote layer's proxies.
 type process interface {
@@ -33,6 +35,20 @@ func (r Ref) Path() string {
 		return ""
 	}
 	return r.p.path()
+}
+
+// Name returns the last element of the actor's path: the name it was spawned with, or
+// the one the system gave an anonymous actor; "" for the zero Ref. For a local actor it
+// reads the name without building the path.
+func (r Ref) Name() string {
+	switch p := r.p.(type) {
+	case nil:
+		return ""
+	case *cell:
+		return p.nameOf()
+	}
+	path := r.p.path()
+	return path[strings.LastIndexByte(path, '/')+1:]
 }
 
 // String returns the path of a local actor, the full path (see URI) of an actor in

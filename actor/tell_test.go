@@ -87,8 +87,8 @@ func TestSpawnNamesAndPaths(t *testing.T) {
 	}
 	probe.Send(parent, "kid")
 	kid := testkit.ExpectMsgType[actor.Ref](probe)
-	if kid.Path() != "/user/parent/kid" {
-		t.Fatalf("child path %q", kid.Path())
+	if kid.Path() != "/user/parent/kid" || kid.Name() != "kid" || parent.Name() != "parent" {
+		t.Fatalf("child path %q, name %q; parent's name %q", kid.Path(), kid.Name(), parent.Name())
 	}
 	probe.Send(parent, "kid")
 	if err := testkit.ExpectMsgType[error](probe); !errors.Is(err, actor.ErrNameTaken) {
@@ -100,8 +100,11 @@ func TestSpawnNamesAndPaths(t *testing.T) {
 		}
 	}
 	anon := spawn(t, sys, actor.PropsFunc(func(actor.Context) {}), "")
-	if !strings.HasPrefix(anon.Path(), "/user/$") {
-		t.Fatalf("anonymous path %q", anon.Path())
+	if !strings.HasPrefix(anon.Path(), "/user/$") || "/user/"+anon.Name() != anon.Path() {
+		t.Fatalf("anonymous path %q, name %q", anon.Path(), anon.Name())
+	}
+	if (actor.Ref{}).Name() != "" || sys.DeadLetters().Name() != "deadLetters" {
+		t.Fatalf("names of nobody and dead letters: %q, %q", actor.Ref{}.Name(), sys.DeadLetters().Name())
 	}
 	got, err := sys.Resolve("/user/parent/kid")
 	if err != nil || got != kid {

@@ -30,7 +30,7 @@ func (c *cell) Unwatch(ref Ref) {
 	}
 	delete(x.termQueued, ref)
 	if kid := c.childOf(ref); kid != nil {
-		if kid.state.And(^stateWatchedByParent)&stateWatchedByParent != 0 {
+		if kid.state.And(^(stateWatchedByParent|stateTermQueued))&stateWatchedByParent != 0 {
 			kid.sendSystem(sysUnwatch{watcher: Ref{c}})
 		}
 		return
@@ -112,10 +112,14 @@ func (c *cell) watchedDied(m sysDeath) {
 	case stateStopping, stateDead:
 		return
 	}
-	if x.termQueued == nil {
-		x.termQueued = make(map[Ref]struct{})
+	if kid := c.childOf(m.ref); kid != nil {
+		kid.state.Or(stateTermQueued)
+	} else {
+		if x.termQueued == nil {
+			x.termQueued = make(map[Ref]struct{})
+		}
+		x.termQueued[m.ref] = struct{}{}
 	}
-	x.termQueued[m.ref] = struct{}{}
 	c.pushInternal(deathNote{t: Terminated{Ref: m.ref, AddressTerminated: m.addressTerminated}}, m.ref)
 }
 

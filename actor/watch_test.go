@@ -176,6 +176,50 @@ func TestParentWatchWhileTheChildsDeathIsOnItsWay(t *testing.T) {
 	}
 }
 
+// A parent that unwatches its child after the child's Terminated was queued (the
+// parent took the death notice while it was busy) does not receive it; watched again,
+// the dead child answers the new Watch with one Terminated, after what the parent
+// sent itself meanwhile.
+func TestParentUnwatchOfAQueuedTerminated(t *testing.T) {
+	for _, rewatch := range []bool{false, true} {
+		sys := testkit.NewSystem(t)
+		probe := testkit.NewProbe(t, sys)
+		other := testkit.NewProbe(t, sys)
+		var kid actor.Ref
+		spawn(t, sys, actor.PropsFunc(func(ctx actor.Context) {
+			switch m := ctx.Message().(type) {
+			case actor.Started:
+				kid, _ = ctx.Spawn(actor.PropsFunc(func(actor.Context) {}), "kid")
+				other.Watch(kid)
+				ctx.Watch(kid)
+				_ = ctx.Stop(kid)
+				other.ExpectTerminated(kid)
+				// The death notice waits in the system lane; it is taken before m1,
+				// and its Terminated queued behind m1.
+				_ = ctx.Self().Tell("m1")
+			case string:
+				switch m {
+				case "m1":
+					ctx.Unwatch(kid)
+					if rewatch {
+						ctx.Watch(kid)
+					}
+					_ = ctx.Self().Tell("m2")
+				default:
+					_ = probe.Ref().Tell(m)
+				}
+			case actor.Terminated:
+				_ = probe.Ref().Tell("terminated")
+			}
+		}), "parent")
+		probe.ExpectMsg("m2")
+		if rewatch {
+			probe.ExpectMsg("terminated") // the dead child's answer to the new Watch
+		}
+		probe.ExpectNoMsg(50 * time.Millisecond)
+	}
+}
+
 // Watching a child that has already stopped yields Terminated, once.
 func TestParentWatchOfAStoppedChild(t *testing.T) {
 	sys := testkit.NewSystem(t)

@@ -19,7 +19,7 @@ func TestTellAndReplyAcrossSystems(t *testing.T) {
 	}
 	probe := testkit.NewProbe(t, a.sys)
 	ref := a.remoteRef(t, echo)
-	if ref.IsLocal() || ref.Address() != b.r.Address() || ref.Path() != "/user/echo" || ref.UID() != echo.UID() {
+	if ref.IsLocal() || ref.Address() != b.r.Address() || ref.Path() != "/user/echo" || ref.Name() != "echo" || ref.UID() != echo.UID() {
 		t.Fatalf("remote ref = %v (address %v, uid %d)", ref, ref.Address(), ref.UID())
 	}
 	// The sender is preserved: the reply to a remote sender goes back over the wire.

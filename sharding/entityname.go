@@ -99,20 +99,12 @@ func unhex(c byte) int {
 	return -1
 }
 
-// lastSegment returns the last element of an actor path.
-func lastSegment(path string) string {
-	if i := strings.LastIndexByte(path, '/'); i >= 0 {
-		return path[i+1:]
-	}
-	return path
-}
-
 // EntityIDOf returns the ID of the entity whose context ctx is: the ID its shard
 // started it for. It returns "" for an actor that is not a sharded entity (one whose
 // name is not an encoded entity ID). A factory (EntityConfig.EntityFactory) receives
 // the ID too.
 func EntityIDOf(ctx actor.InfoContext) EntityID {
-	id, ok := decodeName(lastSegment(ctx.Self().Path()))
+	id, ok := decodeName(ctx.Self().Name())
 	if !ok {
 		return ""
 	}

@@ -67,6 +67,9 @@ type fastPath struct {
 
 	mu   sync.Mutex
 	open bool // direct delivery allowed
+	// shut says the fast path closed after it was open (the shard hands off or stops):
+	// it never opens again, so it keeps no record of which entities are unlisted.
+	shut bool
 	// epoch moves with every change that can make an earlier look-up's answer wrong
 	// (what EntityRefs remember, see above). Drawn from epochs, it also names this
 	// fast path among all others.
@@ -220,13 +223,15 @@ func newFastPath(trackUse bool) *fastPath {
 // use are taken; making an entity reachable moves nothing, as no look-up can have
 // found it so before.
 
-// setOpen allows (or stops) direct delivery.
+// setOpen allows (or stops) direct delivery. Once closed after it was open, the fast
+// path stays closed (shut): the shard is handing off or stopping.
 func (f *fastPath) setOpen(open bool) {
 	f.mu.Lock()
 	if f.open && !open {
 		f.nextEpoch()
+		f.shut = true
 	}
-	f.open = open
+	f.open = open && !f.shut
 	f.mu.Unlock()
 }
 
@@ -254,6 +259,12 @@ func (f *fastPath) remove(id EntityID) {
 // setListed makes entity id reachable directly, or only through the shard again.
 func (f *fastPath) setListed(id EntityID, listed bool) {
 	f.mu.Lock()
+	if f.shut {
+		// Nothing is reachable, nor will be: a hand-off that stops every entity records
+		// nothing per entity.
+		f.mu.Unlock()
+		return
+	}
 	if _, ok := f.entities[id]; ok && !listed {
 		if _, already := f.unlisted[id]; !already {
 			f.nextEpoch()

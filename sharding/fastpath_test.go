@@ -386,9 +386,16 @@ func TestEntityRouteRemembersOnlyWhatStillHolds(t *testing.T) {
 		change  func(*fastPath)
 		wantRef actor.Ref // zero: not reachable
 	}{
-		"unlisted":  {func(f *fastPath) { f.setListed("e", false) }, actor.Ref{}},
-		"stopped":   {func(f *fastPath) { f.remove("e") }, actor.Ref{}},
-		"closed":    {func(f *fastPath) { f.setOpen(false) }, actor.Ref{}},
+		"unlisted": {func(f *fastPath) { f.setListed("e", false) }, actor.Ref{}},
+		"stopped":  {func(f *fastPath) { f.remove("e") }, actor.Ref{}},
+		"closed":   {func(f *fastPath) { f.setOpen(false) }, actor.Ref{}},
+		// A fast path closed after it was open (a hand-off, a stop) stays closed.
+		"reopened": {func(f *fastPath) { f.setOpen(false); f.setOpen(true) }, actor.Ref{}},
+		"shut, then listed": {func(f *fastPath) {
+			f.setOpen(false)
+			f.setListed("e", false)
+			f.setListed("e", true)
+		}, actor.Ref{}},
 		"new Ref":   {func(f *fastPath) { f.add("e", second); f.setListed("e", true) }, second},
 		"restarted": {func(f *fastPath) { f.remove("e"); f.add("e", second); f.setListed("e", true) }, second},
 		"relisted":  {func(f *fastPath) { f.setListed("e", false); f.setListed("e", true) }, first},

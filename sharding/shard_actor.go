@@ -153,7 +153,7 @@ func (s *shardActor) Receive(ctx actor.Context) {
 
 // entityOf returns the ID of a child entity's Ref.
 func (s *shardActor) entityOf(ref actor.Ref) (EntityID, bool) {
-	name, ok := decodeName(lastSegment(ref.Path()))
+	name, ok := decodeName(ref.Name())
 	if !ok {
 		return "", false
 	}
