@@ -711,7 +711,9 @@ func (r *regionActor) drop(ctx actor.Context, d *delivery, err error) {
 		r.entry.stats.undelivered.Add(1)
 	}
 	if d.start || d.msg != nil {
-		deadLetter(ctx.System(), r.self, d, d.sender, err)
+		// d's Envelope, not d: a *delivery in an interface would move the delivery
+		// that route's callers keep on the stack to the heap, for every message.
+		deadLetter(ctx.System(), r.self, d.UserMessage(), d.sender, err)
 	}
 	r.drops.warn(r.log, "sharding: message dropped; sent to dead letters", zap.String("shard", string(d.shard)),
 		zap.String("entity", string(d.entity)), zap.String("message", fmt.Sprintf("%T", d.UserMessage())), zap.Error(err))

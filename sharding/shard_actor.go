@@ -286,7 +286,7 @@ func (s *shardActor) drop(ctx actor.Context, d *delivery, err error) {
 		s.entry.stats.undelivered.Add(1)
 	}
 	if d.start || d.msg != nil {
-		deadLetter(ctx.System(), ctx.Self(), d, d.sender, err)
+		deadLetter(ctx.System(), ctx.Self(), d.UserMessage(), d.sender, err)
 	}
 	s.drops.warn(s.log, "sharding: message dropped; sent to dead letters", zap.String("entity", string(d.entity)),
 		zap.String("message", fmt.Sprintf("%T", d.UserMessage())), zap.Error(err))
