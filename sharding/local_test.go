@@ -75,3 +75,33 @@ func TestLocalCurrentRegions(t *testing.T) {
 		t.Fatalf("current regions %v, %v; want only %v", got.Regions, err, sys.Address())
 	}
 }
+
+// A message routed through a region to a running entity of a local shard costs the
+// region no allocation: the delivery it routes stays on its stack. (A drop path that
+// kept the delivery in an interface once moved it to the heap for every message.)
+func TestRegionRoutesWithoutAllocating(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
+	_, region := startLocal(t, EntityConfig{Entity: actor.PropsOf(func() actor.Actor { return &counter{} })})
+	var inc, read any = Envelope{EntityID: "7", Message: incr{}}, Envelope{EntityID: "7", Message: get{}}
+	ask := func() int {
+		n, err := actor.Ask[int](t.Context(), region, read)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	ask() // starts the entity and its shard
+	const perRun = 100
+	allocs := testing.AllocsPerRun(20, func() {
+		for range perRun {
+			_ = region.Tell(inc)
+		}
+		ask()
+	})
+	// The ask allocates a few; a hundred routed messages must not add one each.
+	if allocs > perRun/4 {
+		t.Fatalf("%.0f allocations per %d messages and an ask", allocs, perRun)
+	}
+}
