@@ -577,7 +577,12 @@ func (c *coordinator) storeDone() {
 			c.homeStored(a)
 		}
 	case evShardHomeDeallocated:
+		var from RegionID
+		if w := c.workers[e.Shard]; w != nil {
+			from = w.from
+		}
 		c.finishWorker(e.Shard)
+		c.ackGraceful(from)
 		c.allocateRemembered()
 		// Re-home at once, so the shard (and with remember-entities its entities) is back
 		// before the first message asks for it.

@@ -186,18 +186,38 @@ func (c *coordinator) regionGone(r RegionID) {
 // gracefulShutdown hands off every shard of a region that is leaving. A proxy that
 // leaves hosts nothing; it is marked too, so that it is told when a shard it holds
 // messages for gets no home (noHome).
+//
+// The region may stop once it hosts nothing: the coordinator tells it so
+// (msgGracefulShutdownAck), now or when its last hand-off ends (ackGraceful). A region
+// that stopped as soon as it had no shard could have been given one meanwhile (the
+// allocation and its request crossing), and what other regions sent it for that shard
+// would be lost with it.
 func (c *coordinator) gracefulShutdown(r RegionID) {
 	if _, proxy := c.state.proxies[r]; proxy {
 		c.graceful[r] = true
 		return
 	}
 	shards, ok := c.state.regions[r]
-	if !ok || c.graceful[r] || c.terminating[r] {
+	if !ok {
+		c.send(r, msgGracefulShutdownAck{}) // not registered here: it gets no shard
 		return
 	}
-	c.graceful[r] = true
-	for _, s := range slices.Clone(shards) {
-		c.startWorker(s, r, false)
+	if !c.graceful[r] && !c.terminating[r] {
+		c.graceful[r] = true
+		for _, s := range slices.Clone(shards) {
+			c.startWorker(s, r, false)
+		}
+	}
+	if len(shards) == 0 {
+		c.send(r, msgGracefulShutdownAck{})
+	}
+}
+
+// ackGraceful tells region r, which leaves, that it may stop, once its last shard has
+// been handed off.
+func (c *coordinator) ackGraceful(r RegionID) {
+	if shards, ok := c.state.regions[r]; ok && c.graceful[r] && len(shards) == 0 {
+		c.send(r, msgGracefulShutdownAck{})
 	}
 }
 

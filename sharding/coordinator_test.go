@@ -536,14 +536,30 @@ func TestCoordinatorGracefulShutdown(t *testing.T) {
 	if got := h.allocate(a, "new"); got != b {
 		t.Fatalf("new shard at %q", got)
 	}
-	for _, s := range []ShardID{"s1", "s2", "s3"} {
+	for i, s := range []ShardID{"s1", "s2", "s3"} {
 		for _, r := range []RegionID{a, b, p} {
 			h.from(r, msgBeginHandOffAck{Shard: s, Region: r})
 		}
-		h.from(a, msgShardStopped{Shard: s})
+		d = h.from(a, msgShardStopped{Shard: s})
 		if h.homeOf(s) != b {
 			t.Fatalf("%q at %q after hand-off", s, h.homeOf(s))
 		}
+		// Told it may stop once its last shard is handed off, not before.
+		if acked := sent(d, a, msgGracefulShutdownAck{}); acked != (i == 2) {
+			t.Fatalf("after the hand-off of %q: acknowledged %v", s, acked)
+		}
+	}
+	if d = h.from(a, msgGracefulShutdownReq{}); !sent(d, a, msgGracefulShutdownAck{}) {
+		t.Fatal("a request from a region that hosts nothing not acknowledged")
+	}
+	// A region with no shard is acknowledged at once; one never registered too.
+	c := reg(4)
+	h.register(c)
+	if d = h.from(c, msgGracefulShutdownReq{}); !sent(d, c, msgGracefulShutdownAck{}) {
+		t.Fatal("an empty region not acknowledged")
+	}
+	if d = h.from(reg(5), msgGracefulShutdownReq{}); !sent(d, reg(5), msgGracefulShutdownAck{}) {
+		t.Fatal("an unknown region not acknowledged")
 	}
 
 	// A hand-off that times out lets the region ask again.

@@ -28,8 +28,9 @@ import (
 // read and write persistent registers. Afterwards it checks: never two live
 // incarnations of one entity (the in-process table), every acknowledged increment
 // present, no message lost while shards moved gracefully, every entity reachable (the
-// cluster converged), and every counter's and register's history linearizable
-// (porcupine). A failing seed reproduces its schedule (the timing of the cluster's own
+// cluster converged), every client's stream of tells in order and never doubled
+// (complete, when shards moved only gracefully; invariant_streams_test.go), and every
+// counter's and register's history linearizable (porcupine). A failing seed reproduces its schedule (the timing of the cluster's own
 // goroutines is not reproduced).
 //
 //	go test ./sharding -run TestInvariants -sharding.seeds=50
@@ -90,6 +91,8 @@ func registerTypes(reg *serialization.Registry) error {
 		serialization.Register[RegWrite](reg, "test.RegWrite"),
 		serialization.Register[RegRead](reg, "test.RegRead"),
 		serialization.Register[RegWritten](reg, "test.RegWritten"),
+		serialization.Register[SeqTell](reg, "test.SeqTell"),
+		serialization.Register[seqSync](reg, "test.seqSync"),
 	)
 }
 
@@ -152,7 +155,47 @@ var registerModel = porcupine.Model{
 type liveRegions struct {
 	mu      sync.Mutex
 	regions map[int][2]actor.Ref // node -> counter region, register region
+	streams map[int]streamNode   // node -> what stream clients send through
 	leaving map[int]bool
+}
+
+// pickStream picks a node that is not leaving, for a stream client.
+func (l *liveRegions) pickStream(rng *rand.Rand) (int, streamNode, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ids []int
+	for i := range l.streams {
+		if !l.leaving[i] {
+			ids = append(ids, i)
+		}
+	}
+	if len(ids) == 0 {
+		return 0, streamNode{}, false
+	}
+	slices.Sort(ids)
+	i := ids[rng.IntN(len(ids))]
+	return i, l.streams[i], true
+}
+
+// isLeaving reports whether node i leaves, or has left.
+func (l *liveRegions) isLeaving(i int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, up := l.streams[i]
+	return l.leaving[i] || !up
+}
+
+// names returns the names of the node incarnations stream clients may use.
+func (l *liveRegions) names() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for i, sn := range l.streams {
+		if !l.leaving[i] {
+			out = append(out, sn.name)
+		}
+	}
+	return out
 }
 
 func (l *liveRegions) pick(rng *rand.Rand) (int, [2]actor.Ref, bool) {
@@ -172,9 +215,10 @@ func (l *liveRegions) pick(rng *rand.Rand) (int, [2]actor.Ref, bool) {
 	return i, l.regions[i], true
 }
 
-func (l *liveRegions) set(i int, r [2]actor.Ref) {
+func (l *liveRegions) set(i int, r [2]actor.Ref, sn streamNode) {
 	l.mu.Lock()
 	l.regions[i] = r
+	l.streams[i] = sn
 	delete(l.leaving, i)
 	l.mu.Unlock()
 }
@@ -182,6 +226,7 @@ func (l *liveRegions) set(i int, r [2]actor.Ref) {
 func (l *liveRegions) remove(i int) {
 	l.mu.Lock()
 	delete(l.regions, i)
+	delete(l.streams, i)
 	l.mu.Unlock()
 }
 
@@ -234,7 +279,8 @@ func runInvariants(t *testing.T, seed uint64, steps int) {
 	if err := registerTypes(sc.reg); err != nil {
 		t.Fatal(err)
 	}
-	live := &liveRegions{regions: map[int][2]actor.Ref{}, leaving: map[int]bool{}}
+	live := &liveRegions{regions: map[int][2]actor.Ref{}, streams: map[int]streamNode{}, leaving: map[int]bool{}}
+	streams, streamsSent := newStreamLog(), &streamCounts{n: map[string]int{}}
 	incarnation := map[int]int{}
 	// Nodes the cluster downs on its own (a loaded machine makes its failure detector
 	// see failures that are not there) lose messages legitimately: such a run checks
@@ -273,7 +319,7 @@ func runInvariants(t *testing.T, seed uint64, steps int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		live.set(i, [2]actor.Ref{sc.nodes[i].region, reg})
+		live.set(i, [2]actor.Ref{sc.nodes[i].region, reg}, newStreamNode(t, s, node0.System, node, streams))
 	}
 	// The tracked counters name their node by index; give each incarnation of a node its
 	// own name, so that a restarted node's entities are told apart from the old ones.
@@ -362,6 +408,14 @@ func runInvariants(t *testing.T, seed uint64, steps int) {
 					amu.Unlock()
 				}
 			}
+		}()
+	}
+	for c := range 2 {
+		clients.Add(1)
+		crng := rand.New(rand.NewPCG(seed, uint64(100+c)))
+		go func() {
+			defer clients.Done()
+			runStreamClient(c, crng, live, stop, streamsSent)
 		}()
 	}
 	defer func() {
@@ -507,7 +561,9 @@ func runInvariants(t *testing.T, seed uint64, steps int) {
 			}
 		}
 	}
-	// 4. Linearizable histories.
+	// 4. Streams of tells: in order, never twice; with only graceful moves, complete.
+	checkStreams(t, seed, schedule, streams, streamsSent, live.names(), onlyGraceful && unplanned.Load() == 0)
+	// 5. Linearizable histories.
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for key, ops := range h.ops {

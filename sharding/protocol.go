@@ -115,6 +115,13 @@ type msgShardStopped struct {
 // retry tick until the region stops).
 type msgGracefulShutdownReq struct{}
 
+// msgGracefulShutdownAck: the coordinator's answer to msgGracefulShutdownReq once the
+// leaving region hosts no shard and will be given none (sent again for each request
+// then, and unasked when the region's last hand-off ends). The region stops only after
+// it, so that a shard the coordinator gave it while its request was on the way is
+// handed off, not lost with the region.
+type msgGracefulShutdownAck struct{}
+
 // msgRegionStopped: the region stopped.
 type msgRegionStopped struct{}
 
@@ -140,6 +147,7 @@ func init() {
 	wiretypes.MustRegister[msgHandOff]("troupe.sharding.HandOff.v1")
 	wiretypes.MustRegister[msgShardStopped]("troupe.sharding.ShardStopped.v1")
 	wiretypes.MustRegister[msgGracefulShutdownReq]("troupe.sharding.GracefulShutdownReq.v1")
+	wiretypes.MustRegister[msgGracefulShutdownAck]("troupe.sharding.GracefulShutdownAck.v1")
 	wiretypes.MustRegister[msgRegionStopped]("troupe.sharding.RegionStopped.v1")
 	wiretypes.MustRegister[msgStopShards]("troupe.sharding.StopShards.v1")
 	wiretypes.MustRegister[msgHandOverTo]("troupe.sharding.HandOverTo.v1")

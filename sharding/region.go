@@ -139,7 +139,11 @@ type regionCore[M any] struct {
 	watched     map[RegionID]bool
 
 	shuttingDown bool
-	stopped      bool
+	// everRegistered: a coordinator knows this region and may give it shards, so that
+	// leaving, it waits for the coordinator's word that it hosts none (shutdownAcked).
+	everRegistered bool
+	shutdownAcked  bool
+	stopped        bool
 
 	timers timerSet
 	out    regionDecisions[M]
@@ -231,6 +235,11 @@ func (r *regionCore[M]) fromCoordinator(msg any) regionDecisions[M] {
 		r.handOff(m.Shard)
 	case msgNoShardHome:
 		r.noShardHome(m.Shard)
+	case msgGracefulShutdownAck:
+		if r.shuttingDown {
+			r.shutdownAcked = true
+			r.tryCompleteShutdown()
+		}
 	case msgHandOverTo:
 		if r.owes[m.Shard] {
 			r.target[m.Shard] = m.Region
@@ -410,7 +419,7 @@ func (r *regionCore[M]) scheduleRegistration() {
 }
 
 func (r *regionCore[M]) registerAck() {
-	r.registered = true
+	r.registered, r.everRegistered = true, true
 	r.timers.cancel(&r.out.timers, timerKey{kind: timerRegisterRetry})
 	for _, s := range slices.Sorted(maps.Keys(r.unsent)) {
 		r.act(regionAction[M]{kind: actToCoordinator, proto: msgShardStopped{Shard: s, Pending: r.owes[s]}})
@@ -598,9 +607,11 @@ func (r *regionCore[M]) endWait(s ShardID) {
 }
 
 // tryCompleteShutdown stops a region that is shutting down once it hosts no shard,
-// holds no message and owes no hand-over.
+// holds no message, owes no hand-over, and (when a coordinator knows it) the
+// coordinator has said that it hosts nothing there either (msgGracefulShutdownAck).
 func (r *regionCore[M]) tryCompleteShutdown() {
-	if r.shuttingDown && !r.stopped && len(r.local) == 0 && r.total == 0 && len(r.owes) == 0 {
+	acked := r.shutdownAcked || r.cfg.proxy || !r.everRegistered
+	if r.shuttingDown && !r.stopped && acked && len(r.local) == 0 && r.total == 0 && len(r.owes) == 0 {
 		r.stopped = true
 		r.out.stop = true
 	}

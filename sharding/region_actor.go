@@ -126,6 +126,8 @@ func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 		return false
 	case msgShardHomes:
 		r.apply(ctx, r.core.fromCoordinator(r.liveHomes(m)))
+	case msgGracefulShutdownAck:
+		r.apply(ctx, r.core.fromCoordinator(m))
 	case msgHostShard, msgBeginHandOff, msgHandOff, msgHandOverTo, msgNoShardHome:
 		r.apply(ctx, r.core.fromCoordinator(m))
 		r.refreshRoute(shardOfCoordinatorMsg(m))

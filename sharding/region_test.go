@@ -454,8 +454,40 @@ func TestRegionGracefulShutdown(t *testing.T) {
 	if d = r.shardTerminated("s1", nil); d.stop {
 		t.Fatal("stopped with a buffered message")
 	}
-	if d = r.fromCoordinator(msgShardHome{Shard: "s2", Region: reg(2)}); !d.stop {
-		t.Fatalf("not stopped once empty: %+v", d)
+	if d = r.fromCoordinator(msgShardHome{Shard: "s2", Region: reg(2)}); d.stop {
+		t.Fatal("stopped before the coordinator said it hosts nothing")
+	}
+	if d = r.fromCoordinator(msgGracefulShutdownAck{}); !d.stop {
+		t.Fatalf("not stopped once empty and acknowledged: %+v", d)
+	}
+}
+
+// A region that leaves with no shard waits for the coordinator's acknowledgement: a
+// shard given to it meanwhile (the allocation crossed its request) is not hosted, the
+// coordinator is reminded, and the region stops only once told it hosts nothing. A
+// region no coordinator knows (it never registered) stops at once.
+func TestRegionLeavingWaitsForTheCoordinator(t *testing.T) {
+	r := registered(t, regionSettings{})
+	if d := r.gracefulShutdown(); d.stop {
+		t.Fatal("stopped before the coordinator answered")
+	}
+	d := r.fromCoordinator(msgHostShard{Shard: "s1"})
+	if a := actionsOf(d, actToCandidates); len(a) != 1 || a[0].proto != (msgGracefulShutdownReq{}) || d.stop || r.local["s1"] != nil {
+		t.Fatalf("HostShard while leaving: %+v", d)
+	}
+	// The coordinator hands s1 off (from here, where it never started), then answers.
+	r.fromCoordinator(msgBeginHandOff{Shard: "s1"})
+	if d = r.fromCoordinator(msgHandOff{Shard: "s1"}); d.stop {
+		t.Fatal("stopped during the hand-off")
+	}
+	if d = r.fromCoordinator(msgGracefulShutdownAck{}); !d.stop {
+		t.Fatalf("not stopped once acknowledged: %+v", d)
+	}
+
+	unknown := newRegionCore[string](reg(1), regionSettings{})
+	unknown.start()
+	if d := unknown.gracefulShutdown(); !d.stop {
+		t.Fatal("a region that never registered waits for a coordinator")
 	}
 }
 
@@ -538,6 +570,7 @@ func TestRegionLeavingDropsWhatNoRegionCanHost(t *testing.T) {
 	if len(d.dropped) != 1 || d.dropped[0].msg != "x" || !errors.Is(d.dropped[0].err, ErrNoRegion) || d.stop {
 		t.Fatalf("no home for s2: %+v", d)
 	}
+	r.fromCoordinator(msgGracefulShutdownAck{}) // the coordinator has no shard here
 	d = r.fromCoordinator(msgNoShardHome{Shard: "s1"})
 	var got []string
 	for _, m := range d.dropped {

@@ -28,9 +28,9 @@ func TestRollingRestartPausePerShard(t *testing.T) {
 			perShard[s] = id
 		}
 	}
-	live := &liveRegions{regions: map[int][2]actor.Ref{}, leaving: map[int]bool{}}
+	live := &liveRegions{regions: map[int][2]actor.Ref{}, streams: map[int]streamNode{}, leaving: map[int]bool{}}
 	for i := range 3 {
-		live.set(i, [2]actor.Ref{sc.nodes[i].region})
+		live.set(i, [2]actor.Ref{sc.nodes[i].region}, streamNode{})
 		for _, id := range perShard {
 			sc.mustAsk(i, id, GetCount{})
 		}
@@ -100,7 +100,7 @@ func TestRollingRestartPausePerShard(t *testing.T) {
 		sc.mc.Restart(i)
 		sc.startSharding(i)
 		sc.mc.AwaitAllUp(testkit.Dilated(20 * time.Second))
-		live.set(i, [2]actor.Ref{sc.nodes[i].region})
+		live.set(i, [2]actor.Ref{sc.nodes[i].region}, streamNode{})
 		t.Logf("%s: node %d back", time.Now().Format("15:04:05.000"), i)
 	}
 	close(stop)
