@@ -76,14 +76,10 @@ type wrapped struct{ user string }
 
 func (w wrapped) UserMessage() any { return w.user }
 
-// A wrapped message that becomes a dead letter is published as the user's message, and
-// an ask that fails with it, or times out, names the user's message's type.
-func TestDeadLetterNamesTheUsersMessage(t *testing.T) {
-	sys, err := New("wrapped", Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sys.Shutdown(context.Background()) }()
+// deadLetterChan subscribes an actor (returned) to sys's dead letters, which it passes
+// to the channel returned.
+func deadLetterChan(t *testing.T, sys *System) (<-chan DeadLetter, Ref) {
+	t.Helper()
 	dead := make(chan DeadLetter, 4)
 	sub, err := sys.Spawn(PropsFunc(func(ctx Context) {
 		if dl, ok := ctx.Message().(DeadLetter); ok {
@@ -94,6 +90,18 @@ func TestDeadLetterNamesTheUsersMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	Subscribe[DeadLetter](sys.EventStream(), sub)
+	return dead, sub
+}
+
+// A wrapped message that becomes a dead letter is published as the user's message, and
+// an ask that fails with it, or times out, names the user's message's type.
+func TestDeadLetterNamesTheUsersMessage(t *testing.T) {
+	sys, err := New("wrapped", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sys.Shutdown(context.Background()) }()
+	dead, _ := deadLetterChan(t, sys)
 	silent, err := sys.Spawn(PropsFunc(func(Context) {}), "silent")
 	if err != nil {
 		t.Fatal(err)
@@ -156,16 +164,7 @@ func TestBatchDeadLetterIsOnePerMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sys.Shutdown(context.Background()) }()
-	dead := make(chan DeadLetter, 4)
-	sub, err := sys.Spawn(PropsFunc(func(ctx Context) {
-		if dl, ok := ctx.Message().(DeadLetter); ok {
-			dead <- dl
-		}
-	}), "dead")
-	if err != nil {
-		t.Fatal(err)
-	}
-	Subscribe[DeadLetter](sys.EventStream(), sub)
+	dead, sub := deadLetterChan(t, sys)
 	fut := newFuture(sys)
 	b := batch{msgs: []any{"first", 2}, senders: []Ref{sub, {fut}}}
 	before := sys.DeadLetterCount()

@@ -163,18 +163,24 @@ type liveRegions struct {
 func (l *liveRegions) pickStream(rng *rand.Rand) (int, streamNode, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return pickStaying(l, l.streams, rng)
+}
+
+// pickStaying picks a node of m that is not leaving; the caller holds l.mu.
+func pickStaying[V any](l *liveRegions, m map[int]V, rng *rand.Rand) (int, V, bool) {
 	var ids []int
-	for i := range l.streams {
+	for i := range m {
 		if !l.leaving[i] {
 			ids = append(ids, i)
 		}
 	}
 	if len(ids) == 0 {
-		return 0, streamNode{}, false
+		var zero V
+		return 0, zero, false
 	}
 	slices.Sort(ids)
 	i := ids[rng.IntN(len(ids))]
-	return i, l.streams[i], true
+	return i, m[i], true
 }
 
 // isLeaving reports whether node i leaves, or has left.
@@ -201,18 +207,7 @@ func (l *liveRegions) names() []string {
 func (l *liveRegions) pick(rng *rand.Rand) (int, [2]actor.Ref, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var ids []int
-	for i := range l.regions {
-		if !l.leaving[i] {
-			ids = append(ids, i)
-		}
-	}
-	if len(ids) == 0 {
-		return 0, [2]actor.Ref{}, false
-	}
-	slices.Sort(ids)
-	i := ids[rng.IntN(len(ids))]
-	return i, l.regions[i], true
+	return pickStaying(l, l.regions, rng)
 }
 
 func (l *liveRegions) set(i int, r [2]actor.Ref, sn streamNode) {
