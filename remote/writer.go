@@ -345,7 +345,7 @@ func (l *outLane) finish(conn net.Conn) {
 
 // broken closes a failed connection and prepares the lane for the next one: of the
 // batch being written, the frames the write reached are lost and the others are
-// queued again, after the frames queued since.
+// queued again, ahead of the frames queued since (in order).
 func (l *outLane) broken(conn net.Conn, err error) {
 	r := l.p.r
 	_ = conn.Close() // a sender writing directly fails at once
