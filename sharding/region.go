@@ -133,10 +133,17 @@ type regionCore[M any] struct {
 	target      map[ShardID]RegionID // where to deliver an owed hand-over (HandOverTo)
 	waiting     map[ShardID]RegionID // predecessor whose hand-over must come first
 	overDone    map[ShardID]map[RegionID]bool
-	pendingHost map[ShardID]bool     // HostShard while the old shard actor still stops
-	unsent      map[ShardID]bool     // ShardStopped(Pending) to send once registered
-	unsentAcks  []msgBeginHandOffAck // relayed acks to send once registered
-	watched     map[RegionID]bool
+	pendingHost map[ShardID]bool // HostShard while the old shard actor still stops
+	unsent      map[ShardID]bool // ShardStopped(Pending) to send once registered
+	// handedOver holds the hand-overs this region sent, each to the region that has not
+	// acknowledged it yet (msgHandOverAck). A leaving region does not stop before they
+	// are: its termination could reach the next home before the hand-over does (they
+	// travel on different lanes), and the next home stops waiting for a predecessor
+	// that has terminated, so it would deliver newer messages before the handed-over
+	// ones.
+	handedOver map[ShardID]RegionID
+	unsentAcks []msgBeginHandOffAck // relayed acks to send once registered
+	watched    map[RegionID]bool
 
 	shuttingDown bool
 	// everRegistered: a coordinator knows this region and may give it shards, so that
@@ -163,6 +170,7 @@ func newRegionCore[M any](self RegionID, cfg regionSettings) *regionCore[M] {
 		overDone:    map[ShardID]map[RegionID]bool{},
 		pendingHost: map[ShardID]bool{},
 		unsent:      map[ShardID]bool{},
+		handedOver:  map[ShardID]RegionID{},
 		watched:     map[RegionID]bool{},
 		timers:      timerSet{},
 	}
@@ -201,6 +209,9 @@ func (r *regionCore[M]) handOverIn(from RegionID, s ShardID, msgs []M, done bool
 		r.bufferHandOver(s, m)
 	}
 	if done {
+		if from != "" && from != r.self {
+			r.act(regionAction[M]{kind: actToRegion, to: from, proto: msgHandOverAck{Shard: s}})
+		}
 		if r.waiting[s] == from {
 			r.endWait(s)
 		} else {
@@ -292,6 +303,21 @@ func (r *regionCore[M]) regionTerminated(gone RegionID) regionDecisions[M] {
 	}
 	for _, s := range slices.Sorted(maps.Keys(r.buffers)) {
 		r.requestHomeIfUnknown(s)
+	}
+	for s, to := range r.handedOver {
+		if to == gone {
+			delete(r.handedOver, s) // it will not answer: the hand-over went with it
+		}
+	}
+	r.tryCompleteShutdown()
+	return r.done()
+}
+
+// handOverAcked: region from has taken the hand-over of s this region sent it.
+func (r *regionCore[M]) handOverAcked(from RegionID, s ShardID) regionDecisions[M] {
+	if r.handedOver[s] == from {
+		delete(r.handedOver, s)
+		r.tryCompleteShutdown()
 	}
 	return r.done()
 }
@@ -551,6 +577,7 @@ func (r *regionCore[M]) flush(s ShardID) {
 				delete(r.buffers, s)
 			}
 			r.act(regionAction[M]{kind: actHandOver, shard: s, to: dest, msgs: msgs})
+			r.handedOver[s] = dest
 			r.tryCompleteShutdown()
 			return
 		}
@@ -607,11 +634,13 @@ func (r *regionCore[M]) endWait(s ShardID) {
 }
 
 // tryCompleteShutdown stops a region that is shutting down once it hosts no shard,
-// holds no message, owes no hand-over, and (when a coordinator knows it) the
-// coordinator has said that it hosts nothing there either (msgGracefulShutdownAck).
+// holds no message, owes no hand-over and has every hand-over it sent acknowledged,
+// and (when a coordinator knows it) the coordinator has said that it hosts nothing
+// there either (msgGracefulShutdownAck).
 func (r *regionCore[M]) tryCompleteShutdown() {
 	acked := r.shutdownAcked || r.cfg.proxy || !r.everRegistered
-	if r.shuttingDown && !r.stopped && acked && len(r.local) == 0 && r.total == 0 && len(r.owes) == 0 {
+	if r.shuttingDown && !r.stopped && acked && len(r.local) == 0 && r.total == 0 && len(r.owes) == 0 &&
+		len(r.handedOver) == 0 {
 		r.stopped = true
 		r.out.stop = true
 	}

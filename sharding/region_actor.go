@@ -115,6 +115,9 @@ func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 		r.apply(ctx, r.core.handOverIn(r.idOf(ctx.Sender()), m.Shard, nil, true))
 		r.refreshRoute(m.Shard)
 		return false
+	case msgHandOverAck:
+		r.apply(ctx, r.core.handOverAcked(r.idOf(ctx.Sender()), m.Shard))
+		return false
 	case msgRegisterAck:
 		r.registered(ctx)
 		r.apply(ctx, r.core.fromCoordinator(m))

@@ -267,6 +267,50 @@ func TestRegionBeginHandOffAcknowledgesThroughTheOldHome(t *testing.T) {
 
 // The old home keeps what it buffered during the hand-off and what its shard returns,
 // and hands all of it, in order, to the next home.
+// A leaving region that handed a shard's messages over stops only once the next home
+// has acknowledged the hand-over (or has terminated): its own termination could reach
+// the next home before the hand-over, on another lane, and the next home, which stops
+// waiting for a predecessor that has terminated, would then deliver newer messages
+// before the handed-over ones. The next home acknowledges each hand-over it takes.
+func TestRegionLeavingWaitsForItsHandOverToBeTaken(t *testing.T) {
+	for _, release := range []string{"acknowledged", "next home terminated"} {
+		r := registered(t, regionSettings{})
+		r.fromCoordinator(msgHostShard{Shard: "s1"})
+		r.shardReady("s1")
+		r.gracefulShutdown()
+		r.fromCoordinator(msgBeginHandOff{Shard: "s1"})
+		r.deliver("s1", "m1")
+		r.fromCoordinator(msgHandOff{Shard: "s1"})
+		r.shardTerminated("s1", nil)
+		r.fromCoordinator(msgGracefulShutdownAck{})
+		d := r.fromCoordinator(msgShardHome{Shard: "s1", Region: reg(2)})
+		if ho := actionsOf(d, actHandOver); len(ho) != 1 || d.stop {
+			t.Fatalf("%s: hand-over %+v, stop %v", release, ho, d.stop)
+		}
+		if d = r.handOverAcked(reg(3), "s1"); d.stop {
+			t.Fatalf("%s: stopped on another region's acknowledgement", release)
+		}
+		if release == "acknowledged" {
+			d = r.handOverAcked(reg(2), "s1")
+		} else {
+			d = r.regionTerminated(reg(2))
+		}
+		if !d.stop {
+			t.Fatalf("%s: not stopped", release)
+		}
+	}
+
+	next := registered(t, regionSettings{}) // reg(1), taking a hand-over from reg(3)
+	d := next.handOverIn(reg(3), "s1", []string{"m1"}, false)
+	if a := actionsOf(d, actToRegion); len(a) != 0 {
+		t.Fatalf("acknowledged before the hand-over's end: %+v", a)
+	}
+	d = next.handOverIn(reg(3), "s1", nil, true)
+	if a := actionsOf(d, actToRegion); len(a) != 1 || a[0].to != reg(3) || a[0].proto != (msgHandOverAck{Shard: "s1"}) {
+		t.Fatalf("hand-over not acknowledged: %+v", d.actions)
+	}
+}
+
 func TestRegionHandOffKeepsMessages(t *testing.T) {
 	r := registered(t, regionSettings{})
 	r.fromCoordinator(msgHostShard{Shard: "s1"})

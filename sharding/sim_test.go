@@ -271,8 +271,15 @@ func (s *sim) applyRegion(r *simRegion, d regionDecisions[simMsg]) {
 		case actRegister:
 			s.toCoord(r.id, msgRegister{})
 		case actToRegion:
-			to, proto := s.region(a.to), a.proto.(msgBeginHandOffAck)
-			s.send(string(r.id), string(a.to), func() { s.applyRegion(to, to.core.relayAck(proto)) })
+			to, from := s.region(a.to), r.id
+			switch proto := a.proto.(type) {
+			case msgBeginHandOffAck:
+				s.send(string(r.id), string(a.to), func() { s.applyRegion(to, to.core.relayAck(proto)) })
+			case msgHandOverAck:
+				s.send(string(r.id), string(a.to), func() { s.applyRegion(to, to.core.handOverAcked(from, proto.Shard)) })
+			default:
+				s.fail("region %s sends %T to region %s", r.id, a.proto, a.to)
+			}
 		case actWatch:
 		}
 	}

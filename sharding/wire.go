@@ -164,6 +164,12 @@ type msgHandOverDone struct {
 	Shard ShardID `msgpack:"shard"`
 }
 
+// msgHandOverAck answers msgHandOverDone: the receiving region has taken the hand-over
+// of Shard. The region that handed it over does not stop before it (regionCore.handedOver).
+type msgHandOverAck struct {
+	Shard ShardID `msgpack:"shard"`
+}
+
 // ---- messages within one system (never serialized) ----
 
 // shardHandOff tells a shard actor to hand off.
@@ -196,6 +202,7 @@ type timerFired struct{ key timerKey }
 func init() {
 	wiretypes.MustRegister[*msgDelivery](deliveryName)
 	wiretypes.MustRegister[msgHandOverDone]("troupe.sharding.HandOverDone.v1")
+	wiretypes.MustRegister[msgHandOverAck]("troupe.sharding.HandOverAck.v1")
 }
 
 // wireDelivery returns the form of d that goes to region to: as it is within this
