@@ -126,7 +126,10 @@
 // # What can be lost, and when
 //
 // Every drop is reported (the message goes to dead letters, is counted in Stats and
-// logged at a bounded rate), never silent:
+// logged at a bounded rate), never silent. A region's or shard's drop is a dead letter
+// addressed to it, with the reason as its Reason, and names what the user sent (the
+// Envelope of the entity and its message, once placed); a batch of deliveries that
+// becomes a dead letter is one per delivery, each with its own sender:
 //   - A message the extractor cannot place (an empty ID, an extractor that panics):
 //     Stats.Unplaceable.
 //   - A region buffers at most BufferSize (100 000) messages in all while shard homes
@@ -162,6 +165,13 @@
 //   - An entity that stops by itself (not by Passivate) loses what reaches it before
 //     its shard has seen it stop, whether sent through the shard or directly by the
 //     region or an EntityRef (the direct routes): dead letters.
+//   - A region that leaves waits until the coordinator says it hosts nothing and every
+//     hand-over it sent is taken by the next home; when that does not happen before
+//     its shutdown phase ends (the coordinator or the next home unreachable), it stops
+//     with what it still holds: Stats.Undelivered, as for any shutdown out of time.
+//   - A batch that reaches a node whose region of the type has stopped (the node stays
+//     up): on that node, a dead letter per delivery, addressed to the region's path,
+//     counted in that system's dead letters (not in the sender's Stats).
 //   - A message sent through a region that has stopped: a dead letter to the region.
 //     An EntityRef's message is published as the Envelope the region would have placed
 //     (the entity's ID and the message), as a message sent to the region as an

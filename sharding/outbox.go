@@ -132,9 +132,9 @@ func (o *outbox) flushTo(to actor.Ref) {
 }
 
 // send sends b to its region, and reports whether b may be reused: the transport
-// encodes a message to another node before Send returns, and keeps it only when it
-// refuses it (a dead letter, which names each delivery, EachUserMessage; a batch it
-// refused is not reused, should a transport keep it longer). mu is held.
+// encodes a message to another node before Send returns. A batch it refuses becomes
+// dead letters (one per delivery, EachUserMessage), read before Send returns too; it
+// is not reused all the same, in case a transport keeps it longer. mu is held.
 func (o *outbox) send(b *deliveryBatch) bool {
 	err := b.to.Send(&msgDeliveries{out: b}, o.self)
 	if err == nil {

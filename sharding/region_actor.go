@@ -715,13 +715,14 @@ func (r *regionActor) drop(ctx actor.Context, d *delivery, err error) {
 	} else {
 		r.entry.stats.undelivered.Add(1)
 	}
+	// d's Envelope, not d: a *delivery in an interface would move the delivery that
+	// route's callers keep on the stack to the heap, for every message.
+	msg := d.UserMessage()
 	if d.start || d.msg != nil {
-		// d's Envelope, not d: a *delivery in an interface would move the delivery
-		// that route's callers keep on the stack to the heap, for every message.
-		deadLetter(ctx.System(), r.self, d.UserMessage(), d.sender, err)
+		deadLetter(ctx.System(), r.self, msg, d.sender, err)
 	}
 	r.drops.warn(r.log, "sharding: message dropped; sent to dead letters", zap.String("shard", string(d.shard)),
-		zap.String("entity", string(d.entity)), zap.String("message", fmt.Sprintf("%T", d.UserMessage())), zap.Error(err))
+		zap.String("entity", string(d.entity)), zap.String("message", fmt.Sprintf("%T", msg)), zap.Error(err))
 }
 
 // applyTimers starts and cancels the timers a core asked for.

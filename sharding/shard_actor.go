@@ -285,11 +285,12 @@ func (s *shardActor) drop(ctx actor.Context, d *delivery, err error) {
 	} else {
 		s.entry.stats.undelivered.Add(1)
 	}
+	msg := d.UserMessage()
 	if d.start || d.msg != nil {
-		deadLetter(ctx.System(), ctx.Self(), d.UserMessage(), d.sender, err)
+		deadLetter(ctx.System(), ctx.Self(), msg, d.sender, err)
 	}
 	s.drops.warn(s.log, "sharding: message dropped; sent to dead letters", zap.String("entity", string(d.entity)),
-		zap.String("message", fmt.Sprintf("%T", d.UserMessage())), zap.Error(err))
+		zap.String("message", fmt.Sprintf("%T", msg)), zap.Error(err))
 }
 
 // acquireLease asks for the shard's lease on a goroutine of its own; the answer comes
