@@ -60,6 +60,15 @@ type Config struct {
 	// SystemResendInterval is how long an unacknowledged system message waits
 	// before it is sent again. Default 1s.
 	SystemResendInterval time.Duration
+	// DeathNoticeFlushTimeout bounds how long the notice that a local actor stopped
+	// waits, before it goes to a watcher at a peer, for the user messages sent to that
+	// peer before it (by the actor among others) to be delivered there: with the wait,
+	// a remote watcher receives what the actor sent it ahead of Terminated. The notice
+	// goes without the confirmation after the timeout (a connection that fails, a peer
+	// that is slow to read). Default 3s, as Akka's
+	// death-watch-notification-flush-timeout; negative sends notices at once, which
+	// gives up that order.
+	DeathNoticeFlushTimeout time.Duration
 
 	// WriteTimeout bounds one write to a peer: a peer that takes nothing for this long
 	// (stuck, or too slow to matter) loses its connection, which is then re-dialled.
@@ -137,6 +146,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 10 * time.Second
+	}
+	if c.DeathNoticeFlushTimeout == 0 {
+		c.DeathNoticeFlushTimeout = 3 * time.Second
 	}
 	if c.HandshakeTimeout == 0 {
 		c.HandshakeTimeout = 5 * time.Second

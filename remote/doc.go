@@ -25,15 +25,17 @@
 // # Delivery
 //
 // User messages are delivered at most once, in order per sender-receiver pair, as in
-// Akka. Each system opens its own connections to a peer, one per lane: the user lane
-// carries messages, the system lane carries watch, unwatch, stop and death notices,
-// so a flood of messages never delays a watch. System messages are sequenced,
-// acknowledged and resent until acknowledged, for as long as the peer incarnation
-// lives (the protocol is a pair of pure state machines in internal/syslane). Writes
-// are batched: a writer goroutine per lane takes everything queued and writes it
-// whenever the socket is free. A sender that finds the user lane idle writes its
-// message itself, with one write that never waits, and leaves any rest to the
-// writer: a request after a pause costs no hand-off to the writer goroutine.
+// Akka, also across a reconnect: a peer's new connection is read only once the old
+// one has been read to its end. Each system opens its own connections to a peer, one
+// per lane: the user lane carries messages, the system lane carries watch, unwatch,
+// stop and death notices, so a flood of messages never delays a watch. System
+// messages are sequenced, acknowledged and resent until acknowledged, for as long as
+// the peer incarnation lives (the protocol is a pair of pure state machines in
+// internal/syslane). Writes are batched: a writer goroutine per lane takes everything
+// queued and writes it whenever the socket is free. A sender that finds the user lane
+// idle writes its message itself, with one write that never waits, and leaves any
+// rest to the writer: a request after a pause costs no hand-off to the writer
+// goroutine.
 //
 // A send to a remote actor encodes the message into the queue before it returns; the
 // queue holds bytes, not the message. A message the transport refuses (its error is
@@ -64,11 +66,14 @@
 //
 // # Remote death watch
 //
-// Watching an actor in another system yields Terminated when it stops. While a system
-// has actors watched by this one, a phi-accrual failure detector follows its
-// heartbeats; when it gives up, every watched actor there is reported Terminated with
-// AddressTerminated set, and the incarnation is quarantined. For the members of a
-// cluster, the cluster's membership takes this over.
+// Watching an actor in another system yields Terminated when it stops, after the
+// messages it sent the watcher before: the death notice waits until a flush queued
+// behind them on the user lane is acknowledged, for at most
+// Config.DeathNoticeFlushTimeout. While a system has actors watched by this one, a
+// phi-accrual failure detector follows its heartbeats; when it gives up, every
+// watched actor there is reported Terminated with AddressTerminated set, and the
+// incarnation is quarantined. For the members of a cluster, the cluster's membership
+// takes this over.
 //
 // # Strangers
 //

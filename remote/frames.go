@@ -53,12 +53,12 @@ func parseSystem(body []byte) (uint64, sysMessage, error) {
 	return seq, m, nil
 }
 
-// appendControl appends a control frame: an ack (n = seq), a heartbeat (no n) or a
-// heartbeat response (n = uid).
+// appendControl appends a control frame: an ack (n = seq), a heartbeat (no n), a
+// heartbeat response (n = uid), or a flush or its acknowledgement (n = the flush).
 func appendControl(dst []byte, kind byte, n uint64) []byte {
 	dst, start := beginFrame(dst, kind)
 	switch kind {
-	case kindAck:
+	case kindAck, kindFlush, kindFlushAck:
 		dst = binary.AppendUvarint(dst, n)
 	case kindHeartbeatRsp:
 		dst = binary.BigEndian.AppendUint64(dst, n)
@@ -73,6 +73,8 @@ func parseControl(body []byte) (kind byte, n uint64, err error) {
 	switch kind {
 	case kindAck:
 		n = d.uvarint("seq")
+	case kindFlush, kindFlushAck:
+		n = d.uvarint("flush")
 	case kindHeartbeatRsp:
 		n = d.uint64("uid")
 	case kindHeartbeat:

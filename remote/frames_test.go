@@ -86,6 +86,10 @@ func (p *pipe) deliver(b []byte) {
 		if n > len(b) {
 			return
 		}
+		if b[frameHeaderLen] == kindFlush {
+			b = b[n:] // defines nothing; not a message
+			continue
+		}
 		h, err := parseUser(b[frameHeaderLen:n], &p.dec)
 		if err != nil {
 			p.t.Fatalf("frame %d: %v", p.next, err)
@@ -108,10 +112,13 @@ func (p *pipe) deliver(b []byte) {
 	}
 }
 
-// framesBefore counts the frames that start in the first n bytes of b.
+// framesBefore counts the user frames that start in the first n bytes of b.
 func framesBefore(b []byte, n int) int {
 	frames := 0
-	for off := 0; off < n && off+frameHeaderLen <= len(b); frames++ {
+	for off := 0; off < n && off+frameHeaderLen <= len(b); {
+		if b[off+frameHeaderLen] == kindUser {
+			frames++
+		}
 		off += frameHeaderLen + int(binary.BigEndian.Uint32(b[off:]))
 	}
 	return frames

@@ -29,6 +29,7 @@ func FuzzFrames(f *testing.F) {
 	f.Add(appendSystem(nil, 1, sysMessage{op: opWatch, target: "/user/a#1", other: "troupe://b@127.0.0.1:1/user/w#2"}))
 	f.Add(appendControl(appendControl(nil, kindAck, 7), kindHeartbeatRsp, 9))
 	f.Add(appendControl(nil, kindHeartbeat, 0))
+	f.Add(appendControl(appendControl(nil, kindFlush, 3), kindFlushAck, 3))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -88,7 +89,8 @@ func FuzzHandshake(f *testing.F) {
 // arrives with its own recipient, sender and type, in order, or is counted lost where
 // a connection broke inside it. The input is a program: each byte pair either sends a
 // frame with names drawn from far more than the dictionary holds, or takes, writes,
-// cuts or breaks. The first byte picks the dictionary's size. The seed corpus in
+// cuts or breaks; some sends are preceded by a flush frame, which defines nothing and
+// is not a message. The first byte picks the dictionary's size. The seed corpus in
 // testdata/fuzz/FuzzDictionary has programs of 3,000 distinct-ish names for each size
 // (more than the largest dictionary holds), with takes, writes, cuts and breaks.
 func FuzzDictionary(f *testing.F) {
@@ -108,6 +110,9 @@ func runDictionaryProgram(t *testing.T, data []byte) {
 		switch {
 		case op < 200: // send: names from a pool of about 4,600
 			n := int(op)<<8 | arg
+			if n%17 == 0 {
+				p.q.addFlush(uint64(n)) // a death notice waits (deathgate.go)
+			}
 			p.send("/user/r"+strconv.Itoa(n%4099)+"#"+strconv.Itoa(n%7),
 				fuzzSender(n), "m"+strconv.Itoa(n%13), n%11 == 0)
 		case op < 220:

@@ -38,6 +38,64 @@ type inConn struct {
 	evicted bool          // closed to admit a newer connection (guarded by Remote.mu)
 	uid     uint64        // the peer incarnation, once known
 	from    actor.Address // the peer, once known
+	done    chan struct{} // closed when its goroutine no longer delivers anything
+}
+
+// readerKey names a lane of a peer incarnation: one connection at a time is read for
+// it. A peer dials a lane again when its connection has failed on its side, and
+// sends on the new one the frames it did not write on the old; this side may still be
+// reading frames written earlier from the old one. So the new connection's reader
+// waits until the old one's has delivered them all and stopped: the frames reach
+// their recipients in the order sent.
+type readerKey struct {
+	uid  uint64
+	lane byte
+}
+
+// takeOverWait bounds how long a new connection's reader waits for the old one to
+// read to its end, which the peer closed. Past it (the close was lost with the
+// network that broke the connection), the old connection is closed here, and what
+// it has not read yet is lost.
+const takeOverWait = time.Second
+
+// takeOver makes ic the connection read for its peer incarnation's lane, and waits
+// until the reader of the connection it replaces has stopped. It reports false when
+// the transport closes meanwhile.
+func (r *Remote) takeOver(ic *inConn, lane byte) bool {
+	key := readerKey{ic.uid, lane}
+	r.mu.Lock()
+	prev := r.readers[key]
+	r.readers[key] = ic
+	r.mu.Unlock()
+	if prev == nil {
+		return true
+	}
+	t := time.NewTimer(takeOverWait)
+	defer t.Stop()
+	select {
+	case <-prev.done:
+		return true
+	case <-t.C:
+		_ = prev.conn.Close()
+	case <-r.done:
+		return false
+	}
+	select {
+	case <-prev.done:
+		return true
+	case <-r.done:
+		return false
+	}
+}
+
+// readerDone records that ic is no longer read.
+func (r *Remote) readerDone(ic *inConn, lane byte) {
+	key := readerKey{ic.uid, lane}
+	r.mu.Lock()
+	if r.readers[key] == ic {
+		delete(r.readers, key)
+	}
+	r.mu.Unlock()
 }
 
 // inboundState is the system-lane receive state for one peer incarnation. It outlives
@@ -71,7 +129,7 @@ func (r *Remote) acceptLoop() {
 			}
 			continue
 		}
-		ic := &inConn{conn: c}
+		ic := &inConn{conn: c, done: make(chan struct{})}
 		r.mu.Lock()
 		if r.closed {
 			r.mu.Unlock()
@@ -114,6 +172,7 @@ func (r *Remote) serveInbound(ic *inConn) {
 	defer r.wg.Done()
 	defer func() {
 		_ = ic.conn.Close()
+		close(ic.done)
 		r.handshakeDone(ic)
 		r.mu.Lock()
 		delete(r.inbound, ic)
@@ -164,6 +223,10 @@ func (r *Remote) serveInbound(ic *inConn) {
 	if h.lane == laneSystem {
 		in.state = r.inboundStateFor(h.fromUID)
 	}
+	if !r.takeOver(ic, h.lane) {
+		return
+	}
+	defer r.readerDone(ic, h.lane)
 	err = in.read(&fr, br)
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), r.isClosed():
@@ -316,6 +379,8 @@ func (in *inbound) read(fr *frameReader, br *bufio.Reader) error {
 			err = in.deliverSystem(body)
 		case kindHeartbeat:
 			in.out = appendControl(in.out, kindHeartbeatRsp, r.uid)
+		case kindFlush:
+			err = in.flush(body)
 		default:
 			err = fmt.Errorf("%w: unexpected frame kind %d", errMalformed, body[0])
 		}
@@ -343,6 +408,20 @@ func (in *inbound) read(fr *frameReader, br *bufio.Reader) error {
 			in.out = in.out[:0]
 		}
 	}
+}
+
+// flush answers a flush frame on the user lane: every user message read before it has
+// been handed to its recipient (see deathgate.go).
+func (in *inbound) flush(body []byte) error {
+	if in.state != nil {
+		return fmt.Errorf("%w: flush on the system lane", errMalformed)
+	}
+	_, id, err := parseControl(body)
+	if err != nil {
+		return err
+	}
+	in.out = appendControl(in.out, kindFlushAck, id)
+	return nil
 }
 
 // deliverUser decodes a user message and hands it to its recipient. A message that
@@ -537,7 +616,7 @@ func (in *inbound) apply(m sysMessage) {
 			// Already gone: answer as a local dead actor would.
 			rp, _ := r.host.Remote(watcher)
 			rr := rp.(remoteRef)
-			rr.peer.sys.sendSystem(sysMessage{op: opDeath, target: rr.wire, other: r.self + m.target})
+			rr.peer.deathNotice(sysMessage{op: opDeath, target: rr.wire, other: r.self + m.target})
 			return
 		}
 		p.watchedByPeer(watchee, watcher, true)

@@ -50,6 +50,9 @@ type outLane struct {
 	directDone chan struct{} // closed when a direct write ends, for a writer waiting on it
 	written    uint64        // messages written on the current connection
 
+	// User lane only: the death notices for the peer that wait for a flush.
+	gate deathGate
+
 	// System lane only.
 	ctrl      []byte // control frames queued
 	heartbeat bool   // a heartbeat is among them
@@ -68,6 +71,7 @@ type outLane struct {
 
 func newOutLane(p *peer, lane byte) *outLane {
 	l := &outLane{p: p, lane: lane, wake: make(chan struct{}, 1), redial: make(chan struct{}, 1)}
+	l.gate.timeout = p.r.cfg.DeathNoticeFlushTimeout
 	l.q.self, l.q.selfStr = p.r.addr, p.r.self
 	return l
 }
@@ -499,7 +503,9 @@ func (l *outLane) dropQueued(reason error) {
 	frames := l.q.drain()
 	l.inflight = 0
 	l.wakeWaitersLocked()
+	notices := l.gate.emptied(l.q.added)
 	l.mu.Unlock()
+	l.sendNotices(notices) // nothing is ahead of them any more
 	if len(frames) == 0 {
 		return
 	}

@@ -118,6 +118,9 @@ func (p *peer) quarantine(uid uint64, reason string) {
 		p.user.wakeWaiters()
 	}
 	p.sys.dropUnacked()
+	p.user.mu.Lock()
+	p.user.gate.forget()
+	p.user.mu.Unlock()
 	p.addressTerminated()
 }
 
@@ -254,9 +257,11 @@ func (p *peer) heartbeatFrom(uid uint64, now time.Time) {
 }
 
 // tick runs on the transport's timer: heartbeats and the failure detector for a peer
-// with watched actors, and resends of unacknowledged system messages.
+// with watched actors, resends of unacknowledged system messages, and death notices
+// whose flush has not been acknowledged in time.
 func (p *peer) tick(now time.Time) {
 	p.sys.tickSystem(now)
+	p.user.expireNotices(now)
 	if p.r.isManaged(p.addr) {
 		return // the cluster decides when this member is gone
 	}

@@ -84,7 +84,7 @@ func (rr remoteRef) Terminated(ref actor.Ref) {
 		return // the watch was withdrawn with the peer
 	}
 	live.peer.watchedByPeer(ref, live.ref(), false)
-	live.peer.sys.sendSystem(sysMessage{op: opDeath, target: live.wire, other: ref.URI()})
+	live.peer.deathNotice(sysMessage{op: opDeath, target: live.wire, other: ref.URI()})
 }
 
 // Stop asks the peer to stop the actor, over the reliable system lane.

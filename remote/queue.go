@@ -19,7 +19,8 @@ type userQueue struct {
 	self     actor.Address // this system's address (see encDict.appendRef)
 	selfStr  string
 	buf      []byte
-	frames   int
+	frames   int    // user frames in buf (flush frames are not counted)
+	added    uint64 // user frames ever added
 	dict     encDict
 	takenLog int // undo records that belong to the batch the writer took last
 }
@@ -36,6 +37,14 @@ func (q *userQueue) add(rcpt string, sender actor.Ref, manifest string, payload 
 	endFrame(buf, start)
 	q.buf = buf
 	q.frames++
+	q.added++
+}
+
+// addFlush appends flush frame id (see deathgate.go). It defines nothing in the
+// dictionary, and restart does not keep it.
+func (q *userQueue) addFlush(id uint64) {
+	q.reserve(16)
+	q.buf = appendControl(q.buf, kindFlush, id)
 }
 
 // reserve makes room for n more bytes, doubling the buffer when it grows. (append
@@ -85,7 +94,8 @@ func (q *userQueue) take(spare []byte) (batch []byte, frames int) {
 // written), of which written bytes went out. The frames of batch that the write
 // reached, even in part, are lost: restart returns how many. The others, and the
 // queued ones, are encoded again, in order, for the next connection's empty
-// dictionary.
+// dictionary. Flush frames are not kept: the lane queues a new one after them when
+// a death notice waits (deathGate.requeued).
 func (q *userQueue) restart(batch []byte, written int) (lost int) {
 	var table []string
 	if batch != nil {
@@ -96,9 +106,11 @@ func (q *userQueue) restart(batch []byte, written int) (lost int) {
 	off := 0
 	for off < written && off+frameHeaderLen <= len(batch) {
 		n := frameHeaderLen + int(binary.BigEndian.Uint32(batch[off:]))
-		readBack(batch[off+frameHeaderLen:off+n], table) // its definitions count for the rest
+		if body := batch[off+frameHeaderLen : off+n]; body[0] == kindUser {
+			readBack(body, table) // its definitions count for the rest
+			lost++
+		}
 		off += n
-		lost++
 	}
 	rest := batch[min(off, len(batch)):]
 	q.dict.clear()
@@ -126,7 +138,7 @@ func (q *userQueue) restart(batch []byte, written int) (lost int) {
 // drain empties the queue, while no connection is open, and returns its frames read
 // back, so that they can go to dead letters. Their payloads alias the old queue.
 func (q *userQueue) drain() []userFields {
-	if q.frames == 0 {
+	if len(q.buf) == 0 {
 		return nil
 	}
 	table := q.dict.tableAt(q.takenLog)

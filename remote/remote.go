@@ -81,6 +81,7 @@ type Remote struct {
 	pending     list.List // of *inConn: accepted, handshake not complete; oldest first
 	accepted    int
 	inState     map[uint64]*inboundState // system-lane receive state per peer uid
+	readers     map[readerKey]*inConn    // the connection read for a peer incarnation's lane
 	quarantined map[uint64]string        // peer uid -> reason
 	blocked     map[actor.Address]struct{}
 	verifying   map[actor.Address]*verification
@@ -140,6 +141,7 @@ func Start(sys *actor.System, cfg Config) (*Remote, error) {
 		peers:       make(map[actor.Address]*peer),
 		inbound:     make(map[*inConn]struct{}),
 		inState:     make(map[uint64]*inboundState),
+		readers:     make(map[readerKey]*inConn),
 		quarantined: make(map[uint64]string),
 		blocked:     make(map[actor.Address]struct{}),
 		verifying:   make(map[actor.Address]*verification),
@@ -412,7 +414,14 @@ func (r *Remote) close(ctx context.Context) error {
 	for c := range r.inbound {
 		conns = append(conns, c)
 	}
+	peers := make([]*peer, 0, len(r.peers))
+	for _, p := range r.peers {
+		peers = append(peers, p)
+	}
 	r.mu.Unlock()
+	for _, p := range peers {
+		p.user.releaseNotices() // the lanes' last writes take them
+	}
 	close(r.done)
 	r.cancel()
 	err := r.ln.Close()

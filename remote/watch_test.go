@@ -132,3 +132,124 @@ func TestFailureDetectorTerminatesWatchedActorsOfALostSystem(t *testing.T) {
 	_ = ref.Tell(&ping{N: 2})
 	testkit.ExpectMsgType[actor.DeadLetter](dead)
 }
+
+// burstProps answers a ping with N pongs to its sender and then stops; before pong
+// number at, it calls during (when not nil).
+func burstProps(at int, during func()) *actor.Props {
+	return actor.PropsOf(func() actor.Actor {
+		return actor.ReceiveFunc(func(ctx actor.Context) {
+			if m, ok := ctx.Message().(*ping); ok {
+				for i := range m.N {
+					if i == at && during != nil {
+						during()
+					}
+					_ = ctx.Sender().Tell(&pong{N: i})
+				}
+				ctx.Stop(ctx.Self())
+			}
+		})
+	})
+}
+
+// The notice of an actor's death travels on the system lane, its messages on the user
+// lane: without the flush before the notice (deathgate.go), the watcher would hear
+// Terminated before the last of them arrived.
+func TestAWatcherGetsTheMessagesOfADeadActorBeforeTerminated(t *testing.T) {
+	reg := registry(t)
+	a, b := startNode(t, "a", reg), startNode(t, "b", reg)
+	const n = 20_000
+	for round := range 3 {
+		burst, err := b.sys.Spawn(burstProps(0, nil), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := a.remoteRef(t, burst)
+		probe := testkit.NewProbe(t, a.sys)
+		probe.Watch(ref)
+		probe.Send(ref, &ping{N: n})
+		got := probe.ReceiveN(n + 1)
+		for i, m := range got[:n] {
+			if p, ok := m.(*pong); !ok || p.N != i {
+				t.Fatalf("round %d: message %d is %T %+v, want pong %d", round, i, m, m, i)
+			}
+		}
+		if term, ok := got[n].(actor.Terminated); !ok || term.Ref != ref {
+			t.Fatalf("round %d: last message %T %+v, want Terminated", round, got[n], got[n])
+		}
+	}
+}
+
+// receiveBurst receives pongs until Terminated, and fails on a pong that comes after
+// a later one (a pong lost with a broken connection is allowed). During is called
+// with each pong's number before the next is received.
+func receiveBurst(t *testing.T, probe *testkit.Probe, round int, during func(n int)) {
+	t.Helper()
+	last := -1
+	for {
+		m := probe.FishForMessage(func(any) bool { return true }, testkit.Dilated(10*time.Second))
+		if _, ok := m.(actor.Terminated); ok {
+			return
+		}
+		if p, ok := m.(*pong); ok {
+			if p.N <= last {
+				t.Fatalf("round %d: pong %d after pong %d", round, p.N, last)
+			}
+			last = p.N
+			if during != nil {
+				during(p.N)
+			}
+		}
+	}
+}
+
+// A peer that reconnects sends on the new connection what it had not written on the
+// old one, while this side may still be reading the old one: the new connection is
+// read only once the old one is read to its end, so messages keep the order sent.
+func TestAReconnectKeepsTheOrderOfMessages(t *testing.T) {
+	reg := registry(t)
+	a, b := startNode(t, "a", reg), startNode(t, "b", reg)
+	const n = 20_000
+	for round := range 5 {
+		// b breaks the connections when the actor has queued a different number of
+		// its messages each round, the last time after all of them.
+		burst, err := b.sys.Spawn(burstProps(round*n/4, func() { remote.BreakConnections(b.r) }), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := a.remoteRef(t, burst)
+		probe := testkit.NewProbe(t, a.sys)
+		probe.Watch(ref)
+		probe.Send(ref, &ping{N: n + 1})
+		receiveBurst(t, probe, round, nil)
+	}
+}
+
+// A connection that breaks while a death notice waits for its flush: the frames not
+// written are queued again, and a new flush after them, so the notice goes once they
+// are delivered, long before the flush timeout.
+func TestADeathNoticeOutlivesABrokenConnection(t *testing.T) {
+	reg := registry(t)
+	long := func(c *remote.Config) { c.DeathNoticeFlushTimeout = time.Minute }
+	a, b := startNode(t, "a", reg, long), startNode(t, "b", reg, long)
+	const n = 20_000
+	for round := range 5 {
+		// a breaks the connections when it has received a different number of
+		// messages each round, probably after the actor has stopped and its notice
+		// waits for the flush.
+		burst, err := b.sys.Spawn(burstProps(0, nil), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := a.remoteRef(t, burst)
+		probe := testkit.NewProbe(t, a.sys)
+		probe.Watch(ref)
+		probe.Send(ref, &ping{N: n})
+		at := round * n / 5
+		receiveBurst(t, probe, round, func(got int) {
+			if got >= at {
+				remote.BreakConnections(a.r)
+				at = n
+			}
+		})
+	}
+}

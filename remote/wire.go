@@ -14,8 +14,8 @@ import (
 
 // protocolVersion is exchanged in the handshake; peers with another version are
 // rejected. Version 2 added the probe lane and the rule that a frame never replaces a
-// dictionary entry it names.
-const protocolVersion = 2
+// dictionary entry it names; version 3 the flush frames of the user lane.
+const protocolVersion = 3
 
 // frameHeaderLen is the size of a frame's length prefix.
 const frameHeaderLen = 4
@@ -31,6 +31,8 @@ const (
 	kindAck          byte = 12 // acceptor -> dialer: system messages received up to seq
 	kindHeartbeat    byte = 13 // dialer -> acceptor: are you there?
 	kindHeartbeatRsp byte = 14 // acceptor -> dialer: yes, with my uid
+	kindFlush        byte = 15 // dialer -> acceptor, user lane: acknowledge when all before me is delivered
+	kindFlushAck     byte = 16 // acceptor -> dialer, user lane: the flush numbered n
 )
 
 // Lanes: each peer gets one outbound connection per lane. A probe connection only

@@ -374,6 +374,9 @@ func (l *outLane) broken(conn net.Conn, err error) {
 		l.q.buf, l.q.frames = nil, 0
 	} else {
 		lost = l.q.restart(batch, l.outOff)
+		if flush := l.gate.requeued(); flush != 0 {
+			l.q.addFlush(flush)
+		}
 	}
 	l.out, l.outOff, l.outFrames = l.out[:0], 0, 0
 	l.inflight = 0
@@ -389,7 +392,8 @@ func (l *outLane) logBroken(written uint64, err error) {
 		zap.String("peer", l.p.self), zap.Uint8("lane", l.lane), zap.Uint64("written_on_it", written), zap.Error(err))
 }
 
-// framesWithin counts the frames of b that its first n bytes contain whole.
+// framesWithin counts the user frames of b that its first n bytes contain whole
+// (flush frames are not messages).
 func framesWithin(b []byte, n int) int {
 	frames, off := 0, 0
 	for off+frameHeaderLen <= len(b) {
@@ -397,13 +401,16 @@ func framesWithin(b []byte, n int) int {
 		if end > n {
 			break
 		}
-		frames++
+		if b[off+frameHeaderLen] == kindUser {
+			frames++
+		}
 		off = end
 	}
 	return frames
 }
 
-// readControl reads what the acceptor sends back: acks and heartbeat responses.
+// readControl reads what the acceptor sends back: acks, heartbeat responses and
+// flush acknowledgements.
 func (l *outLane) readControl(br *bufio.Reader) error {
 	fr := frameReader{br: br, max: maxHandshakeFrame}
 	for {
@@ -420,6 +427,8 @@ func (l *outLane) readControl(br *bufio.Reader) error {
 			l.acknowledge(n)
 		case kindHeartbeatRsp:
 			l.p.heartbeatFrom(n, time.Now())
+		case kindFlushAck:
+			l.flushAcked(n)
 		}
 	}
 }

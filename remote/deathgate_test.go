@@ -1,0 +1,141 @@
+package remote
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// gateRun drives a deathGate through steps and checks each decision.
+type gateStep struct {
+	do      string // "hold", "ack", "tick", "requeue", "empty", "forget"
+	n       uint64 // hold: user frames ever queued; ack: the flush; tick: seconds since start
+	name    string // hold: the notice
+	flush   uint64 // hold, requeue: the flush frame to queue (0: none)
+	send    bool   // hold: the notice goes at once
+	release []string
+}
+
+func runGate(t *testing.T, steps []gateStep) {
+	t.Helper()
+	start := time.Unix(1000, 0)
+	g := deathGate{timeout: 3 * time.Second}
+	now := start
+	names := func(ms []sysMessage) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.other)
+		}
+		return out
+	}
+	for i, s := range steps {
+		var released []sysMessage
+		switch s.do {
+		case "hold":
+			flush, send := g.hold(sysMessage{op: opDeath, other: s.name}, s.n, now)
+			if flush != s.flush || send != s.send {
+				t.Fatalf("step %d: hold %s after %d frames: flush %d send %v, want flush %d send %v",
+					i, s.name, s.n, flush, send, s.flush, s.send)
+			}
+		case "ack":
+			released = g.acknowledged(s.n)
+		case "tick":
+			now = start.Add(time.Duration(s.n) * time.Second)
+			released = g.expired(now)
+		case "requeue":
+			if flush := g.requeued(); flush != s.flush {
+				t.Fatalf("step %d: requeued gives flush %d, want %d", i, flush, s.flush)
+			}
+		case "empty":
+			released = g.emptied(s.n)
+		case "forget":
+			g.forget()
+		}
+		if got := names(released); !slices.Equal(got, s.release) {
+			t.Fatalf("step %d (%s %d): released %v, want %v", i, s.do, s.n, got, s.release)
+		}
+	}
+}
+
+func TestDeathGate(t *testing.T) {
+	cases := []struct {
+		name  string
+		steps []gateStep
+	}{
+		{"nothing ever sent on the user lane: at once", []gateStep{
+			{do: "hold", n: 0, name: "a", send: true},
+		}},
+		{"held until its flush is acknowledged", []gateStep{
+			{do: "hold", n: 5, name: "a", flush: 1},
+			{do: "tick", n: 1},
+			{do: "ack", n: 1, release: []string{"a"}},
+			{do: "ack", n: 1}, // a duplicate releases nothing
+		}},
+		{"nothing queued since an acknowledged flush: at once", []gateStep{
+			{do: "hold", n: 5, name: "a", flush: 1},
+			{do: "ack", n: 1, release: []string{"a"}},
+			{do: "hold", n: 5, name: "b", send: true},
+		}},
+		{"nothing queued since an outstanding flush: waits for it", []gateStep{
+			{do: "hold", n: 5, name: "a", flush: 1},
+			{do: "hold", n: 5, name: "b"},
+			{do: "ack", n: 1, release: []string{"a", "b"}},
+		}},
+		{"a frame queued since: a new flush, and only the first is released by the first ack", []gateStep{
+			{do: "hold", n: 5, name: "a", flush: 1},
+			{do: "hold", n: 6, name: "b", flush: 2},
+			{do: "ack", n: 1, release: []string{"a"}},
+			{do: "ack", n: 2, release: []string{"b"}},
+		}},
+		{"a later acknowledgement releases the earlier flushes' notices too", []gateStep{
+			{do: "hold", n: 5, name: "a", flush: 1},
+			{do: "hold", n: 6, name: "b", flush: 2},
+			{do: "ack", n: 2, release: []string{"a", "b"}},
+			{do: "ack", n: 1},
+		}},
+		{"an acknowledgement of a flush never sent is ignored", []gateStep{
+			{do: "hold", n: 5, name: "a", flush: 1},
+			{do: "ack", n: 9},
+			{do: "ack", n: 1, release: []string{"a"}},
+		}},
+		{"an unacknowledged flush releases its notices at the timeout, in order", []gateStep{
+			{do: "hold", n: 5, name: "a", flush: 1},
+			{do: "tick", n: 1},
+			{do: "hold", n: 6, name: "b", flush: 2},
+			{do: "tick", n: 2},
+			{do: "tick", n: 3, release: []string{"a"}},
+			{do: "tick", n: 4, release: []string{"b"}},
+			{do: "ack", n: 2},
+		}},
+		{"a broken connection: a new flush at the end of the requeued frames", []gateStep{
+			{do: "hold", n: 5, name: "a", flush: 1},
+			{do: "hold", n: 6, name: "b", flush: 2},
+			{do: "requeue", flush: 3},
+			{do: "ack", n: 2}, // the old flush, written again before the break: not enough
+			{do: "ack", n: 3, release: []string{"a", "b"}},
+		}},
+		{"a broken connection with nothing outstanding queues no flush", []gateStep{
+			{do: "hold", n: 5, name: "a", flush: 1},
+			{do: "ack", n: 1, release: []string{"a"}},
+			{do: "requeue"},
+			{do: "hold", n: 5, name: "b", send: true},
+		}},
+		{"a queue dropped to dead letters: nothing is ahead any more", []gateStep{
+			{do: "hold", n: 5, name: "a", flush: 1},
+			{do: "hold", n: 6, name: "b", flush: 2},
+			{do: "empty", n: 6, release: []string{"a", "b"}},
+			{do: "hold", n: 6, name: "c", send: true},
+			{do: "hold", n: 7, name: "d", flush: 3},
+		}},
+		{"an incarnation gone: its notices are dropped", []gateStep{
+			{do: "hold", n: 5, name: "a", flush: 1},
+			{do: "forget"},
+			{do: "ack", n: 1},
+			{do: "tick", n: 10},
+			{do: "hold", n: 6, name: "b", flush: 2},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { runGate(t, c.steps) })
+	}
+}
