@@ -110,7 +110,8 @@ type Passivation struct {
 type Timings struct {
 	// RetryInterval is the region's retry period: registering with the coordinator
 	// (after a backoff that starts at max(100ms, RetryInterval/8) and doubles up to it)
-	// and asking again for unknown shard homes. Default 2s.
+	// and asking again for unknown shard homes. A region that leaves before its
+	// registration was answered waits twice this for the coordinator's word. Default 2s.
 	RetryInterval time.Duration
 	// HandOffTimeout bounds a shard's hand-off; entities that ignore the hand-off stop
 	// message are stopped hard after max(HandOffTimeout - 5s, 1s). Default 60s.

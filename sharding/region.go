@@ -148,7 +148,14 @@ type regionCore[M any] struct {
 	shuttingDown bool
 	// everRegistered: a coordinator knows this region and may give it shards, so that
 	// leaving, it waits for the coordinator's word that it hosts none (shutdownAcked).
+	// A region that has sent Register but never heard RegisterAck may be known too (its
+	// Register on its way): leaving, it waits for that word as well, but only for
+	// twice the retry interval (unknownGaveUp), since there may be no coordinator at
+	// all. (It goes on registering while it leaves: a region that holds messages needs
+	// a coordinator to learn their homes, or that they have none.)
 	everRegistered bool
+	registerSent   bool
+	unknownGaveUp  bool
 	shutdownAcked  bool
 	stopped        bool
 
@@ -334,6 +341,9 @@ func (r *regionCore[M]) coordinatorLost() regionDecisions[M] {
 func (r *regionCore[M]) gracefulShutdown() regionDecisions[M] {
 	if !r.shuttingDown {
 		r.shuttingDown = true
+		if !r.everRegistered && r.registerSent && !r.cfg.proxy {
+			r.timers.start(&r.out.timers, timerKey{kind: timerLeaveUnknown}, 2*r.cfg.retryInterval, false)
+		}
 		r.act(regionAction[M]{kind: actToCandidates, proto: msgGracefulShutdownReq{}})
 		// Asked again now that the coordinator knows this region leaves: a shard that
 		// gets no home is answered (msgNoShardHome) instead of being asked about until
@@ -408,6 +418,11 @@ func (r *regionCore[M]) timer(key timerKey) regionDecisions[M] {
 			r.act(regionAction[M]{kind: actToCandidates, proto: msgGracefulShutdownReq{}})
 		}
 		r.tryCompleteShutdown()
+	case timerLeaveUnknown:
+		if !r.everRegistered {
+			r.unknownGaveUp = true
+			r.tryCompleteShutdown()
+		}
 	case timerHandOverWait:
 		if p, ok := r.waiting[key.shard]; ok {
 			r.problem(fmt.Errorf("%w: shard %q, predecessor %q, after %v; delivering what is here",
@@ -432,6 +447,7 @@ func (r *regionCore[M]) startRegistration() {
 }
 
 func (r *regionCore[M]) register() {
+	r.registerSent = true
 	r.act(regionAction[M]{kind: actRegister})
 }
 
@@ -631,16 +647,17 @@ func (r *regionCore[M]) endWait(s ShardID) {
 	r.overDone[s][p] = true
 	delete(r.waiting, s)
 	r.timers.cancel(&r.out.timers, timerKey{kind: timerHandOverWait, shard: s})
+	r.tryCompleteShutdown()
 }
 
 // tryCompleteShutdown stops a region that is shutting down once it hosts no shard,
-// holds no message, owes no hand-over and has every hand-over it sent acknowledged,
-// and (when a coordinator knows it) the coordinator has said that it hosts nothing
-// there either (msgGracefulShutdownAck).
+// holds no message, owes no hand-over, awaits none, and has every hand-over it sent
+// acknowledged, and (when a coordinator knows it) the coordinator has said that it
+// hosts nothing there either (msgGracefulShutdownAck).
 func (r *regionCore[M]) tryCompleteShutdown() {
-	acked := r.shutdownAcked || r.cfg.proxy || !r.everRegistered
+	acked := r.shutdownAcked || r.cfg.proxy || !r.everRegistered && (!r.registerSent || r.unknownGaveUp)
 	if r.shuttingDown && !r.stopped && acked && len(r.local) == 0 && r.total == 0 && len(r.owes) == 0 &&
-		len(r.handedOver) == 0 {
+		len(r.waiting) == 0 && len(r.handedOver) == 0 {
 		r.stopped = true
 		r.out.stop = true
 	}

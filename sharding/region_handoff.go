@@ -43,6 +43,12 @@ func (r *regionCore[M]) shardHome(s ShardID, home RegionID) {
 			// coordinator, which then places the shard again.
 			return
 		}
+		if r.shuttingDown && r.local[s] == nil {
+			// A leaving region starts no shard. The coordinator gave it s before it
+			// learned that the region leaves, and hands s off with its other shards
+			// (see hostShard).
+			return
+		}
 		r.homes[s] = r.self
 		if r.local[s] == nil {
 			r.startShard(s)
@@ -66,17 +72,20 @@ func (r *regionCore[M]) hostShard(s ShardID, pred RegionID) {
 		return
 	}
 	if r.shuttingDown {
-		// The coordinator missed that this region leaves; remind it.
+		// The coordinator missed that this region leaves: remind it, and start no
+		// shard; the coordinator hands s off with the region's other shards. The
+		// predecessor, told that this region is the next home, sends its hand-over
+		// here all the same: wait for it, so that it goes ahead of what this region
+		// holds to the home after this one (a HandOff meanwhile answers Pending, and
+		// the region does not stop before).
 		r.act(regionAction[M]{kind: actToCandidates, proto: msgGracefulShutdownReq{}})
+		r.awaitPredecessor(s, pred)
 		return
 	}
 	r.homes[s] = r.self
 	delete(r.owes, s) // what this region holds goes to its own shard
 	delete(r.target, s)
-	if pred != "" && pred != r.self && r.waiting[s] == "" && !r.overDone[s][pred] {
-		r.waiting[s] = pred
-		r.timers.start(&r.out.timers, timerKey{kind: timerHandOverWait, shard: s}, r.cfg.handOffTimeout, false)
-	}
+	r.awaitPredecessor(s, pred)
 	if ls := r.local[s]; ls != nil && ls.handingOff {
 		// Start (and acknowledge) once the previous shard actor has stopped; the
 		// coordinator resends HostShard if that never happens.
@@ -88,6 +97,14 @@ func (r *regionCore[M]) hostShard(s ShardID, pred RegionID) {
 	}
 	r.act(regionAction[M]{kind: actToCoordinator, proto: msgShardStarted{Shard: s}})
 	r.flush(s)
+}
+
+// awaitPredecessor makes s wait for pred's hand-over, unless it has ended already.
+func (r *regionCore[M]) awaitPredecessor(s ShardID, pred RegionID) {
+	if pred != "" && pred != r.self && r.waiting[s] == "" && !r.overDone[s][pred] {
+		r.waiting[s] = pred
+		r.timers.start(&r.out.timers, timerKey{kind: timerHandOverWait, shard: s}, r.cfg.handOffTimeout, false)
+	}
 }
 
 // beginHandOff forgets where s lives and acknowledges, through the old home when this

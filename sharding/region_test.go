@@ -509,7 +509,9 @@ func TestRegionGracefulShutdown(t *testing.T) {
 // A region that leaves with no shard waits for the coordinator's acknowledgement: a
 // shard given to it meanwhile (the allocation crossed its request) is not hosted, the
 // coordinator is reminded, and the region stops only once told it hosts nothing. A
-// region no coordinator knows (it never registered) stops at once.
+// region that has sent Register and heard no RegisterAck may be known all the same
+// (its Register on its way): it waits too, for at most twice the retry interval. One
+// that never sent Register stops at once.
 func TestRegionLeavingWaitsForTheCoordinator(t *testing.T) {
 	r := registered(t, regionSettings{})
 	if d := r.gracefulShutdown(); d.stop {
@@ -528,10 +530,75 @@ func TestRegionLeavingWaitsForTheCoordinator(t *testing.T) {
 		t.Fatalf("not stopped once acknowledged: %+v", d)
 	}
 
-	unknown := newRegionCore[string](reg(1), regionSettings{})
-	unknown.start()
-	if d := unknown.gracefulShutdown(); !d.stop {
-		t.Fatal("a region that never registered waits for a coordinator")
+	unacked := newRegionCore[string](reg(1), regionSettings{})
+	unacked.start()
+	d = unacked.gracefulShutdown()
+	if d.stop {
+		t.Fatal("a region whose Register may be on its way stopped at once")
+	}
+	giveUp := timerKey{kind: timerLeaveUnknown}
+	if !slices.ContainsFunc(d.timers, func(op timerOp) bool { return op.key == giveUp && !op.cancel }) {
+		t.Fatalf("no limit on the wait: %+v", d.timers)
+	}
+	if d = unacked.fromCoordinator(msgGracefulShutdownAck{}); !d.stop {
+		t.Fatalf("not stopped once acknowledged: %+v", d)
+	}
+	silent := newRegionCore[string](reg(1), regionSettings{})
+	silent.start()
+	silent.gracefulShutdown()
+	if d = silent.timer(giveUp); !d.stop {
+		t.Fatalf("a region no coordinator answers waits on: %+v", d)
+	}
+	// Registered meanwhile: the limit no longer applies.
+	late := newRegionCore[string](reg(1), regionSettings{})
+	late.start()
+	late.gracefulShutdown()
+	late.fromCoordinator(msgRegisterAck{})
+	if d = late.timer(giveUp); d.stop {
+		t.Fatal("a region registered while leaving stopped without the coordinator's word")
+	}
+	never := newRegionCore[string](reg(1), regionSettings{})
+	if d := never.gracefulShutdown(); !d.stop {
+		t.Fatal("a region that never sent Register waits for a coordinator")
+	}
+}
+
+// A shard given to a leaving region whose shutdown request the coordinator has not
+// seen yet names a predecessor that hands its messages over to this region. The
+// region starts no shard (not on HostShard, nor on the ShardHome that answers its own
+// request), and waits for that hand-over: the coordinator's HandOff gets Pending, the
+// hand-over goes on to the next home ahead of anything else, and the region stops
+// only when the next home has taken it. Found by the core simulation's leaves (seed
+// 59; the lost variant by a scenario of the cores).
+func TestALeavingRegionGivenAShardWaitsForItsPredecessor(t *testing.T) {
+	r := registered(t, regionSettings{})
+	r.deliver("s1", "mine")
+	r.gracefulShutdown()
+	d := r.fromCoordinator(msgHostShard{Shard: "s1", Predecessor: reg(2)})
+	if len(actionsOf(d, actStartShard)) != 0 || len(actionsOf(d, actToCandidates)) != 1 {
+		t.Fatalf("HostShard while leaving: %+v", d)
+	}
+	if d = r.fromCoordinator(msgShardHome{Shard: "s1", Region: reg(1)}); len(actionsOf(d, actStartShard)) != 0 {
+		t.Fatalf("a leaving region started a shard on ShardHome: %+v", d)
+	}
+	r.fromCoordinator(msgBeginHandOff{Shard: "s1"})
+	d = r.fromCoordinator(msgHandOff{Shard: "s1"})
+	if got := toCoord(d); !slices.Contains(got, any(msgShardStopped{Shard: "s1", Pending: true})) {
+		t.Fatalf("HandOff answered %#v, want ShardStopped with Pending", got)
+	}
+	if d = r.fromCoordinator(msgGracefulShutdownAck{}); d.stop {
+		t.Fatal("stopped while the predecessor's hand-over is on its way")
+	}
+	if d = r.fromCoordinator(msgHandOverTo{Shard: "s1", Region: reg(3)}); len(actionsOf(d, actHandOver)) != 0 || d.stop {
+		t.Fatalf("handed over before the predecessor's hand-over came: %+v", d)
+	}
+	d = r.handOverIn(reg(2), "s1", []string{"old"}, true)
+	over := actionsOf(d, actHandOver)
+	if len(over) != 1 || over[0].to != reg(3) || !slices.Equal(over[0].msgs, []string{"old", "mine"}) || d.stop {
+		t.Fatalf("after the predecessor's hand-over: %+v", d)
+	}
+	if d = r.handOverAcked(reg(3), "s1"); !d.stop {
+		t.Fatalf("not stopped once the next home took the hand-over: %+v", d)
 	}
 }
 

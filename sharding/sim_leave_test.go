@@ -59,24 +59,14 @@ import (
 //     for shutdownAcked), seeds 91, 131 and 154 failed with a lost message, a dead
 //     letter at a region that has terminated, when this was written (seed 154: R2,
 //     hosting nothing, leaves while the coordinator gives it s0; R1 forwards to it).
-
-// simKnownBugs lists the seeds that fail on a bug of the region core found by the
-// simulation's leaves and not fixed yet, with the bug; the test skips them. Remove a
-// seed's entry once its bug is fixed (a fix changes the runs, so rerun all seeds).
-var simKnownBugs = map[uint64]string{
-	// A region that leaves before its registration is acknowledged stops at once
-	// (tryCompleteShutdown counts !everRegistered as acknowledged), but its Register is
-	// on its way: the coordinator registers it, gives it a shard, and what another
-	// region forwards there is a dead letter.
-	8:  "a region that leaves before its RegisterAck stops at once; a forward to it is lost",
-	63: "a region that leaves before its RegisterAck stops at once; a forward to it is lost",
-	// A leaving region refuses HostShard (hostShard) for a shard the coordinator gave it
-	// while its shutdown request was on its way, but takes the ShardHome naming itself
-	// that answers its own GetShardHome (shardHome): it starts the shard without waiting
-	// for the predecessor's hand-over (HostShard's Predecessor, which it ignored) and
-	// delivers newer messages first.
-	59: "a leaving region hosts a shard on ShardHome after refusing its HostShard, without the predecessor's hand-over first",
-}
+//   - Found by these leaves and fixed with them: a region that left before its
+//     RegisterAck stopped at once while its Register was on its way, and what other
+//     regions then forwarded to it was lost (seeds 8, 63 and 186; it now waits for the
+//     coordinator's word, regionCore.registerSent); a leaving region refused a
+//     HostShard but hosted the shard on the ShardHome answering its own request,
+//     without the predecessor's hand-over first (seed 59), and could stop before that
+//     hand-over reached it (it now awaits the predecessor without hosting the shard,
+//     hostShard).
 
 // simLeaves is the simulation's state and counts of leaves and joins.
 type simLeaves struct {

@@ -19,6 +19,7 @@ const (
 	timerRetry         // periodic retry tick
 	timerHandOverWait  // give up waiting for a predecessor's messages (shard)
 	timerRestartShard  // restart a shard that stopped unexpectedly (remember-entities; shard)
+	timerLeaveUnknown  // a leaving region that never heard RegisterAck stops waiting for the coordinator
 
 	// Shard.
 	timerEntityRestart // restart a remembered entity that stopped (entity)
