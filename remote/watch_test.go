@@ -151,6 +151,20 @@ func burstProps(at int, during func()) *actor.Props {
 	})
 }
 
+// startBurst spawns props on b, has a probe on a watch it, and asks it for n pongs.
+func startBurst(t *testing.T, a, b node, props *actor.Props, n int) (*testkit.Probe, actor.Ref) {
+	t.Helper()
+	burst, err := b.sys.Spawn(props, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := a.remoteRef(t, burst)
+	probe := testkit.NewProbe(t, a.sys)
+	probe.Watch(ref)
+	probe.Send(ref, &ping{N: n})
+	return probe, ref
+}
+
 // The notice of an actor's death travels on the system lane, its messages on the user
 // lane: without the flush before the notice (deathgate.go), the watcher would hear
 // Terminated before the last of them arrived.
@@ -159,14 +173,7 @@ func TestAWatcherGetsTheMessagesOfADeadActorBeforeTerminated(t *testing.T) {
 	a, b := startNode(t, "a", reg), startNode(t, "b", reg)
 	const n = 20_000
 	for round := range 3 {
-		burst, err := b.sys.Spawn(burstProps(0, nil), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref := a.remoteRef(t, burst)
-		probe := testkit.NewProbe(t, a.sys)
-		probe.Watch(ref)
-		probe.Send(ref, &ping{N: n})
+		probe, ref := startBurst(t, a, b, burstProps(0, nil), n)
 		got := probe.ReceiveN(n + 1)
 		for i, m := range got[:n] {
 			if p, ok := m.(*pong); !ok || p.N != i {
@@ -212,14 +219,7 @@ func TestAReconnectKeepsTheOrderOfMessages(t *testing.T) {
 	for round := range 5 {
 		// b breaks the connections when the actor has queued a different number of
 		// its messages each round, the last time after all of them.
-		burst, err := b.sys.Spawn(burstProps(round*n/4, func() { remote.BreakConnections(b.r) }), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref := a.remoteRef(t, burst)
-		probe := testkit.NewProbe(t, a.sys)
-		probe.Watch(ref)
-		probe.Send(ref, &ping{N: n + 1})
+		probe, _ := startBurst(t, a, b, burstProps(round*n/4, func() { remote.BreakConnections(b.r) }), n+1)
 		receiveBurst(t, probe, round, nil)
 	}
 }
@@ -236,14 +236,7 @@ func TestADeathNoticeOutlivesABrokenConnection(t *testing.T) {
 		// a breaks the connections when it has received a different number of
 		// messages each round, probably after the actor has stopped and its notice
 		// waits for the flush.
-		burst, err := b.sys.Spawn(burstProps(0, nil), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref := a.remoteRef(t, burst)
-		probe := testkit.NewProbe(t, a.sys)
-		probe.Watch(ref)
-		probe.Send(ref, &ping{N: n})
+		probe, _ := startBurst(t, a, b, burstProps(0, nil), n)
 		at := round * n / 5
 		receiveBurst(t, probe, round, func(got int) {
 			if got >= at {
