@@ -65,7 +65,7 @@ type Config struct {
 	// peer before it (by the actor among others) to be delivered there: with the wait,
 	// a remote watcher receives what the actor sent it ahead of Terminated. The notice
 	// goes without the confirmation after the timeout (a connection that fails, a peer
-	// that is slow to read). Default 3s, as Akka's
+	// that is slow to read), checked once a second. Default 3s, as Akka's
 	// death-watch-notification-flush-timeout; negative sends notices at once, which
 	// gives up that order.
 	DeathNoticeFlushTimeout time.Duration

@@ -26,17 +26,20 @@ type deathGate struct {
 	held    []heldNotice
 }
 
-// heldNotice is a death notice waiting for flush.
+// heldNotice is a death notice waiting for flush, for a watcher in incarnation uid
+// of the peer.
 type heldNotice struct {
 	flush    uint64
 	deadline time.Time
+	uid      uint64
 	m        sysMessage
 }
 
-// hold decides for the death notice m, when added user frames have been queued in
-// all: send reports whether it may go now; otherwise it is held, and flush, when not
-// zero, is the number of a flush frame the caller must queue.
-func (g *deathGate) hold(m sysMessage, added uint64, now time.Time) (flush uint64, send bool) {
+// hold decides for the death notice m, for a watcher in incarnation uid of the peer,
+// when added user frames have been queued in all: send reports whether it may go now;
+// otherwise it is held, and flush, when not zero, is the number of a flush frame the
+// caller must queue.
+func (g *deathGate) hold(m sysMessage, uid, added uint64, now time.Time) (flush uint64, send bool) {
 	if added == g.addedAt && g.acked == g.last {
 		return 0, true
 	}
@@ -45,7 +48,7 @@ func (g *deathGate) hold(m sysMessage, added uint64, now time.Time) (flush uint6
 		g.addedAt = added
 		flush = g.last
 	}
-	g.held = append(g.held, heldNotice{flush: g.last, deadline: now.Add(g.timeout), m: m})
+	g.held = append(g.held, heldNotice{flush: g.last, deadline: now.Add(g.timeout), uid: uid, m: m})
 	return flush, false
 }
 
@@ -95,11 +98,17 @@ func (g *deathGate) emptied(added uint64) []sysMessage {
 	return g.release(len(g.held))
 }
 
-// forget drops the held notices, for an incarnation of the peer that is gone.
-func (g *deathGate) forget() {
-	clear(g.held)
-	g.held = g.held[:0]
-	g.acked = g.last
+// forget drops the held notices for incarnation uid of the peer, which is gone. The
+// flushes stay outstanding: the frames ahead of them may be for a newer incarnation.
+func (g *deathGate) forget(uid uint64) {
+	kept := g.held[:0]
+	for _, h := range g.held {
+		if h.uid != uid {
+			kept = append(kept, h)
+		}
+	}
+	clear(g.held[len(kept):])
+	g.held = kept
 }
 
 // release removes the first n held notices and returns them.

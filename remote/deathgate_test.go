@@ -9,7 +9,8 @@ import (
 // gateRun drives a deathGate through steps and checks each decision.
 type gateStep struct {
 	do      string // "hold", "ack", "tick", "requeue", "empty", "forget"
-	n       uint64 // hold: user frames ever queued; ack: the flush; tick: seconds since start
+	n       uint64 // hold: user frames ever queued; ack: the flush; tick: seconds since start; forget: the incarnation
+	uid     uint64 // hold: the peer incarnation (0 means 1)
 	name    string // hold: the notice
 	flush   uint64 // hold, requeue: the flush frame to queue (0: none)
 	send    bool   // hold: the notice goes at once
@@ -32,7 +33,7 @@ func runGate(t *testing.T, steps []gateStep) {
 		var released []sysMessage
 		switch s.do {
 		case "hold":
-			flush, send := g.hold(sysMessage{op: opDeath, other: s.name}, s.n, now)
+			flush, send := g.hold(sysMessage{op: opDeath, other: s.name}, max(s.uid, 1), s.n, now)
 			if flush != s.flush || send != s.send {
 				t.Fatalf("step %d: hold %s after %d frames: flush %d send %v, want flush %d send %v",
 					i, s.name, s.n, flush, send, s.flush, s.send)
@@ -49,7 +50,7 @@ func runGate(t *testing.T, steps []gateStep) {
 		case "empty":
 			released = g.emptied(s.n)
 		case "forget":
-			g.forget()
+			g.forget(s.n)
 		}
 		if got := names(released); !slices.Equal(got, s.release) {
 			t.Fatalf("step %d (%s %d): released %v, want %v", i, s.do, s.n, got, s.release)
@@ -127,12 +128,13 @@ func TestDeathGate(t *testing.T) {
 			{do: "hold", n: 6, name: "c", send: true},
 			{do: "hold", n: 7, name: "d", flush: 3},
 		}},
-		{"an incarnation gone: its notices are dropped", []gateStep{
+		{"an incarnation gone: its notices are dropped, not the next one's", []gateStep{
 			{do: "hold", n: 5, name: "a", flush: 1},
-			{do: "forget"},
-			{do: "ack", n: 1},
+			{do: "hold", n: 6, uid: 2, name: "b", flush: 2},
+			{do: "forget", n: 1},
+			{do: "hold", n: 6, uid: 2, name: "c"}, // the flush is still outstanding
+			{do: "ack", n: 2, release: []string{"b", "c"}},
 			{do: "tick", n: 10},
-			{do: "hold", n: 6, name: "b", flush: 2},
 		}},
 	}
 	for _, c := range cases {

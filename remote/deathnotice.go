@@ -16,19 +16,25 @@ func (p *peer) deathNotice(m sysMessage) {
 		p.sys.sendSystem(m)
 		return
 	}
+	uid := p.currentUID()
 	u.mu.Lock()
-	flush, send := u.gate.hold(m, u.q.added, time.Now())
+	flush, send := u.gate.hold(m, uid, u.q.added, time.Now())
 	if send {
 		u.mu.Unlock()
 		p.sys.sendSystem(m)
 		return
 	}
-	if flush == 0 {
+	if flush != 0 {
+		u.q.addFlush(flush)
+		u.queued() // unlocks u.mu
+	} else {
 		u.mu.Unlock()
-		return
 	}
-	u.q.addFlush(flush)
-	u.queued() // unlocks u.mu
+	if r.closing.Load() {
+		// The transport began to close after the check above, and may have released
+		// the held notices before this one was held: release it.
+		u.releaseNotices()
+	}
 }
 
 // flushAcked takes the peer's acknowledgement of flush id and sends the notices it

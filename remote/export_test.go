@@ -118,3 +118,6 @@ func WriterRunning(r *Remote, addr actor.Address) bool {
 	r.mu.Unlock()
 	return p != nil && p.user.started.Load()
 }
+
+// AppendFlushForTest appends a flush frame numbered id.
+func AppendFlushForTest(dst []byte, id uint64) []byte { return appendControl(dst, kindFlush, id) }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -38,6 +39,8 @@ type inConn struct {
 	evicted bool          // closed to admit a newer connection (guarded by Remote.mu)
 	uid     uint64        // the peer incarnation, once known
 	from    actor.Address // the peer, once known
+	seq     int           // accept order
+	frames  atomic.Uint64 // frames read, for a newer connection of the lane that waits
 	done    chan struct{} // closed when its goroutine no longer delivers anything
 }
 
@@ -52,39 +55,45 @@ type readerKey struct {
 	lane byte
 }
 
-// takeOverWait bounds how long a new connection's reader waits for the old one to
-// read to its end, which the peer closed. Past it (the close was lost with the
-// network that broke the connection), the old connection is closed here, and what
+// takeOverWait is how long the old connection's reader may read nothing before a
+// new connection's reader, waiting for it to read to its end (which the peer closed),
+// closes it: its end was lost with the network that broke the connection, and what
 // it has not read yet is lost.
 const takeOverWait = time.Second
 
 // takeOver makes ic the connection read for its peer incarnation's lane, and waits
 // until the reader of the connection it replaces has stopped. It reports false when
-// the transport closes meanwhile.
+// ic is older than the connection read already (its handshake ended later: the peer
+// has given it up), or when the transport closes meanwhile.
 func (r *Remote) takeOver(ic *inConn, lane byte) bool {
 	key := readerKey{ic.uid, lane}
 	r.mu.Lock()
 	prev := r.readers[key]
+	if ic.evicted || prev != nil && prev.seq > ic.seq {
+		r.mu.Unlock()
+		return false
+	}
 	r.readers[key] = ic
 	r.mu.Unlock()
 	if prev == nil {
 		return true
 	}
-	t := time.NewTimer(takeOverWait)
+	t := time.NewTicker(takeOverWait)
 	defer t.Stop()
-	select {
-	case <-prev.done:
-		return true
-	case <-t.C:
-		_ = prev.conn.Close()
-	case <-r.done:
-		return false
-	}
-	select {
-	case <-prev.done:
-		return true
-	case <-r.done:
-		return false
+	read := prev.frames.Load()
+	for {
+		select {
+		case <-prev.done:
+			return true
+		case <-t.C:
+			if n := prev.frames.Load(); n != read {
+				read = n // still reading: wait on
+				continue
+			}
+			_ = prev.conn.Close()
+		case <-r.done:
+			return false
+		}
 	}
 }
 
@@ -138,6 +147,7 @@ func (r *Remote) acceptLoop() {
 		}
 		r.inbound[ic] = struct{}{}
 		r.accepted++
+		ic.seq = r.accepted
 		ic.pending = r.pending.PushBack(ic)
 		var oldest *inConn
 		if r.pending.Len() > r.cfg.MaxPendingConnections {
@@ -217,7 +227,7 @@ func (r *Remote) serveInbound(ic *inConn) {
 	}
 	p.user.redialNow()
 	p.sys.redialNow()
-	in := &inbound{r: r, p: p, conn: conn, uid: h.fromUID}
+	in := &inbound{r: r, ic: ic, p: p, conn: conn, uid: h.fromUID}
 	br := bufio.NewReaderSize(small, readBuffer) // reads through small, which is empty after its first fill
 	fr := frameReader{br: br, max: r.cfg.MaxFrameSize}
 	if h.lane == laneSystem {
@@ -349,9 +359,14 @@ func (r *Remote) inboundStateFor(uid uint64) *inboundState {
 	return st
 }
 
+// ackEvery bounds the system frames read between two acknowledgements while the
+// peer keeps the read buffer full.
+const ackEvery = 256
+
 // inbound reads one accepted connection.
 type inbound struct {
 	r       *Remote
+	ic      *inConn
 	p       *peer
 	conn    net.Conn
 	uid     uint64
@@ -365,6 +380,7 @@ type inbound struct {
 func (in *inbound) read(fr *frameReader, br *bufio.Reader) error {
 	r := in.r
 	lastAck := uint64(0)
+	since := 0 // frames since the last answer
 	for {
 		body, err := fr.next()
 		if err != nil {
@@ -387,10 +403,15 @@ func (in *inbound) read(fr *frameReader, br *bufio.Reader) error {
 		if err != nil {
 			return err
 		}
-		if br.Buffered() > 0 {
+		in.ic.frames.Add(1)
+		// Answer once the batch read is consumed, before blocking on the next; at once
+		// when an answer waits (a flush's, a heartbeat's: the buffer may never empty
+		// while the peer streams); and on the system lane at least every ackEvery
+		// frames.
+		if since++; br.Buffered() > 0 && len(in.out) == 0 && (in.state == nil || since < ackEvery) {
 			continue
 		}
-		// The batch is consumed: acknowledge and answer before blocking on the next.
+		since = 0
 		if in.state != nil {
 			in.state.mu.Lock()
 			ack := in.state.rx.Acked()

@@ -119,7 +119,7 @@ func (p *peer) quarantine(uid uint64, reason string) {
 	}
 	p.sys.dropUnacked()
 	p.user.mu.Lock()
-	p.user.gate.forget()
+	p.user.gate.forget(uid)
 	p.user.mu.Unlock()
 	p.addressTerminated()
 }

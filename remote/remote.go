@@ -403,25 +403,27 @@ func (r *Remote) isQuarantined(uid uint64) bool {
 // close stops the transport: no new connections, queued frames written (bounded by
 // ctx), connections closed, goroutines ended.
 func (r *Remote) close(ctx context.Context) error {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	if !r.closing.CompareAndSwap(false, true) {
 		return nil
 	}
-	r.closed = true
-	r.closing.Store(true)
-	conns := make([]*inConn, 0, len(r.inbound))
-	for c := range r.inbound {
-		conns = append(conns, c)
-	}
+	// Death notices that wait for a flush go now, while the lanes' writers can still
+	// start; the lanes' last writes take them (see deathNotice for one held meanwhile).
+	r.mu.Lock()
 	peers := make([]*peer, 0, len(r.peers))
 	for _, p := range r.peers {
 		peers = append(peers, p)
 	}
 	r.mu.Unlock()
 	for _, p := range peers {
-		p.user.releaseNotices() // the lanes' last writes take them
+		p.user.releaseNotices()
 	}
+	r.mu.Lock()
+	r.closed = true
+	conns := make([]*inConn, 0, len(r.inbound))
+	for c := range r.inbound {
+		conns = append(conns, c)
+	}
+	r.mu.Unlock()
 	close(r.done)
 	r.cancel()
 	err := r.ln.Close()

@@ -471,6 +471,13 @@ func (r *regionCore[M]) registerAck() {
 		r.act(regionAction[M]{kind: actToCoordinator, proto: m})
 	}
 	r.unsentAcks = nil
+	if r.shuttingDown {
+		// A coordinator that registers this region (again, or after it moved) no
+		// longer counts it as leaving and may give it shards: an acknowledgement from
+		// before says nothing about them. Ask again.
+		r.shutdownAcked = false
+		r.act(regionAction[M]{kind: actToCoordinator, proto: msgGracefulShutdownReq{}})
+	}
 	for _, s := range r.shardsWanting() {
 		r.requestHomeIfUnknown(s)
 	}

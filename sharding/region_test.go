@@ -692,3 +692,29 @@ func TestRegionLeavingDropsWhatNoRegionCanHost(t *testing.T) {
 		t.Fatalf("not stopped once empty: stop %v total %d owes %v", d.stop, r.total, r.owes)
 	}
 }
+
+// A leaving region that the coordinator acknowledged before registering it (its
+// member was not Up yet, say) and registers afterwards may be given shards: the old
+// acknowledgement does not let it stop; it asks again. Found in review.
+func TestAStaleShutdownAckDoesNotStopARegionRegisteredSince(t *testing.T) {
+	r := newTestRegion(t, regionSettings{})
+	r.deliver("s1", "m1")
+	r.gracefulShutdown()
+	if d := r.fromCoordinator(msgGracefulShutdownAck{}); d.stop {
+		t.Fatal("stopped while holding a message")
+	}
+	d := r.fromCoordinator(msgRegisterAck{})
+	if got := toCoord(d); !slices.Contains(got, any(msgGracefulShutdownReq{})) {
+		t.Fatalf("registered while leaving without asking to leave again: %#v", got)
+	}
+	d = r.fromCoordinator(msgShardHome{Shard: "s1", Region: reg(2)})
+	if len(forwarded(d, reg(2))) != 1 {
+		t.Fatalf("m1 not forwarded: %+v", d)
+	}
+	if d.stop {
+		t.Fatal("stopped on an acknowledgement older than its registration")
+	}
+	if d = r.fromCoordinator(msgGracefulShutdownAck{}); !d.stop {
+		t.Fatalf("not stopped on the new acknowledgement: %+v", d)
+	}
+}
