@@ -400,6 +400,17 @@ func (r *Remote) isQuarantined(uid uint64) bool {
 	return q
 }
 
+// peerList returns the peers known now.
+func (r *Remote) peerList() []*peer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	peers := make([]*peer, 0, len(r.peers))
+	for _, p := range r.peers {
+		peers = append(peers, p)
+	}
+	return peers
+}
+
 // close stops the transport: no new connections, queued frames written (bounded by
 // ctx), connections closed, goroutines ended.
 func (r *Remote) close(ctx context.Context) error {
@@ -408,13 +419,7 @@ func (r *Remote) close(ctx context.Context) error {
 	}
 	// Death notices that wait for a flush go now, while the lanes' writers can still
 	// start; the lanes' last writes take them (see deathNotice for one held meanwhile).
-	r.mu.Lock()
-	peers := make([]*peer, 0, len(r.peers))
-	for _, p := range r.peers {
-		peers = append(peers, p)
-	}
-	r.mu.Unlock()
-	for _, p := range peers {
+	for _, p := range r.peerList() {
 		p.user.releaseNotices()
 	}
 	r.mu.Lock()
@@ -466,13 +471,7 @@ func (r *Remote) tickLoop() {
 		case <-r.done:
 			return
 		case now := <-t.C:
-			r.mu.Lock()
-			peers := make([]*peer, 0, len(r.peers))
-			for _, p := range r.peers {
-				peers = append(peers, p)
-			}
-			r.mu.Unlock()
-			for _, p := range peers {
+			for _, p := range r.peerList() {
 				p.tick(now)
 			}
 			for _, l := range []*rateLog{&r.dropLog, &r.rejectLog, &r.overloadLog, &r.connectLog, &r.senderLog, &r.lossLog} {

@@ -74,13 +74,7 @@ func (r *Remote) Stats() Stats {
 		Lost: c.lost.Load(), RefusedSenders: c.refusedSenders.Load(),
 		Reconnects: c.reconnects.Load(), Quarantines: c.quarantines.Load(), Rejected: c.rejected.Load(),
 	}
-	r.mu.Lock()
-	peers := make([]*peer, 0, len(r.peers))
-	for _, p := range r.peers {
-		peers = append(peers, p)
-	}
-	r.mu.Unlock()
-	for _, p := range peers {
+	for _, p := range r.peerList() {
 		s.Peers = append(s.Peers, PeerStats{
 			Address:        p.addr,
 			UID:            p.currentUID(),
