@@ -168,7 +168,11 @@
 //   - A region that leaves waits until the coordinator says it hosts nothing and every
 //     hand-over it sent is taken by the next home; when that does not happen before
 //     its shutdown phase ends (the coordinator or the next home unreachable), it stops
-//     with what it still holds: Stats.Undelivered, as for any shutdown out of time.
+//     with what it still holds: Stats.Undelivered, as for any shutdown out of time. A
+//     region whose registration no coordinator answered stops after twice
+//     RetryInterval; should a coordinator register it after all (its registration
+//     that late), what other regions forward to it for a shard given to it meanwhile
+//     is lost.
 //   - A batch that reaches a node whose region of the type has stopped (the node stays
 //     up): on that node, a dead letter per delivery, addressed to the region's path,
 //     counted in that system's dead letters (not in the sender's Stats).
