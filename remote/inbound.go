@@ -40,7 +40,7 @@ type inConn struct {
 	uid     uint64        // the peer incarnation, once known
 	from    actor.Address // the peer, once known
 	seq     int           // accept order
-	frames  atomic.Uint64 // frames read, for a newer connection of the lane that waits
+	frames  atomic.Uint64 // frames read (roughly), for a newer connection of the lane that waits
 	done    chan struct{} // closed when its goroutine no longer delivers anything
 }
 
@@ -380,7 +380,8 @@ type inbound struct {
 func (in *inbound) read(fr *frameReader, br *bufio.Reader) error {
 	r := in.r
 	lastAck := uint64(0)
-	since := 0 // frames since the last answer
+	since := 0        // frames since the last answer
+	read := uint64(0) // frames read
 	for {
 		body, err := fr.next()
 		if err != nil {
@@ -403,7 +404,11 @@ func (in *inbound) read(fr *frameReader, br *bufio.Reader) error {
 		if err != nil {
 			return err
 		}
-		in.ic.frames.Add(1)
+		// Progress for a newer connection that waits (takeOver), published every 64
+		// frames and when the buffer runs empty: an atomic per frame costs the stream.
+		if read++; read%64 == 0 || br.Buffered() == 0 {
+			in.ic.frames.Store(read)
+		}
 		// Answer once the batch read is consumed, before blocking on the next; at once
 		// when an answer waits (a flush's, a heartbeat's: the buffer may never empty
 		// while the peer streams); and on the system lane at least every ackEvery
