@@ -105,6 +105,9 @@
 //     (Stats.Lost) and logged; they may or may not have arrived. Messages the
 //     operating system had already accepted may be lost too: they are not counted one
 //     by one, and the broken connection is logged with how many were written on it.
+//     Among them, on the receiving side: when a peer connects again, its old
+//     connection is read to its end first, but closed if it gives nothing for a second
+//     (its end lost with the network), and what it held unread is lost (logged there).
 //     Messages still queued when the transport closes are counted lost and logged.
 //   - Received, not delivered: a message for an actor that does not exist becomes a
 //     dead letter whose recipient names the path (reason actor.ErrNotFound); one that

@@ -80,17 +80,20 @@ func (r *Remote) takeOver(ic *inConn, lane byte) bool {
 	}
 	t := time.NewTicker(takeOverWait)
 	defer t.Stop()
-	read := prev.frames.Load()
+	tick, read := t.C, prev.frames.Load()
 	for {
 		select {
 		case <-prev.done:
 			return true
-		case <-t.C:
+		case <-tick:
 			if n := prev.frames.Load(); n != read {
 				read = n // still reading: wait on
 				continue
 			}
 			_ = prev.conn.Close()
+			tick = nil // its reader ends now, with what it had read
+			r.connectLog.info(r.log, "an old connection read nothing for a while after its peer connected again; closed, what it had not read is lost",
+				zap.Stringer("peer", ic.from), zap.Uint8("lane", lane), zap.Duration("waited", takeOverWait))
 		case <-r.done:
 			return false
 		}

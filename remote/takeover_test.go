@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // closeRecorder is a connection that only records that it was closed.
@@ -24,7 +26,7 @@ func (c *closeRecorder) Close() error {
 // old connection is closed. A connection older than the one read is refused.
 func TestTakeOverWaitsForTheOldReader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := &Remote{readers: map[readerKey]*inConn{}, done: make(chan struct{})}
+		r := &Remote{readers: map[readerKey]*inConn{}, done: make(chan struct{}), log: zap.NewNop()}
 		conn := func(seq int) *inConn {
 			return &inConn{uid: 7, seq: seq, conn: &closeRecorder{}, done: make(chan struct{})}
 		}

@@ -150,12 +150,12 @@ type regionCore[M any] struct {
 	// leaving, it waits for the coordinator's word that it hosts none (shutdownAcked).
 	// A region that has sent Register but never heard RegisterAck may be known too (its
 	// Register on its way): leaving, it waits for that word as well, but only for
-	// twice the retry interval (unknownGaveUp), since there may be no coordinator at
-	// all. (It goes on registering while it leaves: a region that holds messages needs
-	// a coordinator to learn their homes, or that they have none.)
+	// twice the retry interval (timerLeaveUnknown, which then counts as the word),
+	// since there may be no coordinator at all. (It goes on registering while it
+	// leaves: a region that holds messages needs a coordinator to learn their homes, or
+	// that they have none.)
 	everRegistered bool
 	registerSent   bool
-	unknownGaveUp  bool
 	shutdownAcked  bool
 	stopped        bool
 
@@ -420,7 +420,7 @@ func (r *regionCore[M]) timer(key timerKey) regionDecisions[M] {
 		r.tryCompleteShutdown()
 	case timerLeaveUnknown:
 		if !r.everRegistered {
-			r.unknownGaveUp = true
+			r.shutdownAcked = true // no coordinator answered: none knows this region
 			r.tryCompleteShutdown()
 		}
 	case timerHandOverWait:
@@ -662,7 +662,7 @@ func (r *regionCore[M]) endWait(s ShardID) {
 // acknowledged, and (when a coordinator knows it) the coordinator has said that it
 // hosts nothing there either (msgGracefulShutdownAck).
 func (r *regionCore[M]) tryCompleteShutdown() {
-	acked := r.shutdownAcked || r.cfg.proxy || !r.everRegistered && (!r.registerSent || r.unknownGaveUp)
+	acked := r.shutdownAcked || r.cfg.proxy || !r.registerSent
 	if r.shuttingDown && !r.stopped && acked && len(r.local) == 0 && r.total == 0 && len(r.owes) == 0 &&
 		len(r.waiting) == 0 && len(r.handedOver) == 0 {
 		r.stopped = true
