@@ -69,6 +69,15 @@ type Config struct {
 	// death-watch-notification-flush-timeout; negative sends notices at once, which
 	// gives up that order.
 	DeathNoticeFlushTimeout time.Duration
+	// ShutdownFlushTimeout bounds how long the transport, when its system shuts down,
+	// waits for what it holds for peers to be delivered: user messages written, death
+	// notices released by their flush, system messages acknowledged. It is what lets
+	// a remote watcher hear at once that the actors of a system shut down gracefully
+	// have stopped, and the last messages they sent, instead of a failure detector
+	// giving the system up seconds later. Peers that cannot be reached (their last
+	// connection attempt failed) or are quarantined are not waited for. Default 1s,
+	// as Akka's shutdown-flush-timeout; negative closes at once.
+	ShutdownFlushTimeout time.Duration
 
 	// WriteTimeout bounds one write to a peer: a peer that takes nothing for this long
 	// (stuck, or too slow to matter) loses its connection, which is then re-dialled.
@@ -149,6 +158,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DeathNoticeFlushTimeout == 0 {
 		c.DeathNoticeFlushTimeout = 3 * time.Second
+	}
+	if c.ShutdownFlushTimeout == 0 {
+		c.ShutdownFlushTimeout = time.Second
 	}
 	if c.HandshakeTimeout == 0 {
 		c.HandshakeTimeout = 5 * time.Second

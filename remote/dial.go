@@ -49,7 +49,7 @@ func (l *outLane) connect() (net.Conn, *bufio.Reader, error) {
 		return nil, nil, fmt.Errorf("peer incarnation %d is quarantined", w.uid)
 	}
 	l.mu.Lock()
-	l.conn, l.raw, l.written = conn, newRawWriter(conn), 0
+	l.conn, l.raw, l.written, l.failing = conn, newRawWriter(conn), 0, false
 	l.mu.Unlock()
 	if r.isClosed() {
 		_ = conn.Close()

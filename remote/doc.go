@@ -73,7 +73,9 @@
 // phi-accrual failure detector follows its heartbeats; when it gives up, every
 // watched actor there is reported Terminated with AddressTerminated set, and the
 // incarnation is quarantined. For the members of a cluster, the cluster's membership
-// takes this over.
+// takes this over. A system that shuts down gracefully does not leave its watchers
+// to the failure detector: its transport closes only once the death notices of its
+// actors are acknowledged (Config.ShutdownFlushTimeout).
 //
 // # Strangers
 //
@@ -108,7 +110,10 @@
 //     Among them, on the receiving side: when a peer connects again, its old
 //     connection is read to its end first, but closed if it gives nothing for a second
 //     (its end lost with the network), and what it held unread is lost (logged there).
-//     Messages still queued when the transport closes are counted lost and logged.
+//     Messages still queued when the transport closes are counted lost and logged:
+//     it waits, for at most Config.ShutdownFlushTimeout, until every peer it can
+//     reach has what was sent to it, so these are the messages for a peer that could
+//     not be reached or did not take them in time.
 //   - Received, not delivered: a message for an actor that does not exist becomes a
 //     dead letter whose recipient names the path (reason actor.ErrNotFound); one that
 //     cannot be decoded, or whose sender or refs name one unknown system too many,

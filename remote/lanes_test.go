@@ -202,7 +202,9 @@ func TestShutdownIsNotHeldUpByAPeerThatDoesNotRead(t *testing.T) {
 	}
 	took := time.Since(start)
 	t.Logf("shutdown took %v", took)
-	if took > testkit.Dilated(3*time.Second) {
+	// The transport waits ShutdownFlushTimeout (1s) for the peer to take what it is
+	// owed, then gives its last write a second.
+	if took > testkit.Dilated(4*time.Second) {
 		t.Errorf("shutdown took %v with a stuck peer", took)
 	}
 }

@@ -39,6 +39,7 @@ type outLane struct {
 	conn     net.Conn
 	raw      *rawWriter // for writes that never wait; nil for TLS
 	probe    bool       // a send to a blocked peer asks the writer to look for a new incarnation
+	failing  bool       // the last connection attempt failed, and none has succeeded since
 
 	// The batch being written (see writer.go).
 	out        []byte
@@ -477,6 +478,9 @@ func (l *outLane) connectFailed(err error) {
 	}
 	l.backoff = min(max(2*l.backoff, r.cfg.ReconnectBackoffMin), r.cfg.ReconnectBackoffMax)
 	l.nextDial = now.Add(l.backoff)
+	l.mu.Lock()
+	l.failing = true
+	l.mu.Unlock()
 	r.connectLog.info(r.log, "connect failed", zap.String("peer", l.p.self), zap.Uint8("lane", l.lane),
 		zap.Error(err), zap.Duration("retry_in", l.backoff))
 	switch {

@@ -411,14 +411,17 @@ func (r *Remote) peerList() []*peer {
 	return peers
 }
 
-// close stops the transport: no new connections, queued frames written (bounded by
-// ctx), connections closed, goroutines ended.
+// close stops the transport: new sends refused, what peers are owed delivered
+// (flushPeers), then no new connections, queued frames written (bounded by ctx),
+// connections closed, goroutines ended.
 func (r *Remote) close(ctx context.Context) error {
 	if !r.closing.CompareAndSwap(false, true) {
 		return nil
 	}
-	// Death notices that wait for a flush go now, while the lanes' writers can still
-	// start; the lanes' last writes take them (see deathNotice for one held meanwhile).
+	r.flushPeers(ctx)
+	// Death notices still waiting for a flush go now, while the lanes' writers can
+	// still start; the lanes' last writes take them (see deathNotice for one held
+	// meanwhile).
 	for _, p := range r.peerList() {
 		p.user.releaseNotices()
 	}

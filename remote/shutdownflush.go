@@ -1,0 +1,76 @@
+package remote
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// This file holds the transport's last act before it closes: waiting, bounded by
+// Config.ShutdownFlushTimeout, for its peers to have what it sent them.
+
+// flushPoll is how often a closing transport looks whether its peers have everything.
+// It only runs while the transport closes with something still on its way.
+const flushPoll = 5 * time.Millisecond
+
+// flushPeers waits until every reachable peer has what this system sent it (see
+// outLane.delivered), for at most Config.ShutdownFlushTimeout and while ctx lasts.
+// The system's actors have stopped when it runs, so the death notices of all of them
+// are among what it waits for.
+func (r *Remote) flushPeers(ctx context.Context) {
+	if r.cfg.ShutdownFlushTimeout < 0 {
+		return
+	}
+	left := r.undelivered()
+	if left == 0 {
+		return
+	}
+	deadline := time.NewTimer(r.cfg.ShutdownFlushTimeout)
+	defer deadline.Stop()
+	poll := time.NewTicker(flushPoll)
+	defer poll.Stop()
+	for left > 0 {
+		select {
+		case <-poll.C:
+			left = r.undelivered()
+		case <-deadline.C:
+			r.log.Info("closing before every peer confirmed what was sent to it", zap.Int("lanes", left),
+				zap.Duration("waited", r.cfg.ShutdownFlushTimeout))
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// undelivered counts the lanes of reachable peers that still hold something for them.
+func (r *Remote) undelivered() int {
+	n := 0
+	for _, p := range r.peerList() {
+		if p.blocked.Load() {
+			continue
+		}
+		for _, l := range []*outLane{p.user, p.sys} {
+			if !l.delivered() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// delivered reports whether the lane has nothing left for its peer, or cannot reach
+// it: no user frame queued or being written, no death notice waiting for its flush,
+// no system message unsent or unacknowledged.
+func (l *outLane) delivered() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failing {
+		return true
+	}
+	if l.outOff < len(l.out) || len(l.q.buf) > 0 || len(l.gate.held) > 0 {
+		return false
+	}
+	return l.sys == nil || l.sys.Unacked() == 0 && !l.sys.HasNext()
+}

@@ -1,0 +1,93 @@
+package remote_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/remote"
+	"github.com/troupe-go/troupe/testkit"
+)
+
+// slowDetector keeps the failure detector from giving a peer up within a test: what
+// a watcher hears then comes from the peer itself.
+func slowDetector(c *remote.Config) {
+	c.FailureDetector.AcceptablePause = 10 * time.Minute
+	c.GiveUpAfter = 10 * time.Minute
+}
+
+// A system that shuts down gracefully delivers, before its transport closes, what its
+// actors sent and the notices of their deaths: a remote watcher hears Terminated from
+// the actor's own system, not from a failure detector that gives the system up.
+func TestAGracefulShutdownTellsRemoteWatchersAtOnce(t *testing.T) {
+	reg := registry(t)
+	a, b := startNode(t, "a", reg, slowDetector), startNode(t, "b", reg, slowDetector)
+	const n = 20_000
+	sent := make(chan struct{})
+	burst, err := b.sys.Spawn(actor.PropsFunc(func(ctx actor.Context) {
+		if m, ok := ctx.Message().(*ping); ok {
+			for i := range m.N {
+				_ = ctx.Sender().Tell(&pong{N: i})
+			}
+			close(sent)
+		}
+	}), "burst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := a.remoteRef(t, burst)
+	probe := testkit.NewProbe(t, a.sys)
+	probe.Watch(ref)
+	probe.Send(ref, &ping{N: n})
+	<-sent // the pongs are queued, most of them not yet written
+	shutdown(t, b.sys)
+
+	got := probe.ReceiveN(n+1, testkit.Dilated(10*time.Second))
+	for i, m := range got[:n] {
+		if p, ok := m.(*pong); !ok || p.N != i {
+			t.Fatalf("message %d is %T %+v, want pong %d", i, m, m, i)
+		}
+	}
+	term, ok := got[n].(actor.Terminated)
+	if !ok || term.Ref != ref {
+		t.Fatalf("last message %T %+v, want Terminated of %v", got[n], got[n], ref)
+	}
+	if term.AddressTerminated {
+		t.Error("Terminated came from the failure detector, not from the shut-down system")
+	}
+	if lost := b.r.Stats().Lost; lost != 0 {
+		t.Errorf("the shut-down system lost %d messages", lost)
+	}
+}
+
+// A peer that cannot be reached does not hold the shutdown up for the flush: the lane
+// whose connection attempt failed is not waited for.
+func TestShutdownDoesNotWaitForAnUnreachablePeer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // nothing listens there now: a connection attempt is refused
+	reg := registry(t)
+	sys, err := actor.New("lonely", actor.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := remote.Config{Registry: reg, ShutdownFlushTimeout: time.Hour}
+	if _, err := remote.Start(sys, long); err != nil {
+		t.Fatal(err)
+	}
+	target, err := sys.Resolve("troupe://gone@" + addr + "/user/target")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = target.Tell(&ping{N: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(10*time.Second))
+	defer cancel()
+	if err := sys.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown waited for a peer it cannot reach: %v", err)
+	}
+}
