@@ -75,7 +75,9 @@
 // incarnation is quarantined. For the members of a cluster, the cluster's membership
 // takes this over. A system that shuts down gracefully does not leave its watchers
 // to the failure detector: its transport closes only once the death notices of its
-// actors are acknowledged (Config.ShutdownFlushTimeout).
+// actors are acknowledged (Config.ShutdownFlushTimeout), and its last system message
+// tells each peer that it shuts down, which ends the incarnation there as a
+// quarantine does (sends to it fail with ErrQuarantined), logged at info.
 //
 // # Strangers
 //

@@ -11,6 +11,9 @@ const (
 	opUnwatch byte = 2 // as opWatch
 	opDeath   byte = 3 // target: the watcher (path#uid here); other: the dead actor's URI
 	opStop    byte = 4 // target: the actor to stop (path#uid here); other: empty
+	// opTerminating says the sending incarnation shuts down, after every other
+	// system message it sent: target and other empty.
+	opTerminating byte = 5
 )
 
 // sysMessage is the payload of a system frame.
@@ -46,7 +49,7 @@ func parseSystem(body []byte) (uint64, sysMessage, error) {
 	if err := d.done(); err != nil {
 		return 0, sysMessage{}, err
 	}
-	if m.op < opWatch || m.op > opStop || flag > 1 || seq == 0 {
+	if m.op < opWatch || m.op > opTerminating || flag > 1 || seq == 0 {
 		return 0, sysMessage{}, fmt.Errorf("%w: system message op %d flag %d seq %d", errMalformed, m.op, flag, seq)
 	}
 	m.addressTerminated = flag == 1

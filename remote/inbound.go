@@ -660,5 +660,7 @@ func (in *inbound) apply(m sysMessage) {
 		if target, err := r.sys.Resolve(m.target); err == nil {
 			_ = r.sys.Stop(target)
 		}
+	case opTerminating:
+		p.retire(in.uid)
 	}
 }

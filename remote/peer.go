@@ -88,6 +88,18 @@ func (p *peer) observe(uid uint64) bool {
 // messages for it are dropped, and its connections are closed. A later handshake
 // from the same uid is refused; a new incarnation at the address starts afresh.
 func (p *peer) quarantine(uid uint64, reason string) {
+	p.end(uid, reason, false)
+}
+
+// retire ends communication with incarnation uid, which said it shuts down: as
+// quarantine, but its connections are left to be read to their end (it closes them
+// itself once this side has acknowledged), and it is logged as news, not trouble.
+func (p *peer) retire(uid uint64) {
+	p.end(uid, "the system shut down", true)
+}
+
+// end is quarantine, or retire when shutDown.
+func (p *peer) end(uid uint64, reason string, shutDown bool) {
 	r := p.r
 	r.mu.Lock()
 	if _, done := r.quarantined[uid]; done {
@@ -95,16 +107,22 @@ func (p *peer) quarantine(uid uint64, reason string) {
 		return
 	}
 	r.quarantined[uid] = reason
-	delete(r.inState, uid)
+	delete(r.inState, uid) // a reader of a retired peer's system lane holds its own
 	var conns []*inConn
-	for c := range r.inbound {
-		if c.uid == uid {
-			conns = append(conns, c)
+	if !shutDown {
+		for c := range r.inbound {
+			if c.uid == uid {
+				conns = append(conns, c)
+			}
 		}
 	}
 	r.mu.Unlock()
-	r.stats.quarantines.Add(1)
-	r.log.Warn("peer quarantined", zap.String("peer", p.self), zap.Uint64("uid", uid), zap.String("reason", reason))
+	if shutDown {
+		r.log.Info("peer shut down", zap.String("peer", p.self), zap.Uint64("uid", uid))
+	} else {
+		r.stats.quarantines.Add(1)
+		r.log.Warn("peer quarantined", zap.String("peer", p.self), zap.Uint64("uid", uid), zap.String("reason", reason))
+	}
 	for _, c := range conns {
 		_ = c.conn.Close()
 	}

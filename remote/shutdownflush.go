@@ -15,33 +15,51 @@ import (
 const flushPoll = 5 * time.Millisecond
 
 // flushPeers waits until every reachable peer has what this system sent it (see
-// outLane.delivered), for at most Config.ShutdownFlushTimeout and while ctx lasts.
-// The system's actors have stopped when it runs, so the death notices of all of them
-// are among what it waits for.
+// outLane.delivered), then tells each peer it knows that this incarnation shuts down
+// and waits for that to be acknowledged too; all of it for at most
+// Config.ShutdownFlushTimeout, and while ctx lasts. The system's actors have stopped
+// when it runs, so the death notices of all of them are among what it waits for, and
+// the goodbye comes after them on each system lane: a peer then ends this incarnation
+// (see peer.retire) at once, rather than when a failure detector gives it up.
 func (r *Remote) flushPeers(ctx context.Context) {
 	if r.cfg.ShutdownFlushTimeout < 0 {
 		return
 	}
-	left := r.undelivered()
-	if left == 0 {
-		return
-	}
 	deadline := time.NewTimer(r.cfg.ShutdownFlushTimeout)
 	defer deadline.Stop()
+	if !r.awaitDelivered(ctx, deadline.C) {
+		return
+	}
+	for _, p := range r.peerList() {
+		if p.currentUID() != 0 && !p.blocked.Load() {
+			p.sys.sendSystem(sysMessage{op: opTerminating})
+		}
+	}
+	r.awaitDelivered(ctx, deadline.C)
+}
+
+// awaitDelivered waits until no reachable peer is owed anything, and reports whether
+// that came before the deadline or the end of ctx.
+func (r *Remote) awaitDelivered(ctx context.Context, deadline <-chan time.Time) bool {
+	left := r.undelivered()
+	if left == 0 {
+		return true
+	}
 	poll := time.NewTicker(flushPoll)
 	defer poll.Stop()
 	for left > 0 {
 		select {
 		case <-poll.C:
 			left = r.undelivered()
-		case <-deadline.C:
+		case <-deadline:
 			r.log.Info("closing before every peer confirmed what was sent to it", zap.Int("lanes", left),
 				zap.Duration("waited", r.cfg.ShutdownFlushTimeout))
-			return
+			return false
 		case <-ctx.Done():
-			return
+			return false
 		}
 	}
+	return true
 }
 
 // undelivered counts the lanes of reachable peers that still hold something for them.

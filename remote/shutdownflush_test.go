@@ -2,6 +2,7 @@ package remote_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -89,5 +90,54 @@ func TestShutdownDoesNotWaitForAnUnreachablePeer(t *testing.T) {
 	defer cancel()
 	if err := sys.Shutdown(ctx); err != nil {
 		t.Fatalf("shutdown waited for a peer it cannot reach: %v", err)
+	}
+}
+
+// The last thing a system that shuts down sends each peer is that it does: the peer
+// ends that incarnation at once, so what is sent to it afterwards fails at once with
+// ErrQuarantined instead of waiting in a queue for GiveUpAfter. It is not counted as
+// a quarantine: nothing went wrong.
+func TestAPeerHearsThatASystemShutDown(t *testing.T) {
+	reg := registry(t)
+	a, b := startNode(t, "a", reg, slowDetector), startNode(t, "b", reg, slowDetector)
+	echo, err := b.sys.Spawn(echoProps(), "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := a.remoteRef(t, echo)
+	probe := testkit.NewProbe(t, a.sys)
+	probe.Send(ref, &ping{N: 1})
+	testkit.ExpectMsgType[*pong](probe)
+
+	shutdown(t, b.sys) // returns once a has acknowledged the goodbye
+	if err := ref.Tell(&ping{N: 2}); !errors.Is(err, remote.ErrQuarantined) {
+		t.Fatalf("a send to the shut-down system: %v, want ErrQuarantined", err)
+	}
+	if q := a.r.Stats().Quarantines; q != 0 {
+		t.Errorf("a graceful shutdown counted as %d quarantines", q)
+	}
+
+	// A new incarnation at the address is reached, as after a rolling restart: a send
+	// that fails makes a look for it, and once found, sends go through again.
+	port := b.r.Address().Port
+	b2 := startNode(t, "b", reg, func(c *remote.Config) { c.ListenPort = port })
+	echo2, err := b2.sys.Spawn(echoProps(), "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref2 := a.remoteRef(t, echo2)
+	deadline := time.Now().Add(testkit.Dilated(5 * time.Second))
+	for {
+		err := ref2.Tell(&ping{N: 3, ReplyTo: probe.Ref()})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, remote.ErrQuarantined) || time.Now().After(deadline) {
+			t.Fatalf("a send to the new incarnation: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond) // the send above made a look for it
+	}
+	if got := testkit.ExpectMsgType[*pong](probe); got.N != 3 {
+		t.Fatalf("pong %d, want 3", got.N)
 	}
 }

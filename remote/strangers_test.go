@@ -158,7 +158,9 @@ func TestMutualTLS(t *testing.T) {
 func TestRestartedPeerIsANewIncarnation(t *testing.T) {
 	reg := registry(t)
 	a := startNode(t, "a", reg)
-	b1 := startNode(t, "b", reg)
+	// b1 leaves without its goodbye, as a crashed system would: a learns of the new
+	// incarnation from its handshake (TestAPeerHearsThatASystemShutDown has the goodbye).
+	b1 := startNode(t, "b", reg, func(c *remote.Config) { c.ShutdownFlushTimeout = -1 })
 	port := b1.r.Address().Port
 	echo1, _ := b1.sys.Spawn(echoProps(), "echo")
 	old := a.remoteRef(t, echo1)

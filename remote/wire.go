@@ -14,8 +14,9 @@ import (
 
 // protocolVersion is exchanged in the handshake; peers with another version are
 // rejected. Version 2 added the probe lane and the rule that a frame never replaces a
-// dictionary entry it names; version 3 the flush frames of the user lane.
-const protocolVersion = 3
+// dictionary entry it names; version 3 the flush frames of the user lane; version 4
+// the system message that says a system shuts down (opTerminating).
+const protocolVersion = 4
 
 // frameHeaderLen is the size of a frame's length prefix.
 const frameHeaderLen = 4
