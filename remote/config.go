@@ -70,8 +70,9 @@ type Config struct {
 	// gives up that order.
 	DeathNoticeFlushTimeout time.Duration
 	// ShutdownFlushTimeout bounds how long the transport, when its system shuts down,
-	// waits for what it holds for peers to be delivered: user messages written, death
-	// notices released by their flush, system messages acknowledged. It is what lets
+	// waits for what it sent to peers to be delivered: user messages handed to their
+	// recipients (a flush behind them is acknowledged), death notices released by
+	// their flush, system messages acknowledged. It is what lets
 	// a remote watcher hear at once that the actors of a system shut down gracefully
 	// have stopped, and the last messages they sent, instead of a failure detector
 	// giving the system up seconds later. Peers that cannot be reached (their last

@@ -98,6 +98,23 @@ func (g *deathGate) emptied(added uint64) []sysMessage {
 	return g.release(len(g.held))
 }
 
+// closing is called when the transport is about to close, after added user frames
+// were queued in all: when some were queued since the latest flush, it returns the
+// number of a new flush for the caller to queue, so that once the gate is settled
+// the peer has had every user frame handed to its recipients.
+func (g *deathGate) closing(added uint64) (flush uint64) {
+	if added == g.addedAt {
+		return 0
+	}
+	g.last++
+	g.addedAt = added
+	return g.last
+}
+
+// settled reports whether every flush queued has been acknowledged and no notice
+// waits.
+func (g *deathGate) settled() bool { return g.acked == g.last && len(g.held) == 0 }
+
 // forget drops the held notices for incarnation uid of the peer, which is gone. The
 // flushes stay outstanding: the frames ahead of them may be for a newer incarnation.
 func (g *deathGate) forget(uid uint64) {

@@ -8,12 +8,12 @@ import (
 
 // gateRun drives a deathGate through steps and checks each decision.
 type gateStep struct {
-	do      string // "hold", "ack", "tick", "requeue", "empty", "forget"
-	n       uint64 // hold: user frames ever queued; ack: the flush; tick: seconds since start; forget: the incarnation
+	do      string // "hold", "ack", "tick", "requeue", "empty", "forget", "closing", "settled"
+	n       uint64 // hold, closing: user frames ever queued; ack: the flush; tick: seconds since start; forget: the incarnation
 	uid     uint64 // hold: the peer incarnation (0 means 1)
 	name    string // hold: the notice
-	flush   uint64 // hold, requeue: the flush frame to queue (0: none)
-	send    bool   // hold: the notice goes at once
+	flush   uint64 // hold, requeue, closing: the flush frame to queue (0: none)
+	send    bool   // hold: the notice goes at once; settled: the gate is settled
 	release []string
 }
 
@@ -51,6 +51,14 @@ func runGate(t *testing.T, steps []gateStep) {
 			released = g.emptied(s.n)
 		case "forget":
 			g.forget(s.n)
+		case "closing":
+			if flush := g.closing(s.n); flush != s.flush {
+				t.Fatalf("step %d: closing after %d frames gives flush %d, want %d", i, s.n, flush, s.flush)
+			}
+		case "settled":
+			if got := g.settled(); got != s.send {
+				t.Fatalf("step %d: settled %v, want %v", i, got, s.send)
+			}
 		}
 		if got := names(released); !slices.Equal(got, s.release) {
 			t.Fatalf("step %d (%s %d): released %v, want %v", i, s.do, s.n, got, s.release)
@@ -65,6 +73,32 @@ func TestDeathGate(t *testing.T) {
 	}{
 		{"nothing ever sent on the user lane: at once", []gateStep{
 			{do: "hold", n: 0, name: "a", send: true},
+		}},
+		{"closing with nothing ever sent: settled, no flush", []gateStep{
+			{do: "closing", n: 0},
+			{do: "settled", send: true},
+		}},
+		{"closing after frames: settled once their flush is acknowledged", []gateStep{
+			{do: "closing", n: 7, flush: 1},
+			{do: "settled", send: false},
+			{do: "ack", n: 1},
+			{do: "settled", send: true},
+			{do: "closing", n: 7}, // nothing queued since
+		}},
+		{"closing with a notice held: one more flush, settled when both are through", []gateStep{
+			{do: "hold", n: 5, name: "a", flush: 1},
+			{do: "closing", n: 6, flush: 2},
+			{do: "ack", n: 1, release: []string{"a"}},
+			{do: "settled", send: false},
+			{do: "ack", n: 2},
+			{do: "settled", send: true},
+		}},
+		{"closing right behind a notice's flush: no new one", []gateStep{
+			{do: "hold", n: 5, name: "a", flush: 1},
+			{do: "closing", n: 5},
+			{do: "settled", send: false},
+			{do: "ack", n: 1, release: []string{"a"}},
+			{do: "settled", send: true},
 		}},
 		{"held until its flush is acknowledged", []gateStep{
 			{do: "hold", n: 5, name: "a", flush: 1},

@@ -27,6 +27,11 @@ func (r *Remote) flushPeers(ctx context.Context) {
 	}
 	deadline := time.NewTimer(r.cfg.ShutdownFlushTimeout)
 	defer deadline.Stop()
+	for _, p := range r.peerList() {
+		if !p.blocked.Load() {
+			p.user.flushForClose()
+		}
+	}
 	if !r.awaitDelivered(ctx, deadline.C) {
 		return
 	}
@@ -78,16 +83,30 @@ func (r *Remote) undelivered() int {
 	return n
 }
 
+// flushForClose queues a flush behind the user frames sent to the peer since the
+// latest one, so that delivered waits until the peer has handed them all to their
+// recipients, not only until they are written: a peer that has read them to their
+// end loses none when this side closes the connection.
+func (l *outLane) flushForClose() {
+	l.mu.Lock()
+	if flush := l.gate.closing(l.q.added); flush != 0 {
+		l.q.addFlush(flush)
+		l.queued() // unlocks l.mu
+		return
+	}
+	l.mu.Unlock()
+}
+
 // delivered reports whether the lane has nothing left for its peer, or cannot reach
-// it: no user frame queued or being written, no death notice waiting for its flush,
-// no system message unsent or unacknowledged.
+// it: user lane, no frame queued or being written and every flush acknowledged (no
+// death notice waiting for one); system lane, no message unsent or unacknowledged.
 func (l *outLane) delivered() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.failing {
 		return true
 	}
-	if l.outOff < len(l.out) || len(l.q.buf) > 0 || len(l.gate.held) > 0 {
+	if l.outOff < len(l.out) || len(l.q.buf) > 0 || !l.gate.settled() {
 		return false
 	}
 	return l.sys == nil || l.sys.Unacked() == 0 && !l.sys.HasNext()
