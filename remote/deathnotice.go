@@ -41,7 +41,7 @@ func (p *peer) deathNotice(m sysMessage) {
 // releases.
 func (l *outLane) flushAcked(id uint64) {
 	l.mu.Lock()
-	ms := l.gate.acknowledged(id)
+	ms := l.handingLocked(l.gate.acknowledged(id))
 	l.mu.Unlock()
 	l.sendNotices(ms)
 }
@@ -49,7 +49,7 @@ func (l *outLane) flushAcked(id uint64) {
 // expireNotices sends the notices whose flush was not acknowledged in time.
 func (l *outLane) expireNotices(now time.Time) {
 	l.mu.Lock()
-	ms := l.gate.expired(now)
+	ms := l.handingLocked(l.gate.expired(now))
 	l.mu.Unlock()
 	if len(ms) > 0 {
 		r := l.p.r
@@ -62,13 +62,32 @@ func (l *outLane) expireNotices(now time.Time) {
 // releaseNotices sends every held notice at once: the transport closes.
 func (l *outLane) releaseNotices() {
 	l.mu.Lock()
-	ms := l.gate.emptied(l.q.added)
+	ms := l.handingLocked(l.gate.emptied(l.q.added))
 	l.mu.Unlock()
 	l.sendNotices(ms)
 }
 
+// handingLocked counts notices released by the gate as on their way to the system
+// lane, until sendNotices has queued them there: a closing transport that sees the
+// lane delivered (shutdownflush.go) then finds them on the system lane, and says its
+// goodbye after them.
+func (l *outLane) handingLocked(ms []sysMessage) []sysMessage {
+	if len(ms) > 0 {
+		l.handing++
+	}
+	return ms
+}
+
+// sendNotices queues notices the gate released (through handingLocked) on the
+// system lane.
 func (l *outLane) sendNotices(ms []sysMessage) {
+	if len(ms) == 0 {
+		return
+	}
 	for _, m := range ms {
 		l.p.sys.sendSystem(m)
 	}
+	l.mu.Lock()
+	l.handing--
+	l.mu.Unlock()
 }

@@ -51,8 +51,10 @@ type outLane struct {
 	directDone chan struct{} // closed when a direct write ends, for a writer waiting on it
 	written    uint64        // messages written on the current connection
 
-	// User lane only: the death notices for the peer that wait for a flush.
-	gate deathGate
+	// User lane only: the death notices for the peer that wait for a flush, and the
+	// hand-overs of released ones to the system lane under way (see handingLocked).
+	gate    deathGate
+	handing int
 
 	// System lane only.
 	ctrl      []byte // control frames queued
@@ -507,7 +509,7 @@ func (l *outLane) dropQueued(reason error) {
 	frames := l.q.drain()
 	l.inflight = 0
 	l.wakeWaitersLocked()
-	notices := l.gate.emptied(l.q.added)
+	notices := l.handingLocked(l.gate.emptied(l.q.added))
 	l.mu.Unlock()
 	l.sendNotices(notices) // nothing is ahead of them any more
 	if len(frames) == 0 {

@@ -98,15 +98,17 @@ func (l *outLane) flushForClose() {
 }
 
 // delivered reports whether the lane has nothing left for its peer, or cannot reach
-// it: user lane, no frame queued or being written and every flush acknowledged (no
-// death notice waiting for one); system lane, no message unsent or unacknowledged.
+// it: user lane, no frame queued or being written, every flush acknowledged and every
+// death notice it held queued on the system lane; system lane, no message unsent or
+// unacknowledged. undelivered asks the user lane first, so a notice is never missed
+// between the two.
 func (l *outLane) delivered() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.failing {
 		return true
 	}
-	if l.outOff < len(l.out) || len(l.q.buf) > 0 || !l.gate.settled() {
+	if l.outOff < len(l.out) || len(l.q.buf) > 0 || !l.gate.settled() || l.handing > 0 {
 		return false
 	}
 	return l.sys == nil || l.sys.Unacked() == 0 && !l.sys.HasNext()
