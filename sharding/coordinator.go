@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -612,6 +613,7 @@ func (c *coordinator) register(from RegionID, status cluster.MemberStatus, local
 		c.sendShardHomes(from)
 		if _, ok := c.state.proxies[from]; ok {
 			c.send(from, msgRegisterAck{})
+			c.resendBeginHandOffs(from)
 			return
 		}
 		c.write(evRegionProxyRegistered{Proxy: from})
@@ -620,6 +622,7 @@ func (c *coordinator) register(from RegionID, status cluster.MemberStatus, local
 	c.alive[from] = true
 	if _, ok := c.state.regions[from]; ok {
 		c.send(from, msgRegisterAck{})
+		c.resendBeginHandOffs(from)
 		c.sendShardHomes(from)
 		c.allocateRemembered()
 		return
@@ -627,6 +630,22 @@ func (c *coordinator) register(from RegionID, status cluster.MemberStatus, local
 	delete(c.graceful, from)
 	c.sendShardHomes(from)
 	c.write(evRegionRegistered{Region: from})
+}
+
+// resendBeginHandOffs sends BeginHandOff again, right after its RegisterAck, to a
+// region or proxy that registers while hand-offs wait for its acknowledgement. A
+// coordinator that took over (it moved, or its node crashed) starts hand-offs with
+// the regions of its stored state before they have registered with it; a region
+// answers a BeginHandOff to the coordinator it is registered with, so its answer to
+// one that came first went to the previous coordinator, or nowhere, and the hand-off
+// would wait for its timeout. (A second BeginHandOff for the same hand-off changes
+// nothing at the region but its answer, which this coordinator counts once.)
+func (c *coordinator) resendBeginHandOffs(to RegionID) {
+	for _, s := range slices.Sorted(maps.Keys(c.workers)) {
+		if w := c.workers[s]; !w.done && !w.handOffSent && w.remaining[to] {
+			c.send(to, msgBeginHandOff{Shard: s})
+		}
+	}
 }
 
 // sendShardHomes tells a registering region where shards live, leaving out shards in

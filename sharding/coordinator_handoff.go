@@ -64,7 +64,8 @@ func (c *coordinator) handOffAcked(region RegionID, s ShardID) {
 
 // shardStopped handles a region's ShardStopped. Expected from the owner after HandOff;
 // from the owner while no hand-off runs it is a late answer to a hand-off that timed
-// out, and the shard is re-homed now (otherwise the old home would keep receiving it
+// out or that an earlier coordinator began (it moved or crashed since), and the shard
+// is re-homed now (otherwise the old home would keep receiving it
 // and re-creating it: Akka.NET issue 7500).
 func (c *coordinator) shardStopped(from RegionID, s ShardID, pending bool) {
 	if w := c.workers[s]; w != nil {
@@ -77,8 +78,15 @@ func (c *coordinator) shardStopped(from RegionID, s ShardID, pending bool) {
 		return
 	}
 	if home, ok := c.state.shards[s]; ok && home == from {
-		c.problem(fmt.Errorf("%w: shard %q stopped in %q after its hand-off had timed out; re-homing it now",
-			errHandOffTimeout, s, from))
+		if r, ok := c.unacked[s]; ok && r == from {
+			// This coordinator has told from to host s since: the region stopped an
+			// earlier instance (answering an earlier coordinator's HandOff) and starts
+			// s again as told, which its ShardStarted (or the HostShard resend) will
+			// confirm. Re-homing s now would run it in two regions.
+			return
+		}
+		c.problem(fmt.Errorf("%w: shard %q in %q (its hand-off timed out, or an earlier coordinator began it); re-homing it now",
+			errStoppedUnasked, s, from))
 		c.setPredecessor(s, from, pending)
 		// A finished worker keeps the old home from being handed out while the
 		// deallocation is stored.

@@ -137,8 +137,9 @@ func (w *coordWorld) run(steps int) {
 		w.act()
 	}
 	// Drain: complete stores and answer everything, fire hand-off timers; afterwards no
-	// shard may be left marked in hand-off.
-	for range 200 {
+	// shard may be left marked in hand-off. (A region that registers during a hand-off
+	// gets its BeginHandOff again, so there can be hundreds of answers to drain.)
+	for range 1000 {
 		switch {
 		case w.h.pending:
 			w.do(inStoreDone{}, "drain store")

@@ -328,6 +328,73 @@ func TestCoordinatorRebalanceHandOff(t *testing.T) {
 	}
 }
 
+// A coordinator that took over starts hand-offs with the regions of its stored state
+// before they register with it, and their answers go to the coordinator they knew:
+// when such a region registers, it gets BeginHandOff again, after its RegisterAck, and
+// the hand-off goes on instead of waiting for its timeout. Found by the simulation
+// with coordinator moves and crashes (sim_coord_test.go).
+func TestCoordinatorResendsBeginHandOffToARegionThatRegisters(t *testing.T) {
+	h, a, b, p := rebalanceSetup(t, coordSettings{})
+	h.fire(timerKey{kind: timerRebalance})
+	h.expectNoSends(h.from(a, msgBeginHandOffAck{Shard: "s1", Region: a}), "A's ack")
+	// B's and the proxy's answers went elsewhere. They register (again).
+	for _, r := range []RegionID{b, p} {
+		var reg any = msgRegister{}
+		if r == p {
+			reg = msgRegisterProxy{}
+		}
+		d := h.from(r, reg)
+		to := sentTo(d, r)
+		ack, again := slices.Index(to, any(msgRegisterAck{})), slices.Index(to, any(msgBeginHandOff{Shard: "s1"}))
+		if ack < 0 || again < ack {
+			t.Fatalf("%q registers during the hand-off: sent it %+v, want RegisterAck then BeginHandOff", r, to)
+		}
+		if slices.Contains(to, any(msgBeginHandOff{Shard: "s2"})) {
+			t.Fatalf("%q got BeginHandOff for a shard not in hand-off: %+v", r, to)
+		}
+	}
+	// A region that has answered gets none when it registers again.
+	if to := sentTo(h.from(a, msgRegister{}), a); slices.Contains(to, any(msgBeginHandOff{Shard: "s1"})) {
+		t.Fatalf("A, which answered, got BeginHandOff again: %+v", to)
+	}
+	h.expectNoSends(h.from(b, msgBeginHandOffAck{Shard: "s1", Region: b}), "B's ack")
+	d := h.from(a, msgBeginHandOffAck{Shard: "s1", Region: p}) // relayed by A
+	if !slices.Equal(sentTo(d, a), []any{msgHandOff{Shard: "s1"}}) {
+		t.Fatalf("after all acks: %+v, want HandOff to the owner", d.sends)
+	}
+	// Once HandOff went, a registration resends nothing.
+	if to := sentTo(h.from(b, msgRegister{}), b); slices.Contains(to, any(msgBeginHandOff{Shard: "s1"})) {
+		t.Fatalf("BeginHandOff after HandOff: %+v", to)
+	}
+}
+
+// A region answers an earlier coordinator's HandOff with ShardStopped after this
+// coordinator told it to host the shard (HostShard, not yet confirmed): it stopped the
+// old instance and starts the shard again as told. Re-homing the shard on that
+// ShardStopped would run it in two regions at once. Found by the simulation with
+// coordinator moves and crashes (seed 185).
+func TestCoordinatorKeepsAShardItToldARegionToHost(t *testing.T) {
+	h := newCoordHarness(t, coordSettings{}, nil, 3)
+	a := reg(1)
+	h.register(a)
+	if home := h.allocate(a, "s1"); home != a {
+		t.Fatalf("s1 at %q", home)
+	}
+	h.manual = true
+	d := h.from(a, msgShardStopped{Shard: "s1"}) // before its ShardStarted
+	if d.store != nil || len(d.problems) != 0 || len(d.sends) != 0 {
+		t.Fatalf("ShardStopped while HostShard is unconfirmed: %+v, want nothing", d)
+	}
+	if h.homeOf("s1") != a {
+		t.Fatalf("s1 moved to %q", h.homeOf("s1"))
+	}
+	h.manual = false
+	h.expectNoSends(h.from(a, msgShardStarted{Shard: "s1"}), "ShardStarted")
+	if _, ok := h.c.unacked["s1"]; ok {
+		t.Fatal("HostShard still unconfirmed after ShardStarted")
+	}
+}
+
 func TestCoordinatorTerminatedRegionCountsAsAcked(t *testing.T) {
 	h, a, b, p := rebalanceSetup(t, coordSettings{})
 	h.fire(timerKey{kind: timerRebalance})
@@ -377,7 +444,7 @@ func TestCoordinatorLateShardStopped(t *testing.T) {
 	}
 	h.manual = true
 	d := h.from(a, msgShardStopped{Shard: "s1", Pending: true})
-	if d.store == nil || d.store.event != (evShardHomeDeallocated{Shard: "s1"}) || !hasProblem(d, errHandOffTimeout) {
+	if d.store == nil || d.store.event != (evShardHomeDeallocated{Shard: "s1"}) || !hasProblem(d, errStoppedUnasked) {
 		t.Fatalf("late ShardStopped: %+v", d)
 	}
 	h.expectNoSends(h.from(b, msgGetShardHome{Shard: "s1"}), "GetShardHome while the late deallocation is stored")

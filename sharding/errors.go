@@ -56,6 +56,10 @@ var (
 	// errHandOffTimeout: a rebalance or shutdown hand-off did not finish in time.
 	errHandOffTimeout = errors.New("sharding: shard hand-off timed out")
 
+	// errStoppedUnasked: a region stopped a shard it hosts while no hand-off of it
+	// runs: it answers a hand-off that timed out, or one an earlier coordinator began.
+	errStoppedUnasked = errors.New("sharding: shard stopped with no hand-off of it running")
+
 	// errEntityState: an input that does not fit an entity's state (a stop from an
 	// unknown entity, a passivation of an entity that is not running).
 	errEntityState = errors.New("sharding: unexpected entity state")

@@ -92,6 +92,9 @@ func (r *regionActor) Receive(ctx actor.Context) {
 // Before any message but a delivery the region has flushed its outbox (Receive): what
 // it forwarded goes before whatever it does next.
 func (r *regionActor) handle(ctx actor.Context) (changed bool) {
+	if r.fromAnother(ctx) {
+		return false
+	}
 	switch m := ctx.Message().(type) {
 	case flushDeliveries:
 		r.out.flushOwn()
@@ -334,6 +337,36 @@ func (r *regionActor) registered(ctx actor.Context) {
 	}
 	r.coordinator = c
 	ctx.Watch(c)
+}
+
+// isCoordinatorMsg reports whether msg is one a coordinator sends a region.
+func isCoordinatorMsg(msg any) bool {
+	switch msg.(type) {
+	case msgRegisterAck, msgShardHome, msgShardHomes, msgHostShard, msgBeginHandOff, msgHandOff,
+		msgHandOverTo, msgNoShardHome, msgGracefulShutdownAck:
+		return true
+	}
+	return false
+}
+
+// fromAnother reports whether the message is a coordinator's, from another than the
+// one this region is registered with, and so to be dropped. After the coordinator
+// moves or crashes, what the previous one sent can arrive after the new one
+// registered the region (they reach it on different connections): a ShardHome or
+// HostShard from it would name a home the new coordinator may have changed since,
+// and a shard could run in two regions at once; its RegisterAck would make the
+// region follow it again. While the region is not registered (it has just learned
+// that its coordinator is gone, and registers again) it takes them from anyone.
+// Whatever the coordinator it registers with wants of it, that one asks again
+// (homes on registration, HostShard until the shard starts, BeginHandOff on
+// registration), so dropping loses nothing.
+func (r *regionActor) fromAnother(ctx actor.Context) bool {
+	if !isCoordinatorMsg(ctx.Message()) || r.core == nil || !r.core.registered || ctx.Sender() == r.coordinator {
+		return false
+	}
+	r.log.Debug("sharding: region drops a message of a coordinator it is not registered with",
+		zap.String("type", fmt.Sprintf("%T", ctx.Message())), zap.Stringer("coordinator", ctx.Sender()))
+	return true
 }
 
 func (r *regionActor) terminated(ctx actor.Context, t actor.Terminated) {

@@ -70,14 +70,13 @@ import (
 
 // simLeaves is the simulation's state and counts of leaves and joins.
 type simLeaves struct {
-	coordWatches map[RegionID]bool // regions the coordinator watches and has not been told the end of
-	started      int               // graceful shutdowns begun
-	terminated   int               // regions that terminated
-	joined       int               // regions that joined
-	handOvers    int               // hand-overs sent by a region while it was leaving
-	overtaken    int               // termination notices that overtook messages from the region to the watcher
-	deadLetters  int               // protocol messages that reached a region after it terminated
-	nextSender   int
+	started     int // graceful shutdowns begun
+	terminated  int // regions that terminated
+	joined      int // regions that joined
+	handOvers   int // hand-overs sent by a region while it was leaving
+	overtaken   int // termination notices that overtook messages from the region to the watcher
+	deadLetters int // protocol messages that reached a region after it terminated
+	nextSender  int
 }
 
 // liveRegions returns the regions that have not terminated.
@@ -145,7 +144,7 @@ func (s *sim) tellsOnTheWay(r *simRegion) bool {
 
 // join starts a region on a new node; the coordinator's view of the members gains it.
 func (s *sim) join() {
-	r := newSimRegion(reg(len(s.regions) + 1))
+	r := s.newRegion(reg(len(s.regions) + 1))
 	s.regions = append(s.regions, r)
 	s.leaves.joined++
 	var members []NodeInfo
@@ -155,7 +154,9 @@ func (s *sim) join() {
 		}
 	}
 	s.note(func() string { return fmt.Sprintf("%s joins", r.id) })
-	s.applyCoord(s.coord.step(inMembers{Members: members}))
+	if c := s.coord; c.live() {
+		s.applyCoord(c, c.core.step(inMembers{Members: members}))
+	}
 	s.atRegion(r, "start", nil, r.core.start)
 }
 
@@ -179,11 +180,10 @@ func (s *sim) terminate(r *simRegion) {
 	r.gone = true
 	s.leaves.terminated++
 	s.note(func() string { return fmt.Sprintf("%s terminates", r.id) })
-	if r.core.registered {
-		s.toCoord(r.id, msgRegionStopped{})
-	}
-	if s.leaves.coordWatches[r.id] {
-		s.coordNotice(r.id)
+	// As regionActor.stopped: to the coordinator it registered with, if any.
+	s.toCoordRef(r, msgRegionStopped{})
+	if c := s.coord; c != nil && !c.gone && c.watches[r.id] {
+		s.coordNotice(c, r.id)
 	}
 	for _, w := range s.liveRegions() {
 		if w.watches[r.id] {
@@ -211,26 +211,26 @@ func (s *sim) terminate(r *simRegion) {
 // sysLane is the channel that carries region id's termination notices.
 func sysLane(id RegionID) string { return string(id) + " (system)" }
 
-// coordWatch: the coordinator watches region id.
-func (s *sim) coordWatch(id RegionID) {
-	if s.leaves.coordWatches[id] {
+// coordWatch: coordinator c watches region id.
+func (s *sim) coordWatch(c *simCoord, id RegionID) {
+	if c.watches[id] {
 		return
 	}
-	s.leaves.coordWatches[id] = true
+	c.watches[id] = true
 	if s.region(id).gone {
-		s.coordNotice(id)
+		s.coordNotice(c, id)
 	}
 }
 
-// coordNotice sends the coordinator the end of region id.
-func (s *sim) coordNotice(id RegionID) {
-	s.send(sysLane(id), "C", func() {
-		if !s.leaves.coordWatches[id] {
+// coordNotice sends coordinator c the end of region id; it is lost if c has stopped.
+func (s *sim) coordNotice(c *simCoord, id RegionID) {
+	s.send(sysLane(id), c.name(), func() {
+		if !c.live() || !c.watches[id] {
 			return
 		}
-		delete(s.leaves.coordWatches, id)
-		s.note(func() string { return fmt.Sprintf("C <- Terminated(%s)", id) })
-		s.applyCoord(s.coord.step(inRegionTerminated{Region: id}))
+		delete(c.watches, id)
+		s.note(func() string { return fmt.Sprintf("%s <- Terminated(%s)", c.name(), id) })
+		s.applyCoord(c, c.core.step(inRegionTerminated{Region: id}))
 	})
 }
 

@@ -1,0 +1,381 @@
+package sharding
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/troupe-go/troupe/cluster"
+)
+
+// The coordinator moving and crashing in the simulation (sim_test.go). The coordinator
+// is a cluster singleton (coordinator_singleton.go): it runs on one node, and when it
+// stops a new incarnation starts from the stored state (coordState, as written through
+// its store), on another node or, restarted by its backoff supervisor, on the same one.
+// Each incarnation is a coordinator core of its own; nodes are numbered (K1, K2, ...)
+// and are not the regions' nodes (see "Not modelled" below). Now and then (coordFault)
+// one of three things happens to the running incarnation:
+//
+//   - a crash of its node: the core is dropped at once. What is on its way to the node
+//     (every channel into it) is lost as dead letters; what it sent keeps travelling. A
+//     store that was pending (written, not acknowledged) was applied or not, at random:
+//     the write may have reached a majority or not. The cluster then tells every
+//     region that the node is gone (a cluster event: the oldest member changes), and
+//     the next incarnation starts on the next node after a random delay;
+//   - a stop of the coordinator actor alone (a store it could not write): the same,
+//     except that the node stays, what travels to it reaches the next incarnation if
+//     it has started by then (messages to the singleton's path; those to the stopped
+//     incarnation's Ref are dead letters), no cluster event comes, and the next
+//     incarnation starts on the same node;
+//   - a graceful move (the singleton's hand-over when its member leaves): the regions
+//     see the node Leaving (a candidate still, ahead of the next oldest), the
+//     termination message reaches the coordinator behind what arrived before it (what
+//     arrives after is a dead letter), a pending store completes (it is kept: either
+//     the coordinator waits for it before it stops, as the event-sourced one does, or
+//     it stops at once and the write completes without it, as in distributed data;
+//     chosen at random), then the regions see the node removed and the next
+//     incarnation starts on the next node.
+//
+// The regions learn of it as the region actor does: a region watches the incarnation
+// whose RegisterAck it got (regionActor.registered) and is told of its end on the
+// system lane (coordinatorLost, and its coordinator Ref becomes zero: what the core
+// sends to the coordinator until the next RegisterAck is not sent at all,
+// actToCoordinator); a cluster event that changes the oldest coordinator node is
+// coordinatorLost as well (regionActor.clusterChanged, which keeps the Ref). Register
+// and the graceful-shutdown request go to the candidates (the singleton's path on the
+// nodes of the region's view), and reach whichever incarnation runs there when they
+// arrive; everything else goes to the incarnation of the region's Ref. Messages from
+// a region to a node travel on one channel, path- or Ref-addressed, as on one
+// connection.
+//
+// A new incarnation gets the members (the regions' nodes that have not terminated) and
+// the stored state, as coordShell.init and inStateLoaded; its single-shot timers fire
+// when the simulated clock reaches them (coordClock: the state-init delay during the
+// run; the hand-off timeout and HostShard resends once draining moves the clock on).
+//
+// Not modelled: the coordinator's node is not a region's node (in a cluster it runs a
+// region of the type too, and a crash of that node loses what its region held: a
+// documented loss the simulation does not cover); the remember-entities read of the
+// coordinator (inRememberedShards); the removal margin and AddressTerminated.
+//
+// What it found, fixed: a new coordinator's hand-offs waited for their timeout, since
+// regions answered BeginHandOff to the coordinator they were registered with
+// (coordinator.resendBeginHandOffs); a coordinator re-homed a shard that a region was
+// starting again on its own HostShard, and the shard ran in two regions (seed 185;
+// coordinator.shardStopped); a region acted on a previous coordinator's ShardHomes
+// that arrived after it had registered with the next one (seed 125;
+// regionActor.fromAnother, which this simulation mirrors in applyCoord). Order is
+// checked only without coordinator faults: it is promised only while the coordinator
+// does not move during a hand-off.
+//
+// Still open (CI runs seeds 0 to 199, which pass; 5,000 seeds, 2026-11-28, fail 29
+// times, in three ways): a forward that reaches a region after it terminated (15, e.g.
+// seeds 1882 and 2421), buffered messages never delivered after draining (9, e.g.
+// seeds 599 and 707), and a hand-off that times out (5, e.g. seeds 610 and 874).
+
+// simCoord is one incarnation of the coordinator.
+type simCoord struct {
+	gen      int
+	node     int
+	core     *coordinator
+	store    coordEvent // the pending store, nil when none
+	stopping bool       // its termination message came while a store was pending: it stops once that is done
+	gone     bool
+	watches  map[RegionID]bool      // regions it watches and has not been told the end of
+	timers   map[timerKey]time.Time // single-shot timers running, by when they fire
+}
+
+func (c *simCoord) name() string { return fmt.Sprintf("C%d", c.gen) }
+
+// live reports whether c takes input.
+func (c *simCoord) live() bool { return c != nil && !c.gone && !c.stopping }
+
+// simView is a region's view of the coordinator's nodes (memberView.oldest and
+// coordinatorNodes).
+type simView struct {
+	oldest int
+	cands  []int
+}
+
+// simCoords is the simulation's state and counts of the coordinator's incarnations.
+type simCoords struct {
+	stored   *coordState // the stored state
+	view     simView     // the cluster's view, which the regions learn
+	nextNode int
+	gen      int
+	startAt  int // the step at which the next incarnation starts (while none runs)
+	startOn  int // and its node
+	old      []*simCoord
+
+	crashes, restarts, moves int
+	storesLost, storesKept   int // pending stores at a crash or stop: not applied, applied
+	deadLetters              int // messages that reached a coordinator node where none ran
+	unsent                   int // actToCoordinator with the zero Ref: not sent
+}
+
+func nodeName(n int) string { return fmt.Sprintf("K%d", n) }
+
+func (s *sim) newRegion(id RegionID) *simRegion {
+	r := newSimRegion(id)
+	r.oldest, r.cands = s.cs.view.oldest, slices.Clone(s.cs.view.cands)
+	return r
+}
+
+// startCoord starts the next incarnation on node n, from the stored state.
+func (s *sim) startCoord(n int) {
+	s.cs.gen++
+	c := &simCoord{
+		gen: s.cs.gen, node: n,
+		core:    newCoordinator(coordSettings{rememberEntities: s.shardCfg.rememberEntities}, randomStrategy{rng: s.rng}),
+		watches: map[RegionID]bool{},
+		timers:  map[timerKey]time.Time{},
+	}
+	s.coord = c
+	s.cs.startAt = -1
+	var members []NodeInfo
+	for i, x := range s.regions {
+		if !x.gone {
+			members = append(members, testNode(i+1))
+		}
+	}
+	if len(s.regions) == 0 {
+		members = testNodes(3)
+	}
+	s.note(func() string { return fmt.Sprintf("%s starts on %s", c.name(), nodeName(n)) })
+	s.applyCoord(c, c.core.step(inMembers{Members: members}))
+	s.applyCoord(c, c.core.step(inStateLoaded{State: s.cs.stored.clone()}))
+}
+
+// coordClock fires the running coordinator's single-shot timers that are due, and
+// starts the next incarnation when its time has come.
+func (s *sim) coordClock() {
+	if c := s.coord; (c == nil || c.gone) && s.cs.startAt >= 0 && s.steps >= s.cs.startAt {
+		s.startCoord(s.cs.startOn)
+	}
+	c := s.coord
+	if !c.live() {
+		return
+	}
+	keys := slices.SortedFunc(maps.Keys(c.timers), func(a, b timerKey) int { return c.timers[a].Compare(c.timers[b]) })
+	for _, k := range keys {
+		if at, ok := c.timers[k]; ok && !at.After(s.now) && c.live() {
+			delete(c.timers, k)
+			s.applyCoord(c, c.core.step(inTimer{Key: k}))
+		}
+	}
+}
+
+// coordTimers records c's timer operations (the periodic rebalance tick fires at
+// random steps, see step).
+func (s *sim) coordTimers(c *simCoord, ops []timerOp) {
+	for _, op := range ops {
+		switch {
+		case op.cancel:
+			delete(c.timers, op.key)
+		case !op.periodic:
+			c.timers[op.key] = s.now.Add(op.after)
+		}
+	}
+}
+
+// coordStore writes c's state change; its result comes back on a channel of its own.
+func (s *sim) coordStore(c *simCoord, st *coordStore) {
+	if c.store != nil {
+		s.fail("two coordinator stores")
+	}
+	c.store = st.event
+	s.send("store", c.name(), func() {
+		if c.gone {
+			return // decided when it stopped
+		}
+		s.storeApplied(c)
+		s.applyCoord(c, c.core.step(inStoreDone{}))
+		if c.stopping && c.store == nil {
+			s.coordStopped(c)
+		}
+	})
+}
+
+// storeApplied applies c's pending store to the stored state.
+func (s *sim) storeApplied(c *simCoord) {
+	if err := s.cs.stored.apply(c.store); err != nil {
+		s.fail("%s's store %T%+v does not apply to the stored state: %v", c.name(), c.store, c.store, err)
+	}
+	c.store = nil
+}
+
+// toCoordRef sends msg from region r to the incarnation it registered with, as the
+// region actor sends actToCoordinator: not at all when its Ref is zero.
+func (s *sim) toCoordRef(r *simRegion, msg any) {
+	if r.coordRef == 0 {
+		s.cs.unsent++
+		s.note(func() string { return fmt.Sprintf("%s: %T%+v not sent (no coordinator)", r.id, msg, msg) })
+		return
+	}
+	c := s.coordGen(r.coordRef)
+	s.send(string(r.id), nodeName(c.node), func() {
+		s.atCoord(c.node, c, r.id, msg)
+	})
+}
+
+// toCandidates sends msg from region r to the singleton's path on each node of its
+// view.
+func (s *sim) toCandidates(r *simRegion, msg any) {
+	for _, n := range r.cands {
+		s.send(string(r.id), nodeName(n), func() {
+			s.atCoord(n, nil, r.id, msg)
+		})
+	}
+}
+
+// atCoord is the arrival at node n of a region's message to incarnation want (nil: to
+// whichever runs on n).
+func (s *sim) atCoord(n int, want *simCoord, from RegionID, msg any) {
+	c := s.coord
+	if !c.live() || c.node != n || want != nil && want != c {
+		s.cs.deadLetters++
+		s.note(func() string { return fmt.Sprintf("%s <- %s %T%+v: dead letter", nodeName(n), from, msg, msg) })
+		return
+	}
+	s.note(func() string { return fmt.Sprintf("%s <- %s %T%+v", c.name(), from, msg, msg) })
+	s.applyCoord(c, c.core.step(inRegionMsg{From: from, Msg: msg, Status: cluster.Up}))
+}
+
+func (s *sim) coordGen(gen int) *simCoord {
+	if c := s.coord; c != nil && c.gen == gen {
+		return c
+	}
+	for _, c := range s.cs.old {
+		if c.gen == gen {
+			return c
+		}
+	}
+	s.fail("unknown coordinator incarnation %d", gen)
+	return nil
+}
+
+// registeredWith: region r got a RegisterAck from c (regionActor.registered): it
+// watches c instead of the coordinator it watched before.
+func (s *sim) registeredWith(r *simRegion, c *simCoord) {
+	if r.coordRef == c.gen {
+		return
+	}
+	r.coordRef = c.gen
+	if c.gone {
+		s.coordEndNotice(r, c) // watching an actor that has stopped
+	}
+}
+
+// coordEndNotice tells region r, on the system lane, that c has terminated.
+func (s *sim) coordEndNotice(r *simRegion, c *simCoord) {
+	s.send(nodeName(c.node)+" (system)", string(r.id), func() {
+		if r.gone || r.coordRef != c.gen {
+			return // unwatched
+		}
+		r.coordRef = 0
+		s.note(func() string { return fmt.Sprintf("%s <- Terminated(%s)", r.id, c.name()) })
+		s.atRegion(r, "coordinator Terminated", nil, r.core.coordinatorLost)
+	})
+}
+
+// clusterEvent changes the cluster's view of the coordinator's nodes; each region
+// learns it in order, on a channel of its own (regionActor.clusterChanged).
+func (s *sim) clusterEvent(v simView) {
+	s.cs.view = v
+	for _, r := range s.liveRegions() {
+		s.send("cluster", string(r.id), func() {
+			if r.gone {
+				return
+			}
+			r.cands = slices.Clone(v.cands)
+			if v.oldest == r.oldest {
+				return
+			}
+			r.oldest = v.oldest
+			s.note(func() string { return fmt.Sprintf("%s <- cluster: oldest %s", r.id, nodeName(v.oldest)) })
+			s.atRegion(r, "cluster event", nil, r.core.coordinatorLost)
+		})
+	}
+}
+
+// coordFault crashes, stops or moves the running coordinator.
+func (s *sim) coordFault() {
+	c := s.coord
+	if !c.live() {
+		return
+	}
+	switch k := s.rng.IntN(3); k {
+	case 0, 1:
+		node := k == 0
+		if node {
+			s.cs.crashes++
+		} else {
+			s.cs.restarts++
+		}
+		s.note(func() string {
+			if node {
+				return fmt.Sprintf("%s crashes with its node %s", c.name(), nodeName(c.node))
+			}
+			return fmt.Sprintf("%s stops", c.name())
+		})
+		if c.store != nil {
+			if s.rng.IntN(2) == 0 {
+				s.cs.storesKept++
+				s.storeApplied(c)
+			} else {
+				s.cs.storesLost++
+				c.store = nil
+			}
+		}
+		s.coordEnd(c)
+		next := c.node
+		if node {
+			s.cs.nextNode++
+			next = s.cs.nextNode
+			s.clusterEvent(simView{oldest: next, cands: []int{next}})
+		}
+		s.cs.startOn, s.cs.startAt = next, s.steps+s.rng.IntN(100)
+	default:
+		s.cs.moves++
+		s.cs.nextNode++
+		next := s.cs.nextNode
+		s.note(func() string {
+			return fmt.Sprintf("%s moves from %s to %s", c.name(), nodeName(c.node), nodeName(next))
+		})
+		s.clusterEvent(simView{oldest: c.node, cands: []int{c.node, next}}) // Leaving
+		s.cs.startOn, s.cs.startAt = next, -1
+		s.send("singleton", c.name(), func() {
+			if c.store != nil && s.rng.IntN(2) == 0 {
+				c.stopping = true // it stops once the store is done
+				return
+			}
+			s.coordStopped(c)
+		})
+	}
+}
+
+// coordStopped ends c after its graceful hand-over: a store still pending completes
+// without it; the next incarnation starts once the regions may see the node removed.
+func (s *sim) coordStopped(c *simCoord) {
+	if c.store != nil {
+		s.cs.storesKept++
+		s.storeApplied(c)
+	}
+	s.note(func() string { return fmt.Sprintf("%s stopped (hand-over)", c.name()) })
+	s.coordEnd(c)
+	next := s.cs.startOn
+	s.clusterEvent(simView{oldest: next, cands: []int{next}}) // removed
+	s.cs.startAt = s.steps + s.rng.IntN(20)
+}
+
+// coordEnd drops incarnation c: the regions that watch it are told.
+func (s *sim) coordEnd(c *simCoord) {
+	c.gone, c.stopping = true, false
+	s.cs.old = append(s.cs.old, c)
+	for _, r := range s.liveRegions() {
+		if r.coordRef == c.gen {
+			s.coordEndNotice(r, c)
+		}
+	}
+}
