@@ -72,7 +72,11 @@ import (
 // Still open (CI runs seeds 0 to 199, which pass; 5,000 seeds, 2026-11-28, fail 29
 // times, in three ways): a forward that reaches a region after it terminated (15, e.g.
 // seeds 1882 and 2421), buffered messages never delivered after draining (9, e.g.
-// seeds 599 and 707), and a hand-off that times out (5, e.g. seeds 610 and 874).
+// seeds 599 and 707), and a hand-off that times out (5, e.g. seeds 610 and 874). In
+// seed 610, a region took a late RegisterAck of a coordinator that had stopped (it
+// was not registered with anyone just then) and relayed two other regions'
+// BeginHandOffAcks to it, where they were lost; the new coordinator, with whom those
+// regions were registered already, never asked them again.
 
 // simCoord is one incarnation of the coordinator.
 type simCoord struct {

@@ -265,8 +265,9 @@ func (s *sim) applyCoord(c *simCoord, d coordDecisions) {
 			r := s.region(to)
 			if !r.gone && r.core.registered && r.coordRef != c.gen && isCoordinatorMsg(msg) {
 				// regionActor.fromAnother
+				with := r.coordRef
 				s.note(func() string {
-					return fmt.Sprintf("%s drops %T%+v of %s: registered with C%d", to, msg, msg, c.name(), r.coordRef)
+					return fmt.Sprintf("%s drops %T%+v of %s: registered with C%d", to, msg, msg, c.name(), with)
 				})
 				return
 			}
