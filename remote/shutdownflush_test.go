@@ -12,11 +12,14 @@ import (
 	"github.com/troupe-go/troupe/testkit"
 )
 
-// slowDetector keeps the failure detector from giving a peer up within a test: what
-// a watcher hears then comes from the peer itself.
-func slowDetector(c *remote.Config) {
+// patient keeps the failure detector from giving a peer up within a test: what
+// a watcher hears then comes from the peer itself. It also gives the shutdown's flush
+// time enough on a loaded machine: the tests wait for what the flush promises, not
+// for the default second to suffice.
+func patient(c *remote.Config) {
 	c.FailureDetector.AcceptablePause = 10 * time.Minute
 	c.GiveUpAfter = 10 * time.Minute
+	c.ShutdownFlushTimeout = testkit.Dilated(time.Minute)
 }
 
 // A system that shuts down gracefully delivers, before its transport closes, what its
@@ -24,24 +27,17 @@ func slowDetector(c *remote.Config) {
 // the actor's own system, not from a failure detector that gives the system up.
 func TestAGracefulShutdownTellsRemoteWatchersAtOnce(t *testing.T) {
 	reg := registry(t)
-	a, b := startNode(t, "a", reg, slowDetector), startNode(t, "b", reg, slowDetector)
+	a, b := startNode(t, "a", reg, patient), startNode(t, "b", reg, patient)
 	const n = 20_000
 	sent := make(chan struct{})
-	burst, err := b.sys.Spawn(actor.PropsFunc(func(ctx actor.Context) {
+	probe, ref := startBurst(t, a, b, actor.PropsFunc(func(ctx actor.Context) {
 		if m, ok := ctx.Message().(*ping); ok {
 			for i := range m.N {
 				_ = ctx.Sender().Tell(&pong{N: i})
 			}
 			close(sent)
 		}
-	}), "burst")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := a.remoteRef(t, burst)
-	probe := testkit.NewProbe(t, a.sys)
-	probe.Watch(ref)
-	probe.Send(ref, &ping{N: n})
+	}), n)
 	<-sent // the pongs are queued, most of them not yet written
 	shutdown(t, b.sys)
 
@@ -99,7 +95,7 @@ func TestShutdownDoesNotWaitForAnUnreachablePeer(t *testing.T) {
 // a quarantine: nothing went wrong.
 func TestAPeerHearsThatASystemShutDown(t *testing.T) {
 	reg := registry(t)
-	a, b := startNode(t, "a", reg, slowDetector), startNode(t, "b", reg, slowDetector)
+	a, b := startNode(t, "a", reg, patient), startNode(t, "b", reg, patient)
 	echo, err := b.sys.Spawn(echoProps(), "echo")
 	if err != nil {
 		t.Fatal(err)
