@@ -76,7 +76,11 @@ import (
 // seed 610, a region took a late RegisterAck of a coordinator that had stopped (it
 // was not registered with anyone just then) and relayed two other regions'
 // BeginHandOffAcks to it, where they were lost; the new coordinator, with whom those
-// regions were registered already, never asked them again.
+// regions were registered already, never asked them again. In seeds 599, 707 and
+// 1103 a region hosts a shard and waits for a predecessor's hand-over that went to
+// another region: its wait ends after the hand-off timeout (60 s), with a warning,
+// and it then delivers what it holds (timerHandOverWait, a timer this simulation does
+// not fire): a stall, not a loss.
 
 // simCoord is one incarnation of the coordinator.
 type simCoord struct {

@@ -568,7 +568,18 @@ func (s *sim) drain() {
 	if s.coord.live() {
 		workers = len(s.coord.core.workers)
 	}
-	s.fail("messages still waiting after draining (coordinator hand-offs %d, regions still leaving %v)", workers, leaving)
+	var held []string
+	for _, r := range s.liveRegions() {
+		for _, id := range slices.Sorted(maps.Keys(r.core.buffers)) {
+			home, known := r.core.homes[id]
+			held = append(held, fmt.Sprintf("%s holds %s (home %q known %v, waiting for %q, registered %v with C%d)",
+				r.id, id, home, known, r.core.waiting[id], r.core.registered, r.coordRef))
+		}
+		for _, id := range slices.Sorted(maps.Keys(r.core.owes)) {
+			held = append(held, fmt.Sprintf("%s owes %s a hand-over (target %q)", r.id, id, r.core.target[id]))
+		}
+	}
+	s.fail("messages still waiting after draining (coordinator hand-offs %d, regions still leaving %v): %v", workers, leaving, held)
 }
 
 func (s *sim) check() {
