@@ -80,7 +80,12 @@ import (
 // 1103 a region hosts a shard and waits for a predecessor's hand-over that went to
 // another region: its wait ends after the hand-off timeout (60 s), with a warning,
 // and it then delivers what it holds (timerHandOverWait, a timer this simulation does
-// not fire): a stall, not a loss.
+// not fire): a stall, not a loss. In seed 1882 (the loss) the coordinator counted a
+// region's relayed BeginHandOffAck of an earlier BeginHandOff for the same shard as
+// the answer to its current one, sent HandOff before the region's forwards reached
+// the old home, and the old home left with one of them on its way. A hand-off needs
+// an identity that BeginHandOff carries and its acknowledgement echoes, unique across
+// coordinator incarnations, so that a stale acknowledgement is not counted.
 
 // simCoord is one incarnation of the coordinator.
 type simCoord struct {
