@@ -32,6 +32,11 @@ type coordSettings struct {
 	removalMargin     time.Duration // a removed node's regions are dropped this long after (0)
 	rememberEntities  bool          // keep homeless shards and re-home them at once
 	storeState        bool          // store decisions carry the whole next state (ddata mode)
+	// handOffEpoch, when not 0, makes this incarnation name its hand-offs from it
+	// (handOffWorker.id): a random number per incarnation, so that an acknowledgement
+	// of another incarnation's BeginHandOff, or of an earlier hand-off of the same
+	// shard, is not counted.
+	handOffEpoch uint64
 }
 
 func (s coordSettings) withDefaults() coordSettings {
@@ -160,6 +165,7 @@ type coordinator struct {
 	strategy AllocationStrategy
 	phase    coordPhase
 	state    *coordState
+	handOffs uint64 // hand-offs named so far (nextHandOffID)
 
 	members     map[string]NodeInfo // by node address
 	memberList  []NodeInfo
@@ -384,6 +390,12 @@ func (c *coordinator) regionMsg(in inRegionMsg) {
 		region := m.Region
 		if region == "" {
 			region = in.From
+		}
+		if w := c.workers[m.Shard]; w != nil && w.id != m.ID {
+			// It answers another BeginHandOff for the shard: one of an earlier hand-off,
+			// or of another coordinator, relayed late. Counting it could send HandOff
+			// before the region's forwards have reached the shard's home.
+			break
 		}
 		c.handOffAcked(region, m.Shard)
 	case msgShardStopped:
@@ -643,7 +655,7 @@ func (c *coordinator) register(from RegionID, status cluster.MemberStatus, local
 func (c *coordinator) resendBeginHandOffs(to RegionID) {
 	for _, s := range slices.Sorted(maps.Keys(c.workers)) {
 		if w := c.workers[s]; !w.done && !w.handOffSent && w.remaining[to] {
-			c.send(to, msgBeginHandOff{Shard: s})
+			c.send(to, msgBeginHandOff{Shard: s, ID: w.id})
 		}
 	}
 }

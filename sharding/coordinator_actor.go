@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -56,7 +57,12 @@ func (c *coordShell) init(ctx actor.Context) {
 	c.selfAddr = ctx.System().Address().String()
 	c.log = ctx.Logger().With(zap.String("type", c.entry.name))
 	strategy := c.cfg.AllocationStrategy
-	c.core = newCoordinator(c.cfg.coordSettings(removalMargin(ctx.System())), strategy)
+	settings := c.cfg.coordSettings(removalMargin(ctx.System()))
+	settings.handOffEpoch = rand.Uint64() &^ (1<<32 - 1) // a count below fills the low bits
+	if settings.handOffEpoch == 0 {
+		settings.handOffEpoch = 1 << 32
+	}
+	c.core = newCoordinator(settings, strategy)
 	c.refs = map[RegionID]actor.Ref{}
 	c.watched = map[actor.Ref]RegionID{}
 	c.requesters = map[RegionID]bool{}

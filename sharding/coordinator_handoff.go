@@ -13,6 +13,7 @@ import (
 // shard's home is not given to anyone: requests wait in deferred.
 type handOffWorker struct {
 	shard       ShardID
+	id          uint64            // names it in BeginHandOff and its acknowledgements (0: unnamed)
 	from        RegionID          // the region that holds the shard
 	remaining   map[RegionID]bool // regions and proxies yet to acknowledge BeginHandOff
 	handOffSent bool
@@ -26,7 +27,7 @@ func (c *coordinator) startWorker(s ShardID, from RegionID, rebalance bool) {
 	if c.workers[s] != nil {
 		return
 	}
-	w := &handOffWorker{shard: s, from: from, remaining: map[RegionID]bool{}, rebalance: rebalance}
+	w := &handOffWorker{shard: s, id: c.nextHandOffID(), from: from, remaining: map[RegionID]bool{}, rebalance: rebalance}
 	c.workers[s] = w
 	// A HostShard resend must not start the shard again while it is handed off.
 	if _, ok := c.unacked[s]; ok {
@@ -38,12 +39,22 @@ func (c *coordinator) startWorker(s ShardID, from RegionID, rebalance bool) {
 			continue // its node is gone: it routes nothing any more
 		}
 		w.remaining[r] = true
-		c.send(r, msgBeginHandOff{Shard: s})
+		c.send(r, msgBeginHandOff{Shard: s, ID: w.id})
 	}
 	c.timers.start(&c.out.timers, timerKey{kind: timerHandOff, shard: s}, c.cfg.handOffTimeout, false)
 	if len(w.remaining) == 0 {
 		c.sendHandOff(w)
 	}
+}
+
+// nextHandOffID names the next hand-off: the epoch plus a count, or 0 when the
+// incarnation has no epoch.
+func (c *coordinator) nextHandOffID() uint64 {
+	if c.cfg.handOffEpoch == 0 {
+		return 0
+	}
+	c.handOffs++
+	return c.cfg.handOffEpoch + c.handOffs
 }
 
 func (c *coordinator) sendHandOff(w *handOffWorker) {

@@ -395,6 +395,39 @@ func TestCoordinatorKeepsAShardItToldARegionToHost(t *testing.T) {
 	}
 }
 
+// A coordinator with a hand-off epoch names each hand-off; an acknowledgement of
+// another BeginHandOff for the shard (an earlier hand-off's, or another incarnation's,
+// relayed late by the shard's home) is not counted: counting it could send HandOff
+// before the region's forwards have reached the home. Found by the simulation with
+// coordinator moves and crashes (seed 1882, a lost message).
+func TestCoordinatorCountsOnlyAcknowledgementsOfItsHandOff(t *testing.T) {
+	h, a, b, p := rebalanceSetup(t, coordSettings{handOffEpoch: 7 << 32})
+	d := h.fire(timerKey{kind: timerRebalance})
+	var id uint64
+	for _, m := range d.sends {
+		if bh, ok := m.msg.(msgBeginHandOff); ok && bh.Shard == "s1" {
+			id = bh.ID
+		}
+	}
+	if id == 0 {
+		t.Fatalf("BeginHandOff without an ID: %+v", d.sends)
+	}
+	h.expectNoSends(h.from(a, msgBeginHandOffAck{Shard: "s1", Region: a, ID: id}), "A's ack")
+	h.expectNoSends(h.from(b, msgBeginHandOffAck{Shard: "s1", Region: b, ID: id}), "B's ack")
+	// The proxy's acknowledgements of other BeginHandOffs, relayed by A, count for nothing.
+	for _, stale := range []uint64{0, id - 1, 5<<32 + 1} {
+		h.expectNoSends(h.from(a, msgBeginHandOffAck{Shard: "s1", Region: p, ID: stale}), "a stale ack")
+	}
+	d = h.from(a, msgBeginHandOffAck{Shard: "s1", Region: p, ID: id})
+	if !sent(d, a, msgHandOff{Shard: "s1"}) {
+		t.Fatalf("after the proxy's own ack: %+v, want HandOff", d.sends)
+	}
+	// The next hand-off gets another name.
+	if next := h.c.nextHandOffID(); next == id || next == 0 {
+		t.Fatalf("next hand-off id %d after %d", next, id)
+	}
+}
+
 func TestCoordinatorTerminatedRegionCountsAsAcked(t *testing.T) {
 	h, a, b, p := rebalanceSetup(t, coordSettings{})
 	h.fire(timerKey{kind: timerRebalance})

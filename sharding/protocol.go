@@ -84,9 +84,11 @@ type msgShardStarted struct {
 }
 
 // msgBeginHandOff: the shard is about to move; forget its home (buffer its messages)
-// and acknowledge.
+// and acknowledge. ID names the hand-off (0 from a coordinator that does not name
+// them); the acknowledgement echoes it.
 type msgBeginHandOff struct {
 	Shard ShardID `msgpack:"shard"`
+	ID    uint64  `msgpack:"id,omitempty"`
 }
 
 // msgBeginHandOffAck acknowledges msgBeginHandOff for Region. A region that forwarded
@@ -96,6 +98,7 @@ type msgBeginHandOff struct {
 type msgBeginHandOffAck struct {
 	Shard  ShardID  `msgpack:"shard"`
 	Region RegionID `msgpack:"region"`
+	ID     uint64   `msgpack:"id,omitempty"` // the BeginHandOff's
 }
 
 // msgHandOff: every region acknowledged; stop the shard and answer msgShardStopped.

@@ -248,7 +248,7 @@ func (r *regionCore[M]) fromCoordinator(msg any) regionDecisions[M] {
 	case msgHostShard:
 		r.hostShard(m.Shard, m.Predecessor)
 	case msgBeginHandOff:
-		r.beginHandOff(m.Shard)
+		r.beginHandOff(m.Shard, m.ID)
 	case msgHandOff:
 		r.handOff(m.Shard)
 	case msgNoShardHome:

@@ -109,10 +109,10 @@ func (r *regionCore[M]) awaitPredecessor(s ShardID, pred RegionID) {
 
 // beginHandOff forgets where s lives and acknowledges, through the old home when this
 // region forwarded to it (see the overview above).
-func (r *regionCore[M]) beginHandOff(s ShardID) {
+func (r *regionCore[M]) beginHandOff(s ShardID, id uint64) {
 	delete(r.pendingHost, s)
 	delete(r.overDone, s)
-	ack := msgBeginHandOffAck{Shard: s, Region: r.self}
+	ack := msgBeginHandOffAck{Shard: s, Region: r.self, ID: id}
 	home, known := r.homes[s]
 	delete(r.homes, s)
 	if known && home != r.self {
