@@ -143,7 +143,13 @@ type regionCore[M any] struct {
 	// ones.
 	handedOver map[ShardID]RegionID
 	unsentAcks []msgBeginHandOffAck // relayed acks to send once registered
-	watched    map[RegionID]bool
+	// ackedVia holds, for a shard in hand-off, the home this region sent its
+	// BeginHandOffAck through, and the hand-off's ID: the same BeginHandOff coming again
+	// (a coordinator asks again when the region registers) is answered through the
+	// same home, so the second answer cannot overtake the forwards the first one
+	// follows.
+	ackedVia map[ShardID]ackRoute
+	watched  map[RegionID]bool
 
 	shuttingDown bool
 	// everRegistered: a coordinator knows this region and may give it shards, so that
@@ -178,6 +184,7 @@ func newRegionCore[M any](self RegionID, cfg regionSettings) *regionCore[M] {
 		pendingHost: map[ShardID]bool{},
 		unsent:      map[ShardID]bool{},
 		handedOver:  map[ShardID]RegionID{},
+		ackedVia:    map[ShardID]ackRoute{},
 		watched:     map[RegionID]bool{},
 		timers:      timerSet{},
 	}
@@ -314,6 +321,11 @@ func (r *regionCore[M]) regionTerminated(gone RegionID) regionDecisions[M] {
 	for s, to := range r.handedOver {
 		if to == gone {
 			delete(r.handedOver, s) // it will not answer: the hand-over went with it
+		}
+	}
+	for s, route := range r.ackedVia {
+		if route.via == gone {
+			delete(r.ackedVia, s) // what went through it is gone with it
 		}
 	}
 	r.tryCompleteShutdown()

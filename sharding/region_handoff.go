@@ -29,6 +29,7 @@ import "fmt"
 
 // shardHome records where s lives and delivers what waits for it.
 func (r *regionCore[M]) shardHome(s ShardID, home RegionID) {
+	delete(r.ackedVia, s) // the hand-off is over: the shard has a home again
 	if cur, ok := r.homes[s]; ok && cur == r.self && home != r.self {
 		r.problem(fmt.Errorf("%w: shard %q hosted by %q, coordinator says %q", errShardHomeConflict, s, r.self, home))
 		return
@@ -107,6 +108,12 @@ func (r *regionCore[M]) awaitPredecessor(s ShardID, pred RegionID) {
 	}
 }
 
+// ackRoute is the home a BeginHandOffAck went through, for the hand-off id.
+type ackRoute struct {
+	via RegionID
+	id  uint64
+}
+
 // beginHandOff forgets where s lives and acknowledges, through the old home when this
 // region forwarded to it (see the overview above).
 func (r *regionCore[M]) beginHandOff(s ShardID, id uint64) {
@@ -115,7 +122,11 @@ func (r *regionCore[M]) beginHandOff(s ShardID, id uint64) {
 	ack := msgBeginHandOffAck{Shard: s, Region: r.self, ID: id}
 	home, known := r.homes[s]
 	delete(r.homes, s)
+	if route, ok := r.ackedVia[s]; !known && ok && id != 0 && route.id == id {
+		home, known = route.via, true // the same BeginHandOff again
+	}
 	if known && home != r.self {
+		r.ackedVia[s] = ackRoute{via: home, id: id}
 		r.act(regionAction[M]{kind: actToRegion, to: home, proto: ack})
 		return
 	}

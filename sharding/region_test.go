@@ -240,6 +240,33 @@ func TestRegionShardHomeConflictIsLoud(t *testing.T) {
 	}
 }
 
+// A BeginHandOff that comes again for the same hand-off (a coordinator asks again when
+// the region registers) is answered through the same old home as the first: a direct
+// answer could overtake the forwards the first answer follows, and the coordinator
+// would send HandOff before they reached the home. Found by the simulation with
+// coordinator moves and crashes (seed 2481, a lost message).
+func TestRegionAnswersABeginHandOffAgainThroughTheSameHome(t *testing.T) {
+	r := registered(t, regionSettings{})
+	r.fromCoordinator(msgShardHome{Shard: "far", Region: reg(2)})
+	want := msgBeginHandOffAck{Shard: "far", Region: reg(1), ID: 9}
+	for i := range 2 {
+		d := r.fromCoordinator(msgBeginHandOff{Shard: "far", ID: 9})
+		if a := actionsOf(d, actToRegion); len(a) != 1 || a[0].to != reg(2) || a[0].proto != want || len(toCoord(d)) != 0 {
+			t.Fatalf("BeginHandOff %d: %+v, want the ack through the old home", i+1, d.actions)
+		}
+	}
+	// Once the shard has a home again, a later hand-off starts afresh.
+	r.fromCoordinator(msgShardHome{Shard: "far", Region: reg(3)})
+	d := r.fromCoordinator(msgBeginHandOff{Shard: "far", ID: 10})
+	if a := actionsOf(d, actToRegion); len(a) != 1 || a[0].to != reg(3) {
+		t.Fatalf("next hand-off: %+v, want the ack through the new home", d.actions)
+	}
+	// Through a home that has terminated, nothing: the answer goes straight.
+	r.regionTerminated(reg(3))
+	d = r.fromCoordinator(msgBeginHandOff{Shard: "far", ID: 10})
+	wantAnys(t, "ack after the home terminated", toCoord(d), msgBeginHandOffAck{Shard: "far", Region: reg(1), ID: 10})
+}
+
 func TestRegionBeginHandOffAcknowledgesThroughTheOldHome(t *testing.T) {
 	r := registered(t, regionSettings{})
 	r.fromCoordinator(msgShardHome{Shard: "far", Region: reg(2)})

@@ -70,15 +70,18 @@ import (
 // shard as the answer to its current one, sent HandOff before the region's forwards
 // reached the old home, and the old home left with one of them on its way, lost (seed
 // 1882; hand-offs now have an identity that the acknowledgement echoes,
-// handOffWorker.id, from a random epoch per incarnation). Order is
+// handOffWorker.id, from a random epoch per incarnation); a region answered the same
+// BeginHandOff, asked again when it registered, straight to the coordinator, ahead of
+// its first answer relayed through the old home behind its forwards, and the old home
+// left with one of them on its way, lost (seed 2481; the region now answers it
+// through the same home, regionCore.ackedVia). Order is
 // checked only without coordinator faults: it is promised only while the coordinator
 // does not move during a hand-off.
 //
-// Still open (CI runs seeds 0 to 199, which pass; 5,000 seeds, 2026-11-28, fail 18
-// times, in three ways): a forward that reaches a region after it terminated (3, seeds
-// 2481, 3839 and 3938; 15 before the hand-off identity), buffered messages never
-// delivered after draining (10, e.g. seeds 599 and 707), and a hand-off that times
-// out (5, e.g. seeds 610 and 874). In
+// Still open (CI runs seeds 0 to 199, which pass; 5,000 seeds, 2026-11-28, fail 13
+// times, none of them a lost message or two incarnations at once): buffered messages
+// never delivered after draining (6, e.g. seeds 599 and 707), and a hand-off that
+// times out (7, e.g. seeds 610 and 874). In
 // seed 610, a region took a late RegisterAck of a coordinator that had stopped (it
 // was not registered with anyone just then) and relayed two other regions'
 // BeginHandOffAcks to it, where they were lost; the new coordinator, with whom those
@@ -86,7 +89,7 @@ import (
 // 1103 a region hosts a shard and waits for a predecessor's hand-over that went to
 // another region: its wait ends after the hand-off timeout (60 s), with a warning,
 // and it then delivers what it holds (timerHandOverWait, a timer this simulation does
-// not fire): a stall, not a loss. The three remaining losses are not analysed yet.
+// not fire): a stall, not a loss.
 
 // simCoord is one incarnation of the coordinator.
 type simCoord struct {
