@@ -44,9 +44,7 @@ func (g *deathGate) hold(m sysMessage, uid, added uint64, now time.Time) (flush 
 		return 0, true
 	}
 	if added != g.addedAt {
-		g.last++
-		g.addedAt = added
-		flush = g.last
+		flush = g.next(added)
 	}
 	g.held = append(g.held, heldNotice{flush: g.last, deadline: now.Add(g.timeout), uid: uid, m: m})
 	return flush, false
@@ -106,6 +104,11 @@ func (g *deathGate) closing(added uint64) (flush uint64) {
 	if added == g.addedAt {
 		return 0
 	}
+	return g.next(added)
+}
+
+// next numbers a new flush, queued after added user frames in all.
+func (g *deathGate) next(added uint64) uint64 {
 	g.last++
 	g.addedAt = added
 	return g.last

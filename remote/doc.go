@@ -99,11 +99,12 @@
 //
 //   - Not sent: an unregistered type (ErrUnregistered), a message above MaxFrameSize
 //     (ErrFrameTooLarge), a full queue (ErrOverloaded, Stats.Overloaded), a
-//     quarantined peer (ErrQuarantined), a closed transport (ErrClosed), a ref to one
+//     quarantined peer or one that said it shut down (ErrQuarantined; the shutdown is
+//     logged at info), a closed transport (ErrClosed), a ref to one
 //     unknown system too many (ErrRefusedSender). The send returns the error and the
 //     message is a dead letter with it as the reason.
-//   - Queued, then dropped: for a peer that is quarantined (ErrQuarantined) or
-//     unreachable for Config.GiveUpAfter (ErrUnreachable). Each message becomes a dead
+//   - Queued, then dropped: for a peer that is quarantined or says it shuts down
+//     (ErrQuarantined) or unreachable for Config.GiveUpAfter (ErrUnreachable). Each message becomes a dead
 //     letter with that reason, and a warning is logged.
 //   - Lost with a broken connection: the messages of the write that failed are counted
 //     (Stats.Lost) and logged; they may or may not have arrived. Messages the

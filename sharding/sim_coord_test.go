@@ -131,6 +131,17 @@ type simCoords struct {
 	unsent                   int // actToCoordinator with the zero Ref: not sent
 }
 
+// addCounts adds o's counts to c's.
+func (c *simCoords) addCounts(o simCoords) {
+	c.crashes += o.crashes
+	c.restarts += o.restarts
+	c.moves += o.moves
+	c.storesLost += o.storesLost
+	c.storesKept += o.storesKept
+	c.deadLetters += o.deadLetters
+	c.unsent += o.unsent
+}
+
 func nodeName(n int) string { return fmt.Sprintf("K%d", n) }
 
 func (s *sim) newRegion(id RegionID) *simRegion {

@@ -79,6 +79,16 @@ type simLeaves struct {
 	nextSender  int
 }
 
+// addCounts adds o's counts to l's.
+func (l *simLeaves) addCounts(o simLeaves) {
+	l.started += o.started
+	l.terminated += o.terminated
+	l.joined += o.joined
+	l.handOvers += o.handOvers
+	l.overtaken += o.overtaken
+	l.deadLetters += o.deadLetters
+}
+
 // liveRegions returns the regions that have not terminated.
 func (s *sim) liveRegions() []*simRegion {
 	var out []*simRegion

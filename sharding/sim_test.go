@@ -630,19 +630,8 @@ func runSimulation(t *testing.T, coordFaults bool) {
 			s.drain()
 			s.check()
 			moves += s.moves
-			leaves.started += s.leaves.started
-			leaves.terminated += s.leaves.terminated
-			leaves.joined += s.leaves.joined
-			leaves.handOvers += s.leaves.handOvers
-			leaves.overtaken += s.leaves.overtaken
-			leaves.deadLetters += s.leaves.deadLetters
-			cs.crashes += s.cs.crashes
-			cs.restarts += s.cs.restarts
-			cs.moves += s.cs.moves
-			cs.storesLost += s.cs.storesLost
-			cs.storesKept += s.cs.storesKept
-			cs.deadLetters += s.cs.deadLetters
-			cs.unsent += s.cs.unsent
+			leaves.addCounts(s.leaves)
+			cs.addCounts(s.cs)
 			stoppedUnasked += s.stoppedUnasked
 			reordered += s.reordered
 		})
