@@ -104,6 +104,12 @@ type extras struct {
 	watchers   map[Ref]struct{} // the others (the parent's watch is stateParentWatches)
 	watching   map[Ref]struct{}
 	termQueued map[Ref]struct{}
+	// cancelled counts, per watched actor, the Terminated notes still queued that an
+	// Unwatch cancelled. A note's flag (termQueued, stateTermQueued) cannot tell them
+	// apart from the note answering a later Watch, which sets the flag again; notes for
+	// one actor leave the queue in the order they entered it, so the first ones taken
+	// are the cancelled ones.
+	cancelled map[Ref]int
 
 	behaviors []Behavior
 	stash     []envelope
@@ -433,6 +439,9 @@ func (c *cell) invoke(env envelope) {
 		}
 		env = envelope{msg: ReceiveTimeout{}}
 	case deathNote:
+		if c.x.Load().takeCancelled(m.t.Ref) {
+			return // unwatched after it was queued
+		}
 		if kid := c.childOf(m.t.Ref); kid != nil {
 			if kid.state.And(^stateTermQueued)&stateTermQueued == 0 {
 				return // unwatched after it was queued

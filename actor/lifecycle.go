@@ -262,7 +262,7 @@ func (c *cell) finishStop() {
 		for w := range x.watching {
 			w.p.sendSystem(sysUnwatch{watcher: self})
 		}
-		x.watcher, x.watchers, x.watching, x.termQueued = Ref{}, nil, nil, nil
+		x.watcher, x.watchers, x.watching, x.termQueued, x.cancelled = Ref{}, nil, nil, nil, nil
 		for _, env := range x.stash {
 			c.sys.deadLetter(self, env.msg, env.sender, ErrRecipientStopped)
 		}

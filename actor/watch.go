@@ -28,9 +28,16 @@ func (c *cell) Unwatch(ref Ref) {
 	if x == nil || ref.p == nil {
 		return
 	}
-	delete(x.termQueued, ref)
+	if _, queued := x.termQueued[ref]; queued {
+		delete(x.termQueued, ref)
+		x.cancel(ref)
+	}
 	if kid := c.childOf(ref); kid != nil {
-		if kid.state.And(^(stateWatchedByParent|stateTermQueued))&stateWatchedByParent != 0 {
+		was := kid.state.And(^(stateWatchedByParent | stateTermQueued))
+		if was&stateTermQueued != 0 {
+			x.cancel(ref)
+		}
+		if was&stateWatchedByParent != 0 {
 			kid.sendSystem(sysUnwatch{watcher: Ref{c}})
 		}
 		return
@@ -40,6 +47,29 @@ func (c *cell) Unwatch(ref Ref) {
 	}
 	delete(x.watching, ref)
 	ref.p.sendSystem(sysUnwatch{watcher: Ref{c}})
+}
+
+// cancel notes that a Terminated for ref, queued and not yet delivered, is cancelled.
+func (x *extras) cancel(ref Ref) {
+	if x.cancelled == nil {
+		x.cancelled = make(map[Ref]int)
+	}
+	x.cancelled[ref]++
+}
+
+// takeCancelled reports whether the Terminated for ref just taken from the queue is
+// one that an Unwatch cancelled, and forgets it.
+func (x *extras) takeCancelled(ref Ref) bool {
+	n := x.cancelled[ref]
+	switch {
+	case n == 0:
+		return false
+	case n == 1:
+		delete(x.cancelled, ref)
+	default:
+		x.cancelled[ref] = n - 1
+	}
+	return true
 }
 
 // addWatcher handles a watch request from another actor.

@@ -179,7 +179,7 @@ func TestParentWatchWhileTheChildsDeathIsOnItsWay(t *testing.T) {
 // A parent that unwatches its child after the child's Terminated was queued (the
 // parent took the death notice while it was busy) does not receive it; watched again,
 // the dead child answers the new Watch with one Terminated, after what the parent
-// sent itself meanwhile.
+// sent itself meanwhile: the cancelled Terminated is never delivered in its place.
 func TestParentUnwatchOfAQueuedTerminated(t *testing.T) {
 	for _, rewatch := range []bool{false, true} {
 		sys := testkit.NewSystem(t)
@@ -203,6 +203,12 @@ func TestParentUnwatchOfAQueuedTerminated(t *testing.T) {
 					ctx.Unwatch(kid)
 					if rewatch {
 						ctx.Watch(kid)
+						// Once the dead child has answered another watcher that asked
+						// after this actor, its answer to this Watch waits in the
+						// system lane too: it is taken before the cancelled
+						// Terminated queued behind m1, and must not revive it.
+						other.Watch(kid)
+						other.ExpectTerminated(kid)
 					}
 					_ = ctx.Self().Tell("m2")
 				default:
@@ -218,6 +224,43 @@ func TestParentUnwatchOfAQueuedTerminated(t *testing.T) {
 		}
 		probe.ExpectNoMsg(50 * time.Millisecond)
 	}
+}
+
+// The same for an actor that is not a child: a Terminated that Unwatch cancelled
+// stays cancelled when the actor watches the dead target again, and the target's
+// answer to the new Watch comes after what the watcher sent itself meanwhile.
+func TestUnwatchOfAQueuedTerminatedThenWatchAgain(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	probe := testkit.NewProbe(t, sys)
+	other := testkit.NewProbe(t, sys)
+	target := spawn(t, sys, actor.PropsFunc(func(actor.Context) {}), "target")
+	spawn(t, sys, actor.PropsFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case actor.Started:
+			ctx.Watch(target) // the first watcher: told first when the target stops
+			other.Watch(target)
+			sys.Stop(target)
+			other.ExpectTerminated(target)
+			_ = ctx.Self().Tell("m1") // the death notice is taken before m1 is
+		case string:
+			switch m {
+			case "m1":
+				ctx.Unwatch(target)
+				ctx.Watch(target)
+				late := testkit.NewProbe(t, sys)
+				late.Watch(target)
+				late.ExpectTerminated(target) // the answer to our Watch is queued too
+				_ = ctx.Self().Tell("m2")
+			default:
+				_ = probe.Ref().Tell(m)
+			}
+		case actor.Terminated:
+			_ = probe.Ref().Tell("terminated")
+		}
+	}), "watcher")
+	probe.ExpectMsg("m2")
+	probe.ExpectMsg("terminated")
+	probe.ExpectNoMsg(50 * time.Millisecond)
 }
 
 // Watching a child that has already stopped yields Terminated, once.
