@@ -35,15 +35,17 @@ var (
 // on top. Start it with Start and find it with Get; it leaves the cluster gracefully
 // during the system's coordinated shutdown. Its methods are safe for concurrent use.
 type Cluster struct {
-	sys     *actor.System
-	r       *remote.Remote
-	link    hooks.Remote // the transport's quarantine and failure-detection hand-over
-	cfg     Config       // with defaults
-	log     *zap.Logger
-	self    Member
-	serf    *serf.Serf
-	core    actor.Ref
-	founder bool // forms the cluster: no seeds, or the first seed itself
+	sys  *actor.System
+	r    *remote.Remote
+	link hooks.Remote // the transport's quarantine and failure-detection hand-over
+	cfg  Config       // with defaults
+	log  *zap.Logger
+	self Member
+	serf *serf.Serf
+	core actor.Ref
+	// clusterID is the identity of the cluster this node formed or joined; nil until
+	// then. Written once, by Start or the join process.
+	clusterID atomic.Pointer[string]
 
 	mu      sync.Mutex
 	state   CurrentClusterState
@@ -66,15 +68,16 @@ type Cluster struct {
 
 // JoinProgress says how joining through the seed nodes goes (see Cluster.JoinProgress).
 type JoinProgress struct {
-	// Joined is set once a seed node answered, or at once on a node that forms the
-	// cluster itself (no seed nodes, or its own gossip address first among them).
+	// Joined is set once this node is in a cluster: it found a member of one through
+	// the seed nodes, or formed one (at once without seed nodes; as the first seed
+	// node when no other seed node is in a cluster).
 	Joined bool
 	// Attempts counts the attempts made so far.
 	Attempts int
 	// LastError is the last failed attempt's error; nil once joined.
 	LastError error
-	// GaveUp is set when JoinTimeout passed without an answer: the node stays Joining
-	// and tries no more.
+	// GaveUp is set when JoinTimeout passed without finding a cluster: the node stays
+	// Joining and tries no more. The first seed node never gives up: it forms a cluster.
 	GaveUp bool
 }
 
@@ -143,7 +146,14 @@ func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {
 		Roles:      membership.NormalizeRoles(cfg.Roles),
 		AppVersion: cfg.AppVersion,
 	}
-	tags, err := membership.EncodeTags(self)
+	// Without seed nodes the node forms a cluster of its own at once; with them, the
+	// join process (joinSeeds) finds out whether it joins or forms one.
+	founding := len(cfg.SeedNodes) == 0
+	id := ""
+	if founding {
+		id = newClusterID()
+	}
+	tags, err := membership.EncodeTagsIn(self, id)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -175,8 +185,9 @@ func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {
 		c.leaseCancel()
 		return nil, fmt.Errorf("cluster: starting serf: %w", err)
 	}
-	if len(cfg.SeedNodes) == 0 || cfg.SeedNodes[0] == c.GossipAddress() {
-		c.founder = true // before the core starts, which reads it
+	if founding {
+		c.clusterID.Store(&id)
+		k.founder, k.joined = true, true
 		c.join.Joined = true
 		close(c.joined)
 	}
@@ -192,7 +203,7 @@ func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {
 	hooks.SetCluster(sys, crasher{c})
 	c.wg.Add(1)
 	go c.pump()
-	if !c.founder {
+	if !founding {
 		c.wg.Add(1)
 		go c.joinSeeds()
 	}
@@ -359,16 +370,6 @@ func (c *Cluster) isStopped() bool {
 func (c *Cluster) isMember(addr actor.Address) bool {
 	m := c.managed.Load()
 	return m != nil && (*m)[addr]
-}
-
-// isJoined reports whether this node has joined (or forms the cluster).
-func (c *Cluster) isJoined() bool {
-	select {
-	case <-c.joined:
-		return true
-	default:
-		return false
-	}
 }
 
 // publishState refreshes the snapshot behind State and the transport's member list.

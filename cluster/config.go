@@ -22,15 +22,23 @@ type Config struct {
 	// GossipHost and the bound port.
 	AdvertiseGossipHost string
 	AdvertiseGossipPort int
-	// SeedNodes are gossip addresses ("host:port") to join through. A node retries
-	// them every JoinRetryInterval until one answers or JoinTimeout passes, and stays
-	// Joining (never Up, never oldest) until it has joined, so that it cannot form a
-	// cluster of its own by mistake. Only a node that is itself the first seed, or has
-	// no seeds, forms a new cluster.
+	// SeedNodes are gossip addresses ("host:port") to join through; give every node
+	// the same list, the same first. A node contacts them every JoinRetryInterval
+	// until it finds a member of a cluster through them, then joins that cluster; it
+	// stays Joining (never Up, never oldest) until then, and gives up after
+	// JoinTimeout. Only the first seed node forms a new cluster, and only when no
+	// other seed node is in one: at once when every other seed node answered and none
+	// is, else after SeedNodeTimeout. A restarted first seed node thus joins the
+	// cluster the others still run. A node without seed nodes forms a cluster of its
+	// own at once.
 	SeedNodes []string
 	// JoinRetryInterval defaults to 1s; JoinTimeout to 30s.
 	JoinRetryInterval time.Duration
 	JoinTimeout       time.Duration
+	// SeedNodeTimeout is how long the first seed node looks for a cluster through the
+	// other seed nodes before it forms one, when some of them do not answer. Default
+	// 5s, as Akka's seed-node-timeout.
+	SeedNodeTimeout time.Duration
 
 	// Roles and AppVersion describe the member to the others.
 	Roles      []string
@@ -139,6 +147,9 @@ func (c Config) withDefaults() Config {
 	if c.JoinTimeout == 0 {
 		c.JoinTimeout = 30 * time.Second
 	}
+	if c.SeedNodeTimeout == 0 {
+		c.SeedNodeTimeout = 5 * time.Second
+	}
 	c.Timing = c.Timing.withDefaults()
 	c.Downing = c.Downing.withDefaults()
 	return c
@@ -159,7 +170,7 @@ func (c Config) Validate() error {
 		return bad("GossipPort %d", c.GossipPort)
 	case c.AdvertiseGossipPort < 0 || c.AdvertiseGossipPort > 65535:
 		return bad("AdvertiseGossipPort %d", c.AdvertiseGossipPort)
-	case c.JoinRetryInterval < 0 || c.JoinTimeout < 0:
+	case c.JoinRetryInterval < 0 || c.JoinTimeout < 0 || c.SeedNodeTimeout < 0:
 		return bad("negative join interval or timeout")
 	case t.SuspicionMult < 0 || t.SuspicionMaxTimeoutMult < 0 || t.GossipInterval < 0 || t.ProbeInterval < 0 ||
 		t.ProbeTimeout < 0 || t.PushPullInterval < 0 || t.LeavePropagateDelay < 0 ||

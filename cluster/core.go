@@ -29,7 +29,9 @@ type (
 		err   error
 		reply chan error
 	}
-	joinedNotice struct{}
+	// joinedNotice says that this node is in a cluster now: it formed it (founder)
+	// or joined it.
+	joinedNotice struct{ founder bool }
 )
 
 // Keys of the core's timers.
@@ -67,6 +69,13 @@ type core struct {
 	reachKey   string                 // the unreachable and indirectly connected members last seen
 
 	leaving, downed bool
+	// joined is set once this node is in a cluster (joinedNotice; at once for a node
+	// that forms one alone), founder when it formed it: only the founder moves itself
+	// Up before it has seen a member Up.
+	joined, founder bool
+	// foreign holds the members of other clusters whose gossip reached this node's
+	// view (logged once each).
+	foreign         map[string]bool
 	servicesStopped bool            // timers cancelled and responder stopped
 	badTags         map[string]bool // node names whose malformed tags were logged
 	drops           dropLog         // events and gossip this node could not deliver or use
@@ -121,6 +130,9 @@ func (k *core) Receive(ctx actor.Context) {
 	case serfEvent:
 		k.onSerf(ctx, m.ev)
 	case joinedNotice:
+		k.joined, k.founder = true, m.founder
+		k.publishSelf()
+		k.observeSerfMembers() // the members of this cluster, passed over until now
 	case heartbeatTick:
 		k.sendHeartbeats(ctx, now)
 		changed = k.checkMonitor(now)
@@ -284,10 +296,26 @@ func (k *core) onSerf(ctx actor.Context, ev serf.Event) {
 	}
 }
 
+// observeSerfMembers takes in the members serf knows as if each had just changed.
+func (k *core) observeSerfMembers() {
+	for _, sm := range k.c.serf.Members() {
+		switch sm.Status {
+		case serf.StatusAlive:
+			k.onMember(serf.EventMemberUpdate, sm)
+		case serf.StatusFailed:
+			k.onMember(serf.EventMemberFailed, sm)
+		}
+	}
+}
+
 func (k *core) onMember(t serf.EventType, sm serf.Member) {
 	m, err := membership.DecodeTags(sm.Tags)
 	if err == nil && nodeName(m.Unique.Addr) != sm.Name {
 		err = errors.New("the address tag does not match the node name")
+	}
+	var id string
+	if err == nil {
+		id, err = membership.ClusterOf(sm.Tags)
 	}
 	if err != nil {
 		if !k.badTags[sm.Name] {
@@ -301,6 +329,10 @@ func (k *core) onMember(t serf.EventType, sm serf.Member) {
 	}
 	u := m.Unique
 	if u == k.c.self.Unique && t != serf.EventMemberUpdate && t != serf.EventMemberJoin {
+		return
+	}
+	if id != "" && id != k.c.ClusterID() {
+		k.foreignMember(u, sm.Name, id)
 		return
 	}
 	switch t {
@@ -336,6 +368,27 @@ func (k *core) onMember(t serf.EventType, sm serf.Member) {
 		if cur, known := k.ms.Member(u); known && (cur.Status == Down || cur.Status == Exiting) {
 			k.apply(k.ms.Remove(u))
 		}
+	}
+}
+
+// foreignMember handles a member that belongs to another cluster (or, before this
+// node has joined one, to any cluster): it is not one of this cluster's members. Once
+// this node is in a cluster, that is logged as an error, once per member, and a member
+// seen before it joined the other cluster is downed here.
+func (k *core) foreignMember(u UniqueAddress, name, id string) {
+	if !k.joined {
+		return // the join process decides which cluster to join; observeSerfMembers follows
+	}
+	if !k.foreign[name] {
+		if k.foreign == nil {
+			k.foreign = make(map[string]bool)
+		}
+		k.foreign[name] = true
+		k.c.log.Error("a member of another cluster reached this node's view; it is not a member here (clusters never merge)",
+			zap.String("node", name), zap.String("their_cluster", id), zap.String("our_cluster", k.c.ClusterID()))
+	}
+	if _, known := k.ms.Member(u); known {
+		k.apply(k.ms.Down(u))
 	}
 }
 
@@ -429,10 +482,10 @@ func (k *core) tell(to actor.Ref, msg any) {
 // forms.
 func (k *core) maybeUp() {
 	self, ok := k.ms.Member(k.c.self.Unique)
-	if !ok || self.Status != Joining || k.leaving || k.downed || !k.c.isJoined() || !k.ms.MinMembersMet() {
+	if !ok || self.Status != Joining || k.leaving || k.downed || !k.joined || !k.ms.MinMembersMet() {
 		return
 	}
-	if !k.c.founder {
+	if !k.founder {
 		if _, seen := k.ms.Oldest(""); !seen {
 			return
 		}
@@ -449,7 +502,7 @@ func (k *core) publishSelf() {
 	if !ok {
 		return
 	}
-	tags, err := membership.EncodeTags(self)
+	tags, err := membership.EncodeTagsIn(self, k.c.ClusterID())
 	if err == nil {
 		err = k.c.serf.SetTags(tags)
 	}

@@ -18,7 +18,12 @@
 // a port of its own (GossipPort), and every member carries in its serf tags its address,
 // incarnation uid, the status it reports for itself, its age, roles and app version.
 // Joining through the seed nodes happens in the background: JoinProgress says how it
-// goes, WaitUp waits for it, and failed attempts are logged.
+// goes, WaitUp waits for it, and failed attempts are logged. Every node should have the
+// same seed nodes, the same first: only the first seed node forms a new cluster, and
+// only when no other seed node is in one, so a restarted first seed joins the cluster
+// the others run. Each cluster has an identity (ClusterID) that its members carry, and
+// two clusters never merge: gossip from a member of another cluster is refused and
+// logged as an error.
 //
 // # Member lifecycle
 //

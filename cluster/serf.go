@@ -6,6 +6,7 @@ import (
 	"log"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -34,6 +35,7 @@ func (c *Cluster) serfConfig(tags map[string]string, wrap hooks.GossipWrapper) (
 	// serf (seen with -race), and would only make the newcomer shut itself down.
 	sc.EnableNameConflictResolution = false
 	sc.LeavePropagateDelay = t.LeavePropagateDelay
+	sc.Merge = mergeGuard{c: c, guarded: &logEvery{every: time.Minute}, known: new(sync.Map)}
 	logger := log.New(&zapWriter{log: c.log.Named("serf")}, "", 0)
 	sc.Logger = logger
 	sc.LogOutput = nil
@@ -114,50 +116,6 @@ func (c *Cluster) pump() {
 			if err := c.core.Tell(serfEvent{ev: ev}); err != nil {
 				c.log.Debug("serf event dropped: the cluster core has stopped", zap.Stringer("event", ev.EventType()), zap.Error(err))
 			}
-		case <-c.done:
-			return
-		}
-	}
-}
-
-// joinSeeds retries the seed nodes until one answers or JoinTimeout passes.
-func (c *Cluster) joinSeeds() {
-	defer c.wg.Done()
-	deadline := time.Now().Add(c.cfg.JoinTimeout)
-	for attempt := 1; ; attempt++ {
-		n, err := c.serf.Join(c.cfg.SeedNodes, true)
-		if err == nil && n == 0 {
-			err = fmt.Errorf("no seed node answered (%s)", strings.Join(c.cfg.SeedNodes, ", "))
-		}
-		c.mu.Lock()
-		c.join.Attempts = attempt
-		if err == nil {
-			c.join.Joined, c.join.LastError = true, nil
-			close(c.joined)
-		} else {
-			c.join.LastError = err
-		}
-		c.mu.Unlock()
-		if err == nil {
-			c.log.Info("joined through seed nodes", zap.Int("contacted", n), zap.Int("attempts", attempt))
-			_ = c.core.Tell(joinedNotice{})
-			return
-		}
-		if time.Now().After(deadline) {
-			c.mu.Lock()
-			c.join.GaveUp = true
-			c.mu.Unlock()
-			close(c.joinFailed)
-			c.log.Error("could not join any seed node; giving up and staying Joining",
-				zap.Strings("seeds", c.cfg.SeedNodes), zap.Int("attempts", attempt), zap.Error(err))
-			return
-		}
-		if attempt%10 == 1 {
-			c.log.Warn("joining through the seed nodes failed; retrying",
-				zap.Strings("seeds", c.cfg.SeedNodes), zap.Int("attempt", attempt), zap.Error(err))
-		}
-		select {
-		case <-time.After(c.cfg.JoinRetryInterval):
 		case <-c.done:
 			return
 		}

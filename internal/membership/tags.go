@@ -28,7 +28,14 @@ const (
 	TagRoles = "troupe.roles"
 	// TagAppVersion holds the member's application version; empty when unset.
 	TagAppVersion = "troupe.app"
+	// TagCluster holds the identity of the cluster the member belongs to, drawn by the
+	// member that formed it. It is absent while the member still looks for a cluster
+	// to join; DecodeTags leaves it to ClusterOf.
+	TagCluster = "troupe.cluster"
 )
+
+// MaxClusterIDSize is the longest cluster identity EncodeTagsIn and ClusterOf accept.
+const MaxClusterIDSize = 64
 
 // TagsVersion is the version of the tags format that EncodeTags writes and DecodeTags
 // reads.
@@ -95,6 +102,41 @@ func EncodeTags(m Member) (map[string]string, error) {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTagsTooLarge, n, MaxTagsSize)
 	}
 	return tags, nil
+}
+
+// EncodeTagsIn is EncodeTags for a member of the cluster with identity cluster ("" for
+// a member that has not joined one yet).
+func EncodeTagsIn(m Member, cluster string) (map[string]string, error) {
+	tags, err := EncodeTags(m)
+	if err != nil || cluster == "" {
+		return tags, err
+	}
+	if err := checkClusterID(cluster); err != nil {
+		return nil, fmt.Errorf("%w: cluster identity %q %v", ErrInvalidMember, cluster, err)
+	}
+	tags[TagCluster] = cluster
+	if n := encodedSize(tags); n > MaxTagsSize {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTagsTooLarge, n, MaxTagsSize)
+	}
+	return tags, nil
+}
+
+// ClusterOf returns the identity of the cluster the member with these tags belongs to:
+// "" when it has not joined one yet, ErrMalformedTags when the identity is not text of
+// at most MaxClusterIDSize bytes.
+func ClusterOf(tags map[string]string) (string, error) {
+	id := tags[TagCluster]
+	if err := checkClusterID(id); err != nil {
+		return "", fmt.Errorf("%w: %s %q: %v", ErrMalformedTags, TagCluster, id, err)
+	}
+	return id, nil
+}
+
+func checkClusterID(id string) error {
+	if len(id) > MaxClusterIDSize {
+		return fmt.Errorf("is longer than %d bytes", MaxClusterIDSize)
+	}
+	return checkText(id, true)
 }
 
 // encodedSize returns the size of tags as serf encodes them (a marker byte, then a

@@ -3,6 +3,7 @@ package multinode
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
 	"testing"
@@ -35,6 +36,12 @@ type Options struct {
 	ConfigureRemote func(i int, c *remote.Config)
 	// NoWait makes Start return without waiting for every node to be Up.
 	NoWait bool
+	// Seeds, when above 0, makes the first Seeds nodes the seed nodes of every node:
+	// each node's config lists their gossip addresses, node 0 first, the same list on
+	// every node as docs/cluster.md advises, and Restart keeps it. Their gossip ports
+	// are picked before the nodes start. By default node 0 forms the cluster alone,
+	// the others join through it, and a restarted node joins through a live node.
+	Seeds int
 }
 
 // Cluster is a set of nodes in one process on 127.0.0.1, each an actor system with
@@ -46,6 +53,7 @@ type Cluster struct {
 
 	mu    sync.Mutex
 	nodes []*Node
+	seeds []string // with Options.Seeds: every node's seed nodes
 }
 
 // Node is one member of a test cluster.
@@ -77,10 +85,15 @@ func Start(t testing.TB, opts Options) *Cluster {
 	c := &Cluster{t: t, opts: opts, net: &network{}}
 	t.Cleanup(c.shutdownAll)
 	for i := range opts.Nodes {
-		n := &Node{Index: i, name: "node" + strconv.Itoa(i)}
-		c.nodes = append(c.nodes, n)
-		seeds := []string(nil)
-		if i > 0 {
+		c.nodes = append(c.nodes, &Node{Index: i, name: "node" + strconv.Itoa(i)})
+	}
+	for i := range min(opts.Seeds, opts.Nodes) {
+		c.nodes[i].gossip = "127.0.0.1:" + strconv.Itoa(freeGossipPort(t))
+		c.seeds = append(c.seeds, c.nodes[i].gossip)
+	}
+	for i, n := range c.nodes {
+		seeds := c.seeds
+		if seeds == nil && i > 0 {
 			seeds = []string{c.nodes[0].gossip}
 		}
 		c.boot(n, seeds)
@@ -247,12 +260,39 @@ func (c *Cluster) Crash(i int) {
 	shutdown(c.t, n.System)
 }
 
-// Restart starts crashed node i again on the same addresses, as a new incarnation
+// Restart starts crashed (or shut down) node i again on the same addresses, as a new
+// incarnation: with Options.Seeds, with the seed nodes every node has; otherwise
 // joining through the first live node.
 func (c *Cluster) Restart(i int) *Node {
 	n := c.Node(i)
-	c.boot(n, c.liveSeed(n))
+	seeds := c.seeds
+	if seeds == nil {
+		seeds = c.liveSeed(n)
+	}
+	c.boot(n, seeds)
 	return n
+}
+
+// freeGossipPort returns a port on 127.0.0.1 that is free for both TCP and UDP (serf
+// gossips on both), for a seed node whose address the others must know before it
+// starts.
+func freeGossipPort(t testing.TB) int {
+	t.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("multinode: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", "127.0.0.1:"+strconv.Itoa(port))
+		_ = l.Close()
+		if err == nil {
+			_ = u.Close()
+			return port
+		}
+	}
+	t.Fatalf("multinode: no port free for both TCP and UDP")
+	return 0
 }
 
 // liveSeed returns the gossip address of the first running node other than n.
