@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/testkit"
+	"github.com/troupe-go/troupe/testkit/multinode"
 )
 
 // akka-core #30120: during a rolling update shards paused for 10 to 30 s each. Here every
@@ -133,4 +135,107 @@ func (l *liveRegions) pickRoundRobin(i int) (int, [2]actor.Ref, bool) {
 	}
 	n := ids[i%len(ids)]
 	return n, l.regions[n], true
+}
+
+// A rolling restart done as docs/cluster.md advises: five nodes, every one with the
+// same seed list (the first three nodes, the first seed first), each shut down
+// gracefully and started again with that same configuration, the first seed first,
+// while clients keep asking persistent counters on every node. The restarted first
+// seed must join the running cluster (it once formed a second cluster, and every
+// entity then ran twice on one journal): no ask fails, no entity ever has two live
+// incarnations, every cluster identity is the same, and no acknowledged increment is
+// lost.
+func TestRollingRestartWithTheSameSeedsOnEveryNode(t *testing.T) {
+	const nodes = 5
+	table := newIncarnations()
+	incarnation := map[int]int{}
+	cfg := func(i int) EntityConfig {
+		incarnation[i]++
+		c := persistentCounterConfig()
+		c.EntityFactory = trackedCounters(table, fmt.Sprintf("node%d.%d", i, incarnation[i]))
+		c.Timings.RebalanceInterval = time.Hour // only the restarts move shards
+		return c
+	}
+	sc := startShardClusterWith(t, multinode.Options{Nodes: nodes, Seeds: 3}, cfg)
+	id := sc.mc.Node(0).Cluster.ClusterID()
+	ids := entityIDs(20)
+	live := &liveRegions{regions: map[int][2]actor.Ref{}, streams: map[int]streamNode{}, leaving: map[int]bool{}}
+	for i := range nodes {
+		live.set(i, [2]actor.Ref{sc.nodes[i].region}, streamNode{})
+	}
+
+	var acked [20]atomic.Int64
+	var asks, failures atomic.Int64
+	var fmu sync.Mutex
+	var failed []string
+	stop := make(chan struct{})
+	var clients sync.WaitGroup
+	for c := range 6 {
+		clients.Add(1)
+		go func() {
+			defer clients.Done()
+			for k := c; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				node, regions, ok := live.pickRoundRobin(k)
+				if !ok {
+					continue
+				}
+				e := (k*7 + c) % len(ids)
+				ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(5*time.Second))
+				n, err := actor.Ask[int](ctx, regions[0], Envelope{EntityID: ids[e], Message: Increment{By: 1}})
+				cancel()
+				asks.Add(1)
+				if err != nil {
+					failures.Add(1)
+					fmu.Lock()
+					failed = append(failed, fmt.Sprintf("%s via node %d at %s: %v", ids[e], node, time.Now().Format("15:04:05.000"), err))
+					fmu.Unlock()
+					continue
+				}
+				_ = n
+				acked[e].Add(1)
+			}
+		}()
+	}
+	start := time.Now()
+	for i := range nodes {
+		t.Logf("%s: restarting node %d", time.Now().Format("15:04:05.000"), i)
+		live.markLeaving(i, true)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(20*time.Second))
+		err := sc.nodes[i].System.Shutdown(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("graceful leave of node %d: %v", i, err)
+		}
+		live.remove(i)
+		waitPortsFree(t, sc.mc.Node(i))
+		sc.mc.Restart(i)
+		sc.startSharding(i)
+		sc.mc.AwaitAllUp(testkit.Dilated(20 * time.Second))
+		for j := range nodes {
+			if got := sc.mc.Node(j).Cluster.ClusterID(); got != id {
+				t.Fatalf("after restarting node %d, node %d is in cluster %q, want %q", i, j, got, id)
+			}
+		}
+		live.set(i, [2]actor.Ref{sc.nodes[i].region}, streamNode{})
+		t.Logf("%s: node %d back", time.Now().Format("15:04:05.000"), i)
+	}
+	close(stop)
+	clients.Wait()
+	elapsed := time.Since(start)
+	t.Logf("%d asks in %v (%.0f/s), %d failed", asks.Load(), elapsed.Round(time.Millisecond),
+		float64(asks.Load())/elapsed.Seconds(), failures.Load())
+	if failures.Load() > 0 {
+		t.Errorf("%d asks failed during the rolling restart: %v", failures.Load(), failed)
+	}
+	table.checkNeverTwo(t)
+	for e, entity := range ids {
+		if got := sc.mustAsk(0, entity, GetCount{}); got < int(acked[e].Load()) {
+			t.Errorf("%s counts %d, but %d increments were acknowledged", entity, got, acked[e].Load())
+		}
+	}
 }

@@ -3,6 +3,7 @@ package wiretypes_test
 import (
 	"errors"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/troupe-go/troupe/internal/wiretypes"
@@ -12,8 +13,14 @@ type ping struct{ N int }
 type pong struct{ N int }
 type state struct{ N int }
 
+// register registers the test's types once per process: the table is process-wide,
+// and the test runs again with -count.
+var register = sync.OnceValue(func() error {
+	return errors.Join(wiretypes.Register[ping]("troupe.test.Ping"), wiretypes.Register[*state]("troupe.test.State"))
+})
+
 func TestRegister(t *testing.T) {
-	if err := wiretypes.Register[ping]("troupe.test.Ping"); err != nil {
+	if err := register(); err != nil {
 		t.Fatal(err)
 	}
 	bad := []error{
@@ -40,9 +47,6 @@ func TestRegister(t *testing.T) {
 		t.Error("unregistered type has a name")
 	}
 	// A pointer registration: Lookup gives the pointer type, NameOf knows both forms.
-	if err := wiretypes.Register[*state]("troupe.test.State"); err != nil {
-		t.Fatal(err)
-	}
 	if typ, ok := wiretypes.Lookup("troupe.test.State"); !ok || typ != reflect.TypeFor[*state]() {
 		t.Errorf("Lookup = %v %v", typ, ok)
 	}
