@@ -12,6 +12,7 @@ import (
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/testkit"
+	"github.com/troupe-go/troupe/testkit/multinode"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 )
@@ -100,22 +101,7 @@ func await(t *testing.T, c *testNode, cond func(cluster.CurrentClusterState) boo
 
 // freeGossipAddress returns a 127.0.0.1 address whose port is free for TCP and UDP.
 func freeGossipAddress(t *testing.T) string {
-	t.Helper()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		u, err := net.ListenPacket("udp", addr)
-		_ = l.Close()
-		if err == nil {
-			_ = u.Close()
-			return addr
-		}
-	}
-	t.Fatal("no port free for TCP and UDP")
-	return ""
+	return "127.0.0.1:" + strconv.Itoa(multinode.FreePort(t))
 }
 
 func gossipPort(t *testing.T, addr string) int {

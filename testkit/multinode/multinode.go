@@ -88,7 +88,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		c.nodes = append(c.nodes, &Node{Index: i, name: "node" + strconv.Itoa(i)})
 	}
 	for i := range min(opts.Seeds, opts.Nodes) {
-		c.nodes[i].gossip = "127.0.0.1:" + strconv.Itoa(freeGossipPort(t))
+		c.nodes[i].gossip = "127.0.0.1:" + strconv.Itoa(FreePort(t))
 		c.seeds = append(c.seeds, c.nodes[i].gossip)
 	}
 	for i, n := range c.nodes {
@@ -273,10 +273,11 @@ func (c *Cluster) Restart(i int) *Node {
 	return n
 }
 
-// freeGossipPort returns a port on 127.0.0.1 that is free for both TCP and UDP (serf
-// gossips on both), for a seed node whose address the others must know before it
-// starts.
-func freeGossipPort(t testing.TB) int {
+// FreePort returns a port on 127.0.0.1 that is free for both TCP and UDP (serf gossips
+// on both): for a seed node whose address the others must know before it starts.
+// Another process may take it before the node binds it; on a test machine that is
+// rare.
+func FreePort(t testing.TB) int {
 	t.Helper()
 	for range 100 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,6 +1,7 @@
 package multinode_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -70,4 +71,115 @@ func TestProcessKilledWithSIGKILLIsRemoved(t *testing.T) {
 		t.Logf("%s missed %s's leave and removed it after %s", a.HostPort, b.HostPort, removed.Previous)
 	}
 	a.WaitEvent(timeout, multinode.EventMarginPassed, b.HostPort)
+}
+
+// Three node processes with the same seed list (all three, the same first) and a
+// singleton. The first seed, the oldest, is killed with SIGKILL and started again at
+// once with the same arguments, as a supervisor would: it joins the running cluster
+// instead of forming one of its own, so it is never Up alone, and the singleton never
+// runs in two places at once.
+func TestKilledFirstSeedRestartedWithTheSameArgumentsJoins(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the node program and runs it as OS processes")
+	}
+	bin := multinode.BuildNode(t)
+	var gossip, remote []string
+	for range 3 {
+		gossip = append(gossip, strconv.Itoa(multinode.FreePort(t)))
+		remote = append(remote, strconv.Itoa(multinode.FreePort(t)))
+	}
+	seeds := "127.0.0.1:" + gossip[0] + ",127.0.0.1:" + gossip[1] + ",127.0.0.1:" + gossip[2]
+	args := func(i int) []string {
+		return []string{"-timing", "test", "-stable-after", "2s", "-margin", "1s", "-singleton", "s",
+			"-gossip-port", gossip[i], "-remote-port", remote[i], "-seed", seeds}
+	}
+	var nodes []*multinode.NodeProcess
+	for i := range 3 {
+		nodes = append(nodes, multinode.StartNode(t, bin, args(i)...))
+	}
+	timeout := testkit.Dilated(20 * time.Second)
+	for _, n := range nodes {
+		n.WaitKind(timeout, multinode.KindUp)
+	}
+	first := nodes[0]
+	first.WaitLine(timeout, "the singleton", func(l multinode.Line) bool {
+		return l.Kind == multinode.KindSingleton && l.Reason == multinode.SingletonStarted
+	})
+	first.Kill()
+	killed := time.Now().UnixNano()
+	again := multinode.StartNode(t, bin, args(0)...)
+	// Up once, after it has seen the other two Up.
+	up := map[string]bool{}
+	selfUp := func() bool {
+		if !up[nodes[1].HostPort] && !up[nodes[2].HostPort] {
+			t.Fatalf("the restarted first seed is Up without having seen another member Up: it formed a cluster of its own")
+		}
+		return true
+	}
+	again.WaitLine(timeout, "Up among the others", func(l multinode.Line) bool {
+		for _, m := range l.Members { // the state when the node subscribed
+			if m.Status == "Up" {
+				up[m.HostPort] = true
+			}
+		}
+		if up[again.HostPort] {
+			return selfUp()
+		}
+		if l.Kind != multinode.KindEvent || l.Event != multinode.EventUp {
+			return false
+		}
+		if l.Member.HostPort != again.HostPort {
+			up[l.Member.HostPort] = true
+			return false
+		}
+		return selfUp()
+	})
+	var ages [3]int64
+	for i, n := range nodes[1:] {
+		ages[i+1] = n.WaitEvent(timeout, multinode.EventUp, n.HostPort).Member.Age
+		n.WaitEvent(timeout, multinode.EventUp, again.HostPort)
+	}
+	// The singleton moved to the next oldest, once the killed incarnation was removed.
+	next := nodes[1]
+	if ages[2] < ages[1] {
+		next = nodes[2]
+	}
+	next.WaitLine(timeout, "the singleton", func(l multinode.Line) bool {
+		return l.Kind == multinode.KindSingleton && l.Reason == multinode.SingletonStarted
+	})
+	// Never two singletons: the killed node's ran until the kill.
+	type span struct {
+		node       string
+		start, end int64
+	}
+	var spans []span
+	for _, n := range []*multinode.NodeProcess{first, nodes[1], nodes[2], again} {
+		for _, l := range n.NodeLines() {
+			if l.Kind != multinode.KindSingleton {
+				continue
+			}
+			if l.Reason == multinode.SingletonStarted {
+				spans = append(spans, span{node: n.HostPort, start: l.Time, end: -1})
+			} else if len(spans) > 0 && spans[len(spans)-1].node == n.HostPort {
+				spans[len(spans)-1].end = l.Time
+			}
+		}
+		if n == first && len(spans) > 0 && spans[len(spans)-1].end < 0 {
+			spans[len(spans)-1].end = killed
+		}
+	}
+	for i, a := range spans {
+		for _, b := range spans[i+1:] {
+			aEnd, bEnd := a.end, b.end
+			if aEnd < 0 {
+				aEnd = 1 << 62
+			}
+			if bEnd < 0 {
+				bEnd = 1 << 62
+			}
+			if a.start < bEnd && b.start < aEnd {
+				t.Errorf("two singletons at once: %+v and %+v", a, b)
+			}
+		}
+	}
 }
