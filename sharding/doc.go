@@ -86,7 +86,10 @@
 //
 // Coordinated shutdown hands every shard of the node's regions off (phase
 // cluster-sharding-shutdown-region) before the node leaves the cluster; GracefulShutdown
-// does it for one region. A node whose membership ends (downed by the split-brain
+// does it for one region. A hand-off that does not finish in the phase's time is cut
+// short: the node stops its regions, shards and entities before it leaves (or, if they
+// do not stop either, downs itself, so that the others wait the removal margin). A node
+// whose membership ends (downed by the split-brain
 // resolver, or crashed) stops its regions, shards and entities at once: the rest of the
 // cluster takes them over after the removal margin.
 //

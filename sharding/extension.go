@@ -258,7 +258,8 @@ func (s *Sharding) Stats(typeName string) (Stats, error) {
 // shutdownRegions hands off every local shard: each region and proxy gets
 // GracefulShutdown, and the task ends when all have stopped (or ctx ends).
 func (s *Sharding) shutdownRegions(ctx context.Context) error {
-	if c := clusterFor(s.sys); c != nil {
+	c := clusterFor(s.sys)
+	if c != nil {
 		select {
 		case <-c.Stopped():
 			// Downed, crashed or gone: no coordinator will take the shards; the regions
@@ -267,12 +268,39 @@ func (s *Sharding) shutdownRegions(ctx context.Context) error {
 		default:
 		}
 	}
-	fut := s.guardian.Ask(ctx, shutdownRegions{})
-	_, err := fut.Result(ctx)
-	if err != nil && !errors.Is(err, actor.ErrDeadLetter) {
-		return fmt.Errorf("sharding: graceful hand-off of the regions: %w", err)
+	// The graceful hand-off gets the phase's time but a reserve: if it has not ended
+	// by then, the regions are stopped, so that no entity of this node still runs when
+	// it leaves and the others give its shards new homes at once.
+	graceful, cancel := context.WithCancel(ctx)
+	if deadline, ok := ctx.Deadline(); ok {
+		graceful, cancel = context.WithDeadline(ctx, deadline.Add(-stopReserve(time.Until(deadline))))
 	}
-	return nil
+	_, err := s.guardian.Ask(graceful, shutdownRegions{}).Result(graceful)
+	cancel()
+	if err == nil || errors.Is(err, actor.ErrDeadLetter) {
+		return nil
+	}
+	s.log.Warn("sharding: the graceful hand-off did not end in time; stopping this node's regions, shards and entities",
+		zap.Error(err))
+	_, stopErr := s.guardian.Ask(ctx, stopRegions{}).Result(ctx)
+	if stopErr == nil || errors.Is(stopErr, actor.ErrDeadLetter) {
+		return fmt.Errorf("sharding: graceful hand-off of the regions (they were stopped instead): %w", err)
+	}
+	// Entities still run (one is stuck in its Receive, say): a graceful leave would let
+	// the others start them again at once. This node downs itself instead, so that the
+	// others wait the down-removal margin before they take its shards over.
+	if c != nil {
+		s.log.Error("sharding: this node's entities did not stop in time; downing this node instead of leaving, so that the others wait the removal margin",
+			zap.Error(stopErr))
+		_ = c.Down(c.SelfUniqueAddress())
+	}
+	return fmt.Errorf("sharding: graceful hand-off of the regions: %w; stopping them: %w", err, stopErr)
+}
+
+// stopReserve returns the part of a shutdown budget that is kept for stopping the
+// regions when their graceful hand-off takes too long: a fifth, between 100ms and 2s.
+func stopReserve(budget time.Duration) time.Duration {
+	return min(max(budget/5, 100*time.Millisecond), 2*time.Second)
 }
 
 // handOverCoordinators moves the coordinators running on this member to the next
@@ -331,6 +359,10 @@ type startTypeRequest struct {
 // shutdownDone once all have stopped.
 type shutdownRegions struct{}
 
+// stopRegions asks the guardian to stop every region now (with its shards and
+// entities); it answers shutdownDone once all have stopped.
+type stopRegions struct{}
+
 type shutdownDone struct{}
 
 // clusterGone tells the guardian that this node's cluster membership has ended.
@@ -352,6 +384,13 @@ func (g *guardian) Receive(ctx actor.Context) {
 		g.waiting = append(g.waiting, ctx.Sender())
 		for _, r := range slices.Collect(maps.Keys(g.regions)) {
 			_ = r.Tell(GracefulShutdown{})
+		}
+		g.maybeDone(ctx)
+	case stopRegions:
+		g.shutdown = true
+		g.waiting = append(g.waiting, ctx.Sender())
+		for r := range g.regions {
+			_ = ctx.Stop(r)
 		}
 		g.maybeDone(ctx)
 	case clusterGone:

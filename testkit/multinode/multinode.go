@@ -34,6 +34,9 @@ type Options struct {
 	Configure func(i int, c *cluster.Config)
 	// ConfigureRemote, when set, adjusts node i's remote config before it starts.
 	ConfigureRemote func(i int, c *remote.Config)
+	// ConfigureSystem, when set, adjusts node i's actor system config (its phase
+	// timeouts, say) before it starts; the test kit sets the Logger first.
+	ConfigureSystem func(i int, c *actor.Config)
 	// NoWait makes Start return without waiting for every node to be Up.
 	NoWait bool
 	// Seeds, when above 0, makes the first Seeds nodes the seed nodes of every node:
@@ -109,7 +112,11 @@ func (c *Cluster) boot(n *Node, seeds []string) {
 	t := c.t
 	t.Helper()
 	logger, stopLog := testkit.NewLogger(t, zapcore.InfoLevel)
-	sys, err := actor.New(n.name, actor.Config{Logger: logger})
+	ac := actor.Config{Logger: logger}
+	if c.opts.ConfigureSystem != nil {
+		c.opts.ConfigureSystem(n.Index, &ac)
+	}
+	sys, err := actor.New(n.name, ac)
 	if err != nil {
 		t.Fatalf("multinode: %v", err)
 	}
