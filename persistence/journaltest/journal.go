@@ -37,6 +37,7 @@ func RunJournalSuite(t *testing.T, open OpenJournal, opts Options) {
 		{"CancelledContext", s.testCancelledContext},
 		{"Conflicts", s.testConflicts},
 		{"RacingWriters", s.testRacingWriters},
+		{"TwoIncarnations", s.testTwoIncarnations},
 		// Optional: journals that implement persistence.TagQuerier.
 		{"TagOrder", s.testTagOrder},
 		{"TagResume", s.testTagResume},
