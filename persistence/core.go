@@ -1,7 +1,9 @@
 package persistence
 
 import (
+	"errors"
 	"fmt"
+	"iter"
 	"slices"
 )
 
@@ -18,6 +20,9 @@ import (
 // The rules it keeps:
 //   - Sequence numbers are assigned when an entity persists, consecutively from the
 //     highest one recovered; they are never reused, not even after a rejection.
+//     A rejection with ErrSequenceConflict is no rejection: another writer has used
+//     the number (two incarnations of the entity), so this one's state lacks that
+//     writer's events, and the entity stops when the conflict's turn comes.
 //   - LastSequenceNr is the number of the last event whose handler has run or is
 //     running (or that was replayed), so a handler sees its own event's number and a
 //     snapshot taken anywhere covers exactly the events handled so far.
@@ -28,8 +33,9 @@ import (
 //     deferred call issued behind one) has not run its handler; they are unstashed
 //     once none is left. A deferred call runs once every invocation before it has.
 //   - A journal call that fails as a whole stops the entity (its state may not match
-//     its journal); a write the journal rejects is reported to the entity instead of
-//     running its handler, and the entity keeps running.
+//     its journal), and so does a write that conflicts with another writer's; a write
+//     the journal rejects otherwise is reported to the entity instead of running its
+//     handler, and the entity keeps running.
 type entityCore[H any] struct {
 	pid   string
 	state coreState
@@ -90,13 +96,17 @@ const (
 	reportRejected
 	// runDeferred: run the deferred call.
 	runDeferred
+	// stopConflict: the step's event conflicts with another writer's (its err wraps
+	// ErrSequenceConflict); the core has stopped, and the runner stops the entity.
+	// The step's invocation has not run: Unrun still yields it.
+	stopConflict
 )
 
 // step is one thing to run, in order, once its turn has come.
 type step[H any] struct {
 	kind stepKind
 	seq  uint64 // the event's sequence number (and LastSequenceNr while it runs)
-	err  error  // the rejection, for reportRejected
+	err  error  // the rejection, for reportRejected and stopConflict
 	h    H
 }
 
@@ -273,6 +283,12 @@ func (c *entityCore[H]) Next() (step[H], bool) {
 		return step[H]{}, false
 	}
 	st := step[H]{h: inv.h, seq: inv.seq}
+	if inv.rejected != nil && errors.Is(inv.rejected, ErrSequenceConflict) {
+		// LastSequenceNr stays: the number is the other writer's.
+		c.state = coreStopped
+		st.kind, st.err = stopConflict, inv.rejected
+		return st, true
+	}
 	switch {
 	case inv.deferred:
 		st.kind, st.seq = runDeferred, c.lastSeq
@@ -324,6 +340,20 @@ func (c *entityCore[H]) Waiting() int {
 		}
 	}
 	return n
+}
+
+// Unrun yields, in order, what has not run: the invocations of persisted events whose
+// handlers have not run (their writes unflushed, in flight or answered) and the
+// deferred calls waiting, so that the runner can answer their senders when the entity
+// stops after a failure.
+func (c *entityCore[H]) Unrun() iter.Seq[H] {
+	return func(yield func(H) bool) {
+		for _, inv := range c.pending[c.head:] {
+			if !yield(inv.h) {
+				return
+			}
+		}
+	}
 }
 
 // InFlight reports whether a journal call is in flight.

@@ -127,7 +127,7 @@ func next(kind stepKind, seq uint64, label string, also ...coreOp) coreOp {
 		if st.kind != kind || st.seq != seq || st.h != label {
 			return fmt.Errorf("step %d #%d %q", st.kind, st.seq, st.h)
 		}
-		if kind != runDeferred && c.LastSequenceNr() != seq {
+		if kind != runDeferred && kind != stopConflict && c.LastSequenceNr() != seq {
 			return fmt.Errorf("LastSequenceNr %d while running #%d", c.LastSequenceNr(), seq)
 		}
 		for _, op := range also {
@@ -178,7 +178,19 @@ func waiting(want int, seqs ...uint64) coreOp {
 	}}
 }
 
-var errRejectedByJournal = fmt.Errorf("%w: test", ErrSequenceConflict)
+func unrun(labels ...string) coreOp {
+	return coreOp{fmt.Sprintf("Unrun == %v", labels), func(c *entityCore[string]) error {
+		if got := slices.Collect(c.Unrun()); !slices.Equal(got, labels) {
+			return fmt.Errorf("unrun %v", got)
+		}
+		return nil
+	}}
+}
+
+var (
+	errRejectedByJournal = fmt.Errorf("%w: test", ErrTooLarge)
+	errConflict          = fmt.Errorf("%w: test", ErrSequenceConflict)
+)
 
 func TestEntityCore(t *testing.T) {
 	ok3 := []error{nil, nil, nil}
@@ -295,6 +307,36 @@ func TestEntityCore(t *testing.T) {
 			command(handleCommand),
 			persistOp(true, []string{"e"}, 5),
 		}},
+		{"a conflict stops the entity at its turn: the handlers before it run, none after", []coreOp{
+			recovered(4, false),
+			persistOp(false, []string{"a"}, 5),
+			persistOp(true, []string{"b", "c"}, 6, 7),
+			persistOp(false, []string{"d"}, 8),
+			deferOp("after-d", false),
+			flush(1, []uint64{5}, []uint64{6, 7}, []uint64{8}),
+			written(1, []error{nil, errConflict, errConflict}, nil, false),
+			next(runHandler, 5, "a"),
+			next(stopConflict, 6, "b"),
+			lastSeq(5), // #6 is the other writer's
+			noNext(),
+			command(dropCommand),
+			persistFails(ErrRejected, "e"),
+			flush(0),
+			settle(false),
+			waiting(3, 6, 7, 8, 0),
+			unrun("b", "c", "d", "after-d"),
+		}},
+		{"a conflict after a rejection: the rejection is reported, then the entity stops", []coreOp{
+			recovered(0, false),
+			persistOp(false, []string{"a"}, 1),
+			persistOp(false, []string{"b"}, 2),
+			flush(1, []uint64{1}, []uint64{2}),
+			written(1, []error{errRejectedByJournal, errConflict}, nil, false),
+			next(reportRejected, 1, "a"),
+			next(stopConflict, 2, "b"),
+			noNext(),
+			unrun("b"),
+		}},
 		{"a failed call stops the entity: no handler runs, commands drop, persists fail", []coreOp{
 			recovered(0, false),
 			persistOp(true, []string{"a"}, 1),
@@ -305,6 +347,7 @@ func TestEntityCore(t *testing.T) {
 			persistFails(ErrRejected, "b"),
 			flush(0),
 			waiting(1, 1),
+			unrun("a"),
 		}},
 		{"a journal that answers with the wrong number of results fails the call", []coreOp{
 			recovered(0, false),

@@ -28,15 +28,28 @@
 // snapshot (SaveSnapshot) covers exactly the events applied to the state.
 //
 // A failed write stops the entity, because its state may no longer match its
-// journal; an event that cannot be serialised is rejected (ErrRejected) and
-// the entity keeps running; a write the journal rejects is reported as
-// PersistRejected and the entity keeps running; a failure during recovery
-// stops the entity. A snapshot that is corrupt or no longer decodes is logged
-// and skipped for the next older one (up to three), or for a replay of every
-// event, as Akka does; if the events it covered were deleted, the recovery
-// fails rather than start from a wrong state. AtLeastOnceDelivery, embedded in
-// an entity, resends messages until they are confirmed and survives restarts
-// through the entity's own events and snapshots.
+// journal, and so does a sequence-number conflict (ErrSequenceConflict: another
+// incarnation of the entity, on another node after a split brain, has written
+// the number, so this one's state lacks its events): the entity writes nothing
+// more, the senders of the commands whose handlers will not run receive
+// actor.Failure with the error (an Ask fails with it), and the entity still
+// receives Stopping and Stopped, where it releases what it holds (its state is
+// not to be trusted: a snapshot or delete asked there is refused). An event
+// that cannot be serialised is rejected (ErrRejected) and the entity keeps
+// running; a write the journal rejects for what it is (too large, invalid) is
+// reported as PersistRejected and the entity keeps running; a failure during
+// recovery stops the entity (an entity receives Stopping and Stopped only once
+// its recovery has completed). A snapshot that is corrupt or no longer
+// decodes is logged and skipped for the next older one (up to three), or for
+// a replay of every event, as Akka does; if the events it covered were
+// deleted, the recovery fails rather than start from a wrong state.
+// AtLeastOnceDelivery, embedded in an entity, resends messages until they are
+// confirmed and survives restarts through the entity's own events and
+// snapshots.
+//
+// Every event carries its writer's id (Record.WriterID): the entity's full
+// actor path with its node's address and incarnation uid (actor.Ref.URI), so
+// that an operator reading the journal can tell two writers apart.
 //
 // # Bounded calls and circuit breakers
 //
@@ -58,17 +71,25 @@
 //   - An event that cannot be serialised, or is persisted before recovery has
 //     completed or after the entity stopped: Persist returns an error wrapping
 //     ErrRejected; nothing is written; warn log; Stats.EventsRejected.
-//   - A write the journal rejects (sequence-number conflict, too large,
-//     invalid): not stored; the entity receives PersistRejected in the
-//     handler's place; warn log; Stats.EventsRejected.
+//   - A write the journal rejects (too large, invalid): not stored; the
+//     entity receives PersistRejected in the handler's place; warn log;
+//     Stats.EventsRejected.
+//   - A write that conflicts (ErrSequenceConflict: another incarnation of
+//     the entity wrote the number first): not stored, nor are the entity's
+//     writes after it in the same call; the handlers before it run, that one
+//     and those after it never do; the entity stops, and the senders of the
+//     commands behind them receive actor.Failure wrapping
+//     ErrSequenceConflict; error log naming the writer id;
+//     Stats.SequenceConflicts and Stats.HandlersDropped. The journal keeps
+//     the other incarnation's history, whole.
 //   - A journal call that fails as a whole, times out (ErrCallTimeout) or is
 //     refused by the open breaker (ErrCircuitOpen): the events are stored or
 //     not, as the journal decided (a refused call stored nothing); their
-//     handlers never run and their replies are never sent; the entity stops;
-//     error log; Stats.WritesFailed and Stats.HandlersDropped (and
-//     CallsTimedOut or CallsRejected). A new incarnation waits for that call
-//     to return (up to the journal's call timeout) and recovers what was
-//     stored.
+//     handlers never run; the entity stops, and the senders of the commands
+//     behind them receive actor.Failure with the error; error log;
+//     Stats.WritesFailed and Stats.HandlersDropped (and CallsTimedOut or
+//     CallsRejected). A new incarnation waits for that call to return (up to
+//     the journal's call timeout) and recovers what was stored.
 //   - An entity that stops or restarts (Stop, PoisonPill, a panic) with events
 //     persisted whose handlers have not run: the call in flight completes in
 //     the journal (stored or not), events queued behind it are not written,
@@ -96,7 +117,10 @@
 //     request from its Restarting or Stopped handler) does the reply go to
 //     dead letters, with a rate-limited warn log and
 //     Stats.ResultsUndelivered; the snapshot or delete itself is still carried
-//     out, and the runtime waits for the store's answer.
+//     out, and the runtime waits for the store's answer, except when a
+//     failure stopped the entity: a request made then (from its Stopping or
+//     Stopped handler) is refused with ErrRejected, and its Failure reply
+//     goes to dead letters.
 //   - Respond inside a persist handler whose command had no sender: the reply
 //     goes to dead letters, as actor.Context.Respond does.
 //   - At-least-once delivery: Deliver fails with ErrTooManyUnconfirmed beyond
@@ -133,10 +157,12 @@
 // The unit of atomicity is the AtomicWrite: the events of one persist or
 // persist-all call of one entity, stored all or none. One WriteMessages call
 // carries many atomic writes, possibly of many persistence ids, and returns a
-// result per write: a write rejected on its own (invalid, a sequence number
-// conflict, too large) does not fail the others, and the entity that issued
-// it keeps running. An error of the call as a whole means the outcome is
-// unknown, and the entities concerned must stop.
+// result per write. A write rejected for what it is (invalid, too large) does
+// not fail the others, and the entity that issued it keeps running. A write
+// whose sequence number another writer has used fails with
+// ErrSequenceConflict, and so do the later writes of its persistence id in
+// the call; the entity that issued them stops. An error of the call as a
+// whole means the outcome is unknown, and the entities concerned must stop.
 //
 // Journals may also implement TagQuerier, to read the events of a tag (see
 // WithTags) in the order they were written, resuming from an offset; both
@@ -145,7 +171,7 @@
 // The highest sequence number of a persistence id survives the deletion of
 // its events, so a restarted entity never reuses a sequence number.
 // Journals reject writes that would: a write whose first sequence number is
-// not above the highest fails with ErrSequenceConflict. A stored record that
+// not above the highest fails with ErrSequenceConflict, as above. A stored record that
 // fails its integrity check surfaces as a *CorruptRecordError naming its
 // persistence id and sequence number.
 //

@@ -23,8 +23,12 @@ var (
 	ErrInvalidWrite = errors.New("persistence: invalid atomic write")
 
 	// ErrSequenceConflict rejects an AtomicWrite whose first sequence number
-	// is not above the highest one already written for its persistence id.
-	// It usually means two writers use the same persistence id.
+	// is not above the highest one already written for its persistence id,
+	// and the later writes of that persistence id in the same WriteMessages
+	// call. It means that two writers use the same persistence id (two
+	// incarnations of one entity, after a split brain): the runtime stops the
+	// entity whose write conflicted, and the senders of its pending commands
+	// receive an error wrapping it.
 	ErrSequenceConflict = errors.New("persistence: sequence number already used")
 
 	// ErrTooLarge rejects an AtomicWrite or a snapshot that exceeds what the

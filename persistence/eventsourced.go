@@ -25,7 +25,8 @@ type Recovery struct {
 	// ToSequenceNr stops the replay after that event; 0 means all events.
 	ToSequenceNr uint64
 	// Disabled skips snapshot and events: the entity starts empty, at sequence
-	// number 0, and its new events must not collide with stored ones.
+	// number 0, and its new events must not collide with stored ones (a
+	// collision is a sequence-number conflict, which stops the entity).
 	Disabled bool
 	// NoSnapshot replays all events and ignores snapshots.
 	NoSnapshot bool
@@ -86,9 +87,10 @@ type RecoveryCompleted struct {
 }
 
 // PersistRejected tells the entity that the journal rejected the write of Event
-// (for example a sequence-number conflict); its handler did not run, and the entity
-// keeps running. It arrives in the handler's place, in order, with Sender and Respond
-// referring to the command that persisted the event.
+// (too large, say); its handler did not run, and the entity keeps running. It arrives
+// in the handler's place, in order, with Sender and Respond referring to the command
+// that persisted the event. A sequence-number conflict (ErrSequenceConflict) is not
+// reported this way: another writer has used the number, and the entity stops.
 type PersistRejected struct {
 	Event      any
 	SequenceNr uint64

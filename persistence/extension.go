@@ -116,6 +116,11 @@ type Stats struct {
 	// WritesFailed counts journal calls that failed as a whole, timed out or were
 	// refused by the breaker, per entity in them; each such entity stopped.
 	WritesFailed uint64
+	// SequenceConflicts counts entities stopped because the journal reported that
+	// another writer had used their next sequence number: two incarnations of one
+	// persistence id, on two nodes after a split brain. The records' WriterID names
+	// the incarnation that wrote each event.
+	SequenceConflicts uint64
 	// HandlersDropped counts persist handlers that never ran because their entity
 	// stopped or restarted first (their events may or may not be stored).
 	HandlersDropped uint64
@@ -140,6 +145,7 @@ type Stats struct {
 type counters struct {
 	eventsRejected, writesFailed, handlersDropped, recoveriesFailed   atomic.Uint64
 	commandsDropped, resultsUndelivered, callsTimedOut, callsRejected atomic.Uint64
+	sequenceConflicts                                                 atomic.Uint64
 }
 
 // Stats returns the counters and breaker states.
@@ -147,6 +153,7 @@ func (p *Persistence) Stats() Stats {
 	return Stats{
 		EventsRejected:     p.stats.eventsRejected.Load(),
 		WritesFailed:       p.stats.writesFailed.Load(),
+		SequenceConflicts:  p.stats.sequenceConflicts.Load(),
 		HandlersDropped:    p.stats.handlersDropped.Load(),
 		RecoveriesFailed:   p.stats.recoveriesFailed.Load(),
 		CommandsDropped:    p.stats.commandsDropped.Load(),

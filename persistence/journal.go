@@ -32,7 +32,12 @@ type Record struct {
 	// compare them with time.Time.Equal.
 	Timestamp time.Time
 	// WriterID identifies the incarnation of the writer, so that a
-	// replay can tell events of two writers apart after a split brain.
+	// replay can tell events of two writers apart after a split brain. The
+	// runtime sets it to the entity's full actor path with its node's
+	// address and its incarnation uid (actor.Ref.URI), as in
+	// troupe://orders@10.0.0.5:2552/user/cart-17#8071595328311234, which
+	// differs between nodes and between incarnations on one node. Journals
+	// store it as they get it.
 	WriterID string
 }
 
@@ -88,11 +93,24 @@ type Journal interface {
 	//
 	// Each atomic write is stored entirely or not at all. The first result
 	// holds one entry per write, in order: nil when the write is stored, or
-	// an error (wrapping ErrInvalidWrite, ErrSequenceConflict or
-	// ErrTooLarge, say) when that write alone was rejected; a rejected write
-	// does not affect the others, and a later write of the same persistence
-	// id may still succeed. Writes of one persistence id within one call
-	// are applied in order.
+	// an error when it is not. Writes of one persistence id within one call
+	// are applied in order. Two kinds of error differ in what they mean:
+	//
+	//   - A conflict: the write's first sequence number is not above the
+	//     highest ever written for its persistence id, so another writer (a
+	//     second incarnation of the entity, on another node after a split
+	//     brain) has used it. The entry wraps ErrSequenceConflict, and so do
+	//     the entries of every later write of that persistence id in the
+	//     same call, none of which is stored, even one whose numbers are
+	//     free: the writer has lost its place in the history. The runtime
+	//     stops the entity, as after a failed call.
+	//   - A rejection of the write itself (wrapping ErrInvalidWrite or
+	//     ErrTooLarge, say): the entity is told (PersistRejected) and keeps
+	//     running, and a later write of the same persistence id may still
+	//     succeed. A rejection must never wrap ErrSequenceConflict.
+	//
+	// Either affects only the writes named; the call's other writes are
+	// stored or rejected on their own.
 	//
 	// The second result reports a failure of the call as a whole (ErrClosed,
 	// a context error, a storage failure); then the first result is nil and

@@ -164,7 +164,7 @@ func loadSnapshot(ctx context.Context, p *Persistence, pid string, c SnapshotCri
 func (r *runner) failRecovery(ctx actor.Context, err error, seq uint64) {
 	r.p.stats.recoveriesFailed.Add(1)
 	r.log.Error("persistence: recovery failed; stopping the entity", zap.Uint64("sequence_nr", seq), zap.Error(err))
-	r.fail(ctx)
+	r.fail(ctx, err)
 }
 
 func (r *runner) onSnapshot(ctx actor.Context, m recoveredSnapshot) {

@@ -18,12 +18,13 @@ import (
 // as told, and delivers the replies of snapshots and deletes (sideops.go).
 type runner struct {
 	newEntity func() Entity
-	entity    Entity // nil once a failure has stopped it: it receives nothing more
+	entity    Entity // nil when it did not start
 	live      bool   // recovered, and neither failed nor past its last lifecycle message
+	failed    bool   // recovered, then stopped by a failure: it gets only Stopping and Stopped
 	p         *Persistence
 	pid       string
 	self      actor.Ref
-	writerID  string      // the WriterID of this instance's records
+	writerID  string      // the WriterID of this incarnation's records: its full path with node and uid
 	log       *zap.Logger // with the persistence id
 	claimed   bool
 	cancel    context.CancelFunc // ends the recovery goroutine
@@ -88,15 +89,15 @@ func (r *runner) Receive(ctx actor.Context) {
 		}
 	case actor.Stopping:
 		r.settleOps(ctx)
-		if r.live {
+		if r.live || r.failed {
 			r.entity.Receive(r.context(ctx))
 		}
 	case actor.Restarting, actor.Stopped:
 		r.settleOps(ctx)
 		r.release()
-		if r.live {
+		if r.live || r.failed {
 			r.entity.Receive(r.context(ctx))
-			r.live = false
+			r.live, r.failed = false, false
 		}
 		r.settleOps(ctx) // requested from this last handler: stored, but undeliverable
 	default:
@@ -249,7 +250,7 @@ func (r *runner) onWriteDone(ctx actor.Context, done *writeDone) {
 		r.p.stats.writesFailed.Add(1)
 		r.log.Error("persistence: write failed; stopping the entity", zap.Error(err),
 			zap.Int("handlers_not_run", r.core.Waiting()))
-		r.fail(ctx)
+		r.fail(ctx, err)
 		return
 	}
 	r.runSteps(ctx)
@@ -272,6 +273,17 @@ func (r *runner) runSteps(ctx actor.Context) {
 			}
 		case runDeferred:
 			st.h.deferred()
+		case stopConflict:
+			// Another incarnation of the entity (on another node, after a split
+			// brain) has written this sequence number: this one's state lacks its
+			// events, and anything it wrote now would interleave the histories.
+			r.inHandler, r.handlerSender = false, actor.Ref{}
+			r.p.stats.sequenceConflicts.Add(1)
+			r.log.Error("persistence: another writer has used this entity's next sequence number; stopping the entity",
+				zap.Uint64("sequence_nr", st.seq), zap.String("writer_id", r.writerID), zap.Error(st.err),
+				zap.Int("handlers_not_run", r.core.Waiting()))
+			r.fail(ctx, st.err)
+			return
 		case reportRejected:
 			r.p.stats.eventsRejected.Add(1)
 			r.log.Warn("persistence: journal rejected an event", zap.Uint64("sequence_nr", st.seq), zap.Error(st.err))
@@ -282,9 +294,6 @@ func (r *runner) runSteps(ctx actor.Context) {
 			r.entity.Receive(hc)
 		}
 		r.inHandler, r.handlerSender = false, actor.Ref{}
-		if r.entity == nil {
-			return // a handler's failure stopped it
-		}
 	}
 	r.flush()
 	if r.core.Settle() {
@@ -292,13 +301,34 @@ func (r *runner) runSteps(ctx actor.Context) {
 	}
 }
 
-// fail stops the entity after a failure: it receives nothing more.
-func (r *runner) fail(ctx actor.Context) {
-	r.entity, r.live = nil, false
+// fail stops the entity after a failure (err): a failed write or recovery. Its state
+// can no longer be trusted, so it receives nothing more, except, once it had
+// recovered, Stopping and Stopped, in which it releases what it holds (as Akka runs
+// postStop). The senders of the commands whose persist handlers or deferred calls
+// will not run get actor.Failure with err, so that their Asks fail at once.
+func (r *runner) fail(ctx actor.Context, err error) {
+	r.failed, r.live = r.live, false
 	if r.core != nil {
 		r.core.Stop()
+		r.answerUnrun(err)
 	}
 	ctx.Stop(ctx.Self())
+}
+
+// answerUnrun sends actor.Failure, once each, to the senders of what will not run.
+func (r *runner) answerUnrun(err error) {
+	var told map[actor.Ref]bool
+	for h := range r.core.Unrun() {
+		to := h.sender
+		if to.IsZero() || to == r.self || told[to] {
+			continue
+		}
+		if told == nil {
+			told = map[actor.Ref]bool{}
+		}
+		told[to] = true
+		_ = to.Send(actor.Failure{Err: fmt.Errorf("persistence: %q stopped before handling the command: %w", r.pid, err)}, r.self)
+	}
 }
 
 // release ends recovery, reports handlers that will not run, and frees the
@@ -343,7 +373,9 @@ func (r *runner) start(ctx actor.Context) {
 	}
 	r.pid = entity.PersistenceID()
 	r.log = ctx.Logger().With(zap.String("persistence_id", r.pid))
-	r.writerID = r.self.String()
+	// The full path names the node (its address) and the incarnation (the uid),
+	// where the path alone is the same on every node.
+	r.writerID = r.self.URI()
 	if err := p.claim(r.pid, r.self); err != nil {
 		r.log.Error("persistence: cannot start entity", zap.Error(err))
 		ctx.Stop(ctx.Self())

@@ -129,9 +129,18 @@ func (r *runner) deliverResult(ctx actor.Context, res any) {
 	_ = r.p.sys.DeadLetters().Send(res, r.self)
 }
 
+// errFailed refuses a snapshot or delete asked by an entity that a failure has
+// stopped (from its Stopping or Stopped handler): its state may not match the journal,
+// and after a sequence-number conflict the journal's history is another writer's.
+var errFailed = fmt.Errorf("%w: a failure stopped the entity", ErrRejected)
+
 // saveSnapshot stores snapshot at the last sequence number handled.
 func (r *runner) saveSnapshot(snapshot any) {
 	meta := SnapshotMetadata{PersistenceID: r.pid, SequenceNr: r.core.LastSequenceNr(), Timestamp: time.Now()}
+	if r.failed {
+		r.answer(SaveSnapshotFailure{Metadata: meta, Err: errFailed})
+		return
+	}
 	if r.p.cfg.Snapshots == nil {
 		r.answer(SaveSnapshotFailure{Metadata: meta, Err: ErrNoSnapshotStore})
 		return
@@ -152,6 +161,10 @@ func (r *runner) saveSnapshot(snapshot any) {
 
 // deleteMessages deletes the entity's events up to toSeq.
 func (r *runner) deleteMessages(toSeq uint64) {
+	if r.failed {
+		r.answer(DeleteMessagesFailure{ToSequenceNr: toSeq, Err: errFailed})
+		return
+	}
 	calls, pid := r.p.calls, r.pid
 	r.startOp(func() any {
 		if err := calls.deleteMessages(context.Background(), pid, toSeq); err != nil {
@@ -163,6 +176,10 @@ func (r *runner) deleteMessages(toSeq uint64) {
 
 // deleteSnapshots deletes the entity's snapshots that crit selects.
 func (r *runner) deleteSnapshots(crit SnapshotCriteria) {
+	if r.failed {
+		r.answer(DeleteSnapshotsFailure{Criteria: crit, Err: errFailed})
+		return
+	}
 	if r.p.cfg.Snapshots == nil {
 		r.answer(DeleteSnapshotsFailure{Criteria: crit, Err: ErrNoSnapshotStore})
 		return

@@ -24,7 +24,10 @@
 // follow the load, so one entity writing alone pays one sync per write while
 // a thousand share each sync. Each atomic write lies entirely inside one
 // transaction, so it is stored all or none; a write too large for one badger
-// transaction is rejected with persistence.ErrTooLarge.
+// transaction is rejected with persistence.ErrTooLarge. A write whose first
+// sequence number is not above the highest of its persistence id (another
+// writer has used it) is rejected with persistence.ErrSequenceConflict, and so
+// are the later writes of that persistence id in the same call.
 //
 // Durability is Options.Durability: SyncEachBatch (the default) answers a
 // writer only after its events are on disk; NoSync answers once they are in
@@ -40,10 +43,12 @@
 // directions; event keys are a kind byte, that id and the sequence number,
 // 17 bytes in big-endian order, so inserts are cheap and a replay is one
 // forward scan. Snapshots, the highest sequence numbers kept by deletes, the
-// id mappings and the tag index live under separate key prefixes. Every
-// stored value carries a CRC-32C over its key and bytes: a damaged record
-// surfaces as a *persistence.CorruptRecordError that names its persistence
-// id and sequence number. The highest sequence number of an id is that of
+// id mappings and the tag index live under separate key prefixes. Each
+// event's record keeps its writer id (persistence.Record.WriterID: the
+// writing entity's full actor path with node address and incarnation uid),
+// which a replay returns. Every stored value carries a CRC-32C over its key
+// and bytes: a damaged record surfaces as a *persistence.CorruptRecordError
+// that names its persistence id and sequence number. The highest sequence number of an id is that of
 // its last event, or the one recorded when events were deleted, whichever
 // is higher, so it survives deleting every event.
 //

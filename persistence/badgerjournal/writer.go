@@ -42,7 +42,8 @@ import (
 //
 // Sequence numbers: the writer rejects a write whose first sequence number
 // is not above the highest already written for its persistence id
-// (persistence.ErrSequenceConflict). It remembers the highest sequence
+// (persistence.ErrSequenceConflict), and the later writes of that
+// persistence id in the same WriteMessages call. It remembers the highest sequence
 // number of the persistence ids it wrote recently, counting writes packed
 // or in flight, and reads the database for the others. Only the writer
 // writes events, so what it remembers is exact, except after a failed
@@ -427,8 +428,14 @@ func (w *writer) pack(b *txnBuilder, req *writeRequest) {
 		req.fail(err)
 		return
 	}
+	var conflicted []string // persistence ids with a conflict in this request
 	for i := range req.writes {
 		ew := &req.writes[i]
+		if len(conflicted) > 0 && slices.Contains(conflicted, ew.pid) {
+			req.results[ew.index] = fmt.Errorf("%w: %q: sequence number %d follows a conflict in the same call",
+				persistence.ErrSequenceConflict, ew.pid, ew.first)
+			continue
+		}
 		highest, err := w.highestFor(ew.pid)
 		if err != nil {
 			req.fail(err)
@@ -437,6 +444,7 @@ func (w *writer) pack(b *txnBuilder, req *writeRequest) {
 		if ew.first <= highest {
 			req.results[ew.index] = fmt.Errorf("%w: %q: sequence number %d, highest is %d",
 				persistence.ErrSequenceConflict, ew.pid, ew.first, highest)
+			conflicted = append(conflicted, ew.pid)
 			continue
 		}
 		err = b.add(req, ew)

@@ -19,7 +19,14 @@
 // number surviving deletes, deletes beyond the highest failing, persistence
 // ids that are prefixes of each other, concurrent writers, large payloads,
 // survival of close and reopen for durable plug-ins, detection of corrupt
-// records, and behaviour after Close and with cancelled contexts. Journals
+// records, and behaviour after Close and with cancelled contexts. They check
+// what two writers of one persistence id see: a sequence-number conflict
+// reported as persistence.ErrSequenceConflict for the write and the later
+// writes of its persistence id in the call (and other rejections never
+// reported so), one winner per sequence number when two goroutines race, and,
+// through the persistence runtime, two incarnations of one entity in two
+// actor systems on the journal, the second of which stops at its first
+// conflicting write and writes nothing more. Journals
 // that implement the optional persistence.TagQuerier are also checked for
 // events by tag (write order across persistence ids, resuming from an
 // offset, deleted events skipped, survival of a reopen, concurrent

@@ -35,6 +35,9 @@ func RunJournalSuite(t *testing.T, open OpenJournal, opts Options) {
 		{"CorruptRecord", s.testCorruptRecord},
 		{"Closed", s.testClosed},
 		{"CancelledContext", s.testCancelledContext},
+		{"Conflicts", s.testConflicts},
+		{"RacingWriters", s.testRacingWriters},
+		{"TwoIncarnations", s.testTwoIncarnations},
 		// Optional: journals that implement persistence.TagQuerier.
 		{"TagOrder", s.testTagOrder},
 		{"TagResume", s.testTagResume},
@@ -194,7 +197,9 @@ func (s *journalSuite) testOrdering(t *testing.T) {
 }
 
 // testAtomicWrites: each atomic write is stored whole or not at all, and a
-// rejected write does not affect the others in the call.
+// rejected write does not affect the others in the call, except that a
+// sequence-number conflict rejects the later writes of its persistence id
+// (see testConflicts).
 func (s *journalSuite) testAtomicWrites(t *testing.T) {
 	ctx := s.opts.context(t)
 	j, _ := s.openFresh(t)
@@ -211,7 +216,7 @@ func (s *journalSuite) testAtomicWrites(t *testing.T) {
 		gap,                              // 1: sequence gap
 		write("c", 1, 2),                 // 2: stored
 		write("a", 3, 4),                 // 3: reuses #3 of a
-		write("a", 4, 5),                 // 4: stored after write 0
+		write("a", 4, 5),                 // 4: follows a conflict of a in this call
 		mixed,                            // 5: two persistence ids
 		{PersistenceID: "", Events: nil}, // 6: empty persistence id
 		{PersistenceID: "e"},             // 7: no events
@@ -219,7 +224,7 @@ func (s *journalSuite) testAtomicWrites(t *testing.T) {
 		{PersistenceID: "g", Events: write("h", 1, 1).Events}, // 9: event of another id
 	}
 	want := []error{
-		nil, persistence.ErrInvalidWrite, nil, persistence.ErrSequenceConflict, nil,
+		nil, persistence.ErrInvalidWrite, nil, persistence.ErrSequenceConflict, persistence.ErrSequenceConflict,
 		persistence.ErrInvalidWrite, persistence.ErrInvalidWrite, persistence.ErrInvalidWrite,
 		persistence.ErrInvalidWrite, persistence.ErrInvalidWrite,
 	}
@@ -236,20 +241,23 @@ func (s *journalSuite) testAtomicWrites(t *testing.T) {
 			t.Errorf("write %d: %v, want success", i, results[i])
 		case want[i] != nil && !errors.Is(results[i], want[i]):
 			t.Errorf("write %d: %v, want %v", i, results[i], want[i])
+		case want[i] == persistence.ErrInvalidWrite && errors.Is(results[i], persistence.ErrSequenceConflict):
+			t.Errorf("write %d: an invalid write reported as a conflict (which stops its entity): %v", i, results[i])
 		}
 	}
 
-	expectSeqs(t, ctx, j, "a", 1, persistence.MaxSequenceNr, 0, seqRange(1, 5))
+	expectSeqs(t, ctx, j, "a", 1, persistence.MaxSequenceNr, 0, seqRange(1, 3))
 	expectSeqs(t, ctx, j, "b", 1, persistence.MaxSequenceNr, 0, nil)
 	expectSeqs(t, ctx, j, "c", 1, persistence.MaxSequenceNr, 0, seqRange(1, 2))
 	for _, pid := range []string{"b", "d", "e", "f", "g", "h", "other"} {
 		expectHighest(t, ctx, j, pid, 0)
 		expectSeqs(t, ctx, j, pid, 1, persistence.MaxSequenceNr, 0, nil)
 	}
-	expectHighest(t, ctx, j, "a", 5)
+	expectHighest(t, ctx, j, "a", 3)
 
 	// Rejected writes can be retried once corrected.
-	mustWrite(t, ctx, j, write("b", 1, 3))
+	mustWrite(t, ctx, j, write("b", 1, 3), write("a", 4, 5))
+	expectSeqs(t, ctx, j, "a", 1, persistence.MaxSequenceNr, 0, seqRange(1, 5))
 	expectSeqs(t, ctx, j, "b", 1, persistence.MaxSequenceNr, 0, seqRange(1, 3))
 
 	// An empty call is not an error.
@@ -550,14 +558,16 @@ func (s *journalSuite) testReopen(t *testing.T) {
 	expectSeqs(t, ctx, j, "a", 1, persistence.MaxSequenceNr, 0, seqRange(3, 5))
 	expectSeqs(t, ctx, j, "b", 1, persistence.MaxSequenceNr, 0, seqRange(1, 3))
 	expectHighest(t, ctx, j, "a", 5)
-	results, err := j.WriteMessages(ctx, []persistence.AtomicWrite{write("a", 5, 5), write("a", 6, 7)})
+	results, err := j.WriteMessages(ctx, []persistence.AtomicWrite{write("a", 5, 5), write("b", 4, 4)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !errors.Is(results[0], persistence.ErrSequenceConflict) || results[1] != nil {
 		t.Errorf("writes after reopen: %v, want [ErrSequenceConflict, nil]", results)
 	}
+	mustWrite(t, ctx, j, write("a", 6, 7))
 	expectSeqs(t, ctx, j, "a", 1, persistence.MaxSequenceNr, 0, seqRange(3, 7))
+	expectSeqs(t, ctx, j, "b", 1, persistence.MaxSequenceNr, 0, seqRange(1, 4))
 }
 
 // testCorruptRecord: a damaged record stops the replay with an error naming

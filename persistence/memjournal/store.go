@@ -67,7 +67,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // WriteMessages implements persistence.Journal. The whole call is applied
 // under one lock, so it is atomic as a whole, and each write is checked and
-// stored on its own.
+// stored on its own. A write whose first sequence number is not above the
+// highest, and every later write of its persistence id in the call, fail
+// with persistence.ErrSequenceConflict.
 func (s *Store) WriteMessages(ctx context.Context, writes []persistence.AtomicWrite) ([]error, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
@@ -78,9 +80,15 @@ func (s *Store) WriteMessages(ctx context.Context, writes []persistence.AtomicWr
 	}
 	now := time.Now()
 	results := make([]error, len(writes))
+	var conflicted []string // persistence ids with a conflict in this call
 	for i, w := range writes {
 		if err := w.Validate(); err != nil {
 			results[i] = err
+			continue
+		}
+		if len(conflicted) > 0 && slices.Contains(conflicted, w.PersistenceID) {
+			results[i] = fmt.Errorf("%w: %q: sequence number %d follows a conflict in the same call",
+				persistence.ErrSequenceConflict, w.PersistenceID, w.Events[0].SequenceNr)
 			continue
 		}
 		st := s.streams[w.PersistenceID]
@@ -91,6 +99,7 @@ func (s *Store) WriteMessages(ctx context.Context, writes []persistence.AtomicWr
 		if first := w.Events[0].SequenceNr; first <= st.highest {
 			results[i] = fmt.Errorf("%w: %q: sequence number %d, highest is %d",
 				persistence.ErrSequenceConflict, w.PersistenceID, first, st.highest)
+			conflicted = append(conflicted, w.PersistenceID)
 			continue
 		}
 		for _, e := range w.Events {

@@ -27,9 +27,10 @@
 // queued while earlier commits run goes to the server as one transaction
 // (array-valued statements, or COPY for a large batch) in one round trip,
 // and commits once; every writer is answered after the commit.
-// Config.WriteConcurrency commits may be in flight at once. Each atomic write is stored all or none, and a write
-// rejected on its own (a sequence-number conflict, an invalid or too large
-// write) does not affect the others in the transaction.
+// Config.WriteConcurrency commits may be in flight at once. Each atomic
+// write is stored all or none, and a write rejected on its own (an invalid or
+// too large write, a sequence-number conflict with the later writes of its
+// persistence id in its call) does not affect the others in the transaction.
 //
 // # Two writers of one persistence id
 //
@@ -38,13 +39,18 @@
 // first sequence number, or a higher one that a delete kept, is rejected.
 // If two nodes ever run the same entity (a split brain the resolver did not
 // stop), both write the same next sequence number: the second write fails
-// with persistence.ErrSequenceConflict and that entity stops, instead of
-// the two histories interleaving. When the two transactions run at the
-// same time, the second waits for the first on the primary key and fails
-// once it commits; the store then runs its batch again, and only the write
-// that lost is rejected (Stats.Reruns counts these). Writes check by
-// reading, and lock no row per persistence id, so writers of different
-// entities never wait for each other.
+// with persistence.ErrSequenceConflict, and so do the later writes of that
+// persistence id in the same call, so nothing of the second writer lands on
+// top of the first's events; the persistence runtime then stops that
+// entity, and the two histories never interleave. When the two transactions
+// run at the same time, the second waits for the first on the primary key
+// and fails once it commits; the store then runs its batch again, and only
+// the writes that lost are rejected (Stats.Reruns counts these). Writes
+// check by reading, and lock no row per persistence id, so writers of
+// different entities never wait for each other. Every event row keeps its
+// writer's id (writer_id: the writing entity's full actor path with node
+// address and incarnation uid), so the rows of two writers can be told
+// apart.
 //
 // # Reading
 //
@@ -83,6 +89,8 @@
 // server error) may or may not have been stored; the entity stops and its
 // next incarnation replays what the database holds. A batch that keeps
 // meeting other writers of its persistence ids is run at most five times;
-// after that its call fails as a whole, with nothing of it stored. A WriteMessages call
-// whose context ends before its batch is sent is not written.
+// after that its call fails as a whole, with nothing of it stored. A write
+// rejected with persistence.ErrSequenceConflict is not stored, nor are the
+// later writes of its persistence id in its call. A WriteMessages call whose
+// context ends before its batch is sent is not written.
 package pgjournal

@@ -84,6 +84,22 @@ WHERE (w.probe AND EXISTS (SELECT 1 FROM troupe_event e
    OR EXISTS (SELECT 1 FROM troupe_persistence_id p
               WHERE p.persistence_id = w.pid AND p.highest_sequence_nr >= w.first_seq)`
 
+// unwriteSQL removes, before the careful path commits, the events and tag
+// index rows its statements inserted for writes that must not be stored
+// after all: writes that follow, in their WriteMessages call, a write of
+// their persistence id that was rejected (see plan.chained). $1..$3: their
+// persistence ids, first and last sequence numbers. The rows are this
+// transaction's own (its inserts hold their keys), so no one else has seen
+// them.
+const unwriteSQL = `WITH w AS (
+    SELECT * FROM unnest($1::bytea[], $2::int8[], $3::int8[]) AS w(pid, first_seq, last_seq)
+), tags AS (
+    DELETE FROM troupe_event_tag t USING w
+    WHERE t.persistence_id = w.pid AND t.sequence_nr BETWEEN w.first_seq AND w.last_seq
+)
+DELETE FROM troupe_event e USING w
+WHERE e.persistence_id = w.pid AND e.sequence_nr BETWEEN w.first_seq AND w.last_seq`
+
 // rejectedCode is the SQLSTATE troupe_reject_write raises.
 const rejectedCode = "TR001"
 
@@ -94,6 +110,7 @@ const (
 	insertStmt   = "troupe_pgjournal_insert_v2"
 	tagIndexStmt = "troupe_pgjournal_tag_v2"
 	verifyStmt   = "troupe_pgjournal_verify_v2"
+	unwriteStmt  = "troupe_pgjournal_unwrite_v1"
 )
 
 // plan is a batch laid out as statements.
@@ -123,12 +140,22 @@ func buildPlan(reqs []*writeRequest, chunkBytes, chunkEvents int, last *lastWrit
 	for _, r := range reqs {
 		total += len(r.writes)
 	}
-	seen := make(map[string]int, total)
+	type pidSeen struct {
+		n    int           // writes of the persistence id so far
+		last *pendingWrite // the last of them
+		req  *writeRequest // its request
+	}
+	seen := make(map[string]pidSeen, total)
 	for _, r := range reqs {
 		for i := range r.writes {
 			w := &r.writes[i]
-			n := seen[w.pidKey]
-			seen[w.pidKey] = n + 1
+			ps := seen[w.pidKey]
+			w.prev = nil
+			if ps.req == r {
+				w.prev = ps.last
+			}
+			seen[w.pidKey] = pidSeen{n: ps.n + 1, last: w, req: r}
+			n := ps.n
 			if n == len(rounds) {
 				rounds = append(rounds, make([]*pendingWrite, 0, len(r.writes)))
 			}
@@ -281,7 +308,7 @@ func verifyParams(writes []*pendingWrite, probe bool) [][]byte {
 // connection (pgx remembers the names).
 var statements = [...][2]string{
 	{reserveStmt, reserveSQL}, {writeStmt, writeSQL}, {insertStmt, insertSQL},
-	{tagIndexStmt, tagIndexSQL}, {verifyStmt, verifySQL},
+	{tagIndexStmt, tagIndexSQL}, {verifyStmt, verifySQL}, {unwriteStmt, unwriteSQL},
 }
 
 // exec runs the plan in one transaction and reports which writes it
@@ -543,16 +570,25 @@ func (p *plan) careful(pl *pgconn.Pipeline, stored []bool) error {
 	if err := readSync(pl); err != nil {
 		return err
 	}
+	unwrite := p.chained(stored)
 	var kept []*pendingWrite
 	for i, w := range p.writes {
 		if stored[i] {
 			kept = append(kept, w)
 		}
 	}
+	if len(unwrite) > 0 {
+		pl.SendQueryPrepared(unwriteStmt, spanParams(unwrite), binaryFormats[:3], nil)
+	}
 	pl.SendQueryPrepared(verifyStmt, verifyParams(kept, false), binaryFormats[:4], nil)
 	pl.SendQueryParams("COMMIT", nil, nil, nil, nil)
 	if err := pl.Sync(); err != nil {
 		return err
+	}
+	if len(unwrite) > 0 {
+		if _, err := nextResult(pl); err != nil { // unwrite
+			return err
+		}
 	}
 	if _, err := nextResult(pl); err != nil { // verify
 		return err
@@ -561,6 +597,46 @@ func (p *plan) careful(pl *pgconn.Pipeline, stored []bool) error {
 		return err
 	}
 	return readSync(pl)
+}
+
+// chained marks as not stored every write that follows, in its
+// WriteMessages call, a write of its persistence id that was not stored
+// (its prev, in an earlier round), and returns the ones the statements had
+// stored, whose rows must go before the commit. A writer whose write lost
+// to another writer's has lost its place in the history: what it wrote
+// next, even above the highest sequence number, would land on top of the
+// other writer's events. Only the careful path can reject a write, and
+// only a batch with more than one round has writes with a prev.
+func (p *plan) chained(stored []bool) []*pendingWrite {
+	if p.rounds == 1 {
+		return nil
+	}
+	var out []*pendingWrite
+	for i, w := range p.writes {
+		w.lost = !stored[i]
+		if !w.lost && w.prev != nil && w.prev.lost {
+			w.lost, stored[i] = true, false
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// spanParams encodes the parameters of unwriteSQL for writes.
+func spanParams(writes []*pendingWrite) [][]byte {
+	pidBytes := 0
+	for _, w := range writes {
+		pidBytes += 4 + len(w.pid)
+	}
+	pids := newArray(oidBytea, pidBytes)
+	firsts := newArray(oidInt8, 12*len(writes))
+	lasts := newArray(oidInt8, 12*len(writes))
+	for _, w := range writes {
+		pids.bytea(w.pid)
+		firsts.int8(w.first)
+		lasts.int8(w.last)
+	}
+	return [][]byte{pids.value(), firsts.value(), lasts.value()}
 }
 
 // nextResult reads the next statement's result of the pipeline, and

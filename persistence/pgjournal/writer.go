@@ -32,8 +32,10 @@ import (
 // A write is rejected, with persistence.ErrSequenceConflict and nothing
 // stored, when its persistence id already has an event at or above the
 // write's first sequence number, or a higher sequence number that a delete
-// kept in troupe_persistence_id; a rejected write does not affect the
-// others of the batch. Nothing in the write path locks or updates a row per
+// kept in troupe_persistence_id, and so is every later write of that
+// persistence id in the same WriteMessages call (the careful path removes
+// what its statements inserted for them, with unwriteSQL, before it
+// commits); a rejected write does not affect the other writes of the batch. Nothing in the write path locks or updates a row per
 // persistence id: schema version 1 advanced such a row in every write, with
 // the rows locked in order first, and that held the store to about a third
 // of what PostgreSQL inserts. That row is now written by deletes only.
@@ -107,6 +109,11 @@ type pendingWrite struct {
 	size        int
 	events      []pendingEvent
 	follows     bool // first is the next number after this store's last write of pid (set by buildPlan)
+	// prev is the write of pid before this one in the same WriteMessages
+	// call and batch, if any (set by buildPlan); lost, set by the careful
+	// path, says that this write is not stored.
+	prev *pendingWrite
+	lost bool
 }
 
 type pendingEvent struct {
@@ -415,6 +422,11 @@ func (w *writer) commit(batch []*writeRequest) {
 			continue
 		}
 		conflicts++
+		if wr.prev != nil && wr.prev.lost {
+			*wr.result = fmt.Errorf("%w: %q: sequence number %d follows a conflict in the same call",
+				persistence.ErrSequenceConflict, wr.pidKey, wr.first)
+			continue
+		}
 		*wr.result = fmt.Errorf("%w: %q: sequence number %d is not above the highest one written",
 			persistence.ErrSequenceConflict, wr.pidKey, wr.first)
 	}
