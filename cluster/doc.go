@@ -60,8 +60,9 @@
 // KeepSystemWhenDowned, shuts its actor system down. Indirectly connected members are
 // downed, and the strategy decides the clean partition beside them. When reachability
 // keeps changing for StableAfter plus DownAllWhenUnstable (three quarters of it by
-// default), every member is downed rather than deciding on a view that never settles.
-// Validate refuses a StableAfter shorter than twice the timing's detection spread
+// default), every member is downed rather than deciding on a view that never settles;
+// a decision that reaches a node from another member of its side counts as its own, so
+// the first node of a side to decide decides for the side. Validate refuses a StableAfter shorter than twice the timing's detection spread
 // (Timing.DetectionSpread).
 //
 // # The down-removal margin

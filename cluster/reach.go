@@ -251,9 +251,10 @@ func (k *core) gossip(ctx actor.Context) {
 	}
 }
 
-// onGossip merges another node's rows. Rows of members this node does not know (yet)
-// are left out: the periodic gossip brings them again.
-// It reports whether the table changed.
+// onGossip merges another node's rows. Rows by members this node does not know (yet)
+// are left out: the periodic gossip brings them again. Observations about members it
+// does not know yet are kept, and count once the member is known; those about removed
+// identities are dropped. It reports whether the table changed.
 func (k *core) onGossip(m reachGossip) bool {
 	if len(m.Rows) > maxGossipRows {
 		k.drops.note(k.c.log, "reachability gossip refused: too many rows", nil)
@@ -269,7 +270,7 @@ func (k *core) onGossip(m reachGossip) bool {
 		_, ok := k.ms.Member(u)
 		return ok
 	}
-	return k.table.Merge(m.Rows, known)
+	return k.table.Merge(m.Rows, known, k.ms.WasRemoved)
 }
 
 // heartbeatResponder answers heartbeats addressed to this incarnation. It is a child

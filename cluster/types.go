@@ -14,8 +14,9 @@ import (
 // reached at (troupe://system@host:port), and UID, the incarnation uid its transport
 // drew when it started (never 0). A node restarted on the same address is a new
 // incarnation and a new member. String returns "addr#uid"; u.Compare(o) orders two
-// identities by host, then port (numerically), then uid, the order of the equal-split
-// and equal-age rules.
+// identities by host (IP addresses first, as addresses: IPv4 before IPv6; then host
+// names, as strings), then port (numerically), then system name, then uid: the order
+// of every "lowest address" rule (the equal split, equal ages).
 type UniqueAddress = membership.UniqueAddress
 
 // MemberStatus is where a member is in its lifecycle: Joining, Up, Leaving, Exiting,

@@ -1,7 +1,6 @@
 package sharding
 
 import (
-	"cmp"
 	"slices"
 	"time"
 
@@ -163,7 +162,7 @@ func (v *memberView) oldest(role string) string {
 }
 
 // nodeInfos describes the members with the role to an allocation strategy, in address
-// order.
+// order (cluster.UniqueAddress.Compare).
 func (v *memberView) nodeInfos(role string) []NodeInfo {
 	var out []NodeInfo
 	for addr, m := range v.members {
@@ -178,7 +177,7 @@ func (v *memberView) nodeInfos(role string) []NodeInfo {
 			Unreachable: v.unreachable[addr] == m.Unique.UID,
 		})
 	}
-	slices.SortFunc(out, func(a, b NodeInfo) int { return cmp.Compare(a.Address.Addr, b.Address.Addr) })
+	slices.SortFunc(out, func(a, b NodeInfo) int { return a.Address.Compare(b.Address) })
 	return out
 }
 

@@ -3,7 +3,6 @@ package membership
 import (
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // UniqueAddress identifies one incarnation of a node: the address it is reached at plus
@@ -20,60 +19,6 @@ type UniqueAddress struct {
 // String returns "addr#uid".
 func (u UniqueAddress) String() string {
 	return u.Addr + "#" + strconv.FormatUint(u.UID, 10)
-}
-
-// CompareAddress orders two unique addresses deterministically: by host, then by port
-// (numerically when both ports are numbers), then by uid. The host is everything before
-// the last ':' of Addr and the port everything after it; an Addr without a numeric port
-// is compared as a whole string. Every node computes the same order from the same
-// addresses, which is all the age and equal-split rules need. It returns -1, 0 or +1.
-func CompareAddress(a, b UniqueAddress) int {
-	if c := compareAddr(a.Addr, b.Addr); c != 0 {
-		return c
-	}
-	switch {
-	case a.UID < b.UID:
-		return -1
-	case a.UID > b.UID:
-		return 1
-	}
-	return 0
-}
-
-// Compare orders u and o as CompareAddress does: -1, 0 or +1.
-func (u UniqueAddress) Compare(o UniqueAddress) int { return CompareAddress(u, o) }
-
-// compareAddr compares two Addr strings by host, then numeric port.
-func compareAddr(a, b string) int {
-	ha, pa, oka := splitHostPort(a)
-	hb, pb, okb := splitHostPort(b)
-	if !oka || !okb {
-		return strings.Compare(a, b)
-	}
-	if c := strings.Compare(ha, hb); c != 0 {
-		return c
-	}
-	switch {
-	case pa < pb:
-		return -1
-	case pa > pb:
-		return 1
-	}
-	return strings.Compare(a, b)
-}
-
-// splitHostPort splits at the last ':' and parses the port; ok is false when there is no
-// numeric port.
-func splitHostPort(s string) (host string, port uint64, ok bool) {
-	i := strings.LastIndexByte(s, ':')
-	if i < 0 {
-		return "", 0, false
-	}
-	p, err := strconv.ParseUint(s[i+1:], 10, 32)
-	if err != nil {
-		return "", 0, false
-	}
-	return s[:i], p, true
 }
 
 // MemberStatus is where a member is in its lifecycle. Statuses only move forward, in the

@@ -35,24 +35,63 @@ func TestCanMoveTo(t *testing.T) {
 
 func TestCompareAddress(t *testing.T) {
 	tests := []struct {
+		name string
 		a, b UniqueAddress
 		want int
 	}{
-		{ua("10.0.0.1:2552"), ua("10.0.0.2:2552"), -1},
-		{ua("h:9"), ua("h:10"), -1}, // ports compare as numbers
-		{ua("h:10"), ua("h:9"), 1},
-		{ua("a:9999"), ua("b:1"), -1}, // host first
-		{ua("troupe://s@h:2552"), ua("troupe://s@h:2553"), -1},
-		{ua("noport"), ua("noport2"), -1},
-		{UniqueAddress{"h:1", 1}, UniqueAddress{"h:1", 2}, -1}, // uid last
-		{ua("h:1"), ua("h:1"), 0},
+		{"IPs by address", ua("10.0.0.1:2552"), ua("10.0.0.2:2552"), -1},
+		{"IPs as numbers, not strings", ua("10.0.0.9:2552"), ua("10.0.0.10:2552"), -1},
+		{"ports as numbers", ua("h:9"), ua("h:10"), -1},
+		{"host before port", ua("a:9999"), ua("b:1"), -1},
+		{"full addresses by port", ua("troupe://s@h:2552"), ua("troupe://s@h:2553"), -1},
+		{"port before system name", ua("troupe://node3@127.0.0.1:4000"), ua("troupe://node0@127.0.0.1:5000"), -1},
+		{"host before system name", ua("troupe://z@10.0.0.1:9"), ua("troupe://a@10.0.0.2:1"), -1},
+		{"system name after port", ua("troupe://a@127.0.0.1:5000"), ua("troupe://b@127.0.0.1:5000"), -1},
+		{"IPv4 before IPv6", ua("troupe://s@255.255.255.255:1"), ua("troupe://s@[::1]:1"), -1},
+		{"IPv6 by bytes", ua("troupe://s@[::1]:2"), ua("troupe://s@[fe80::1]:1"), -1},
+		{"IPv4-mapped IPv6 is its IPv4 address", ua("troupe://s@[::ffff:10.0.0.1]:9"), ua("troupe://s@10.0.0.2:1"), -1},
+		{"IPs before host names", ua("troupe://s@192.168.1.1:1"), ua("troupe://s@a.example:1"), -1},
+		{"host names as strings", ua("troupe://s@a.example:2"), ua("troupe://s@b.example:1"), -1},
+		{"without a port after every address with one", ua("troupe://s@z.example:65535"), ua("a"), -1},
+		{"without a port as strings", ua("noport"), ua("noport2"), -1},
+		{"the same host and port in two spellings", ua("10.0.0.1:1"), ua("troupe://s@10.0.0.1:1"), -1},
+		{"uid last", UniqueAddress{"h:1", 1}, UniqueAddress{"h:1", 2}, -1},
+		{"equal", ua("troupe://s@h:1"), ua("troupe://s@h:1"), 0},
 	}
 	for _, tt := range tests {
 		if got := CompareAddress(tt.a, tt.b); got != tt.want {
-			t.Errorf("CompareAddress(%s, %s) = %d, want %d", tt.a, tt.b, got, tt.want)
+			t.Errorf("%s: CompareAddress(%s, %s) = %d, want %d", tt.name, tt.a, tt.b, got, tt.want)
 		}
-		if got := CompareAddress(tt.b, tt.a); got != -tt.want {
-			t.Errorf("CompareAddress(%s, %s) = %d, want %d", tt.b, tt.a, got, -tt.want)
+		if got := tt.b.Compare(tt.a); got != -tt.want {
+			t.Errorf("%s: CompareAddress(%s, %s) = %d, want %d", tt.name, tt.b, tt.a, got, -tt.want)
+		}
+	}
+}
+
+// TestCompareAddressIsATotalOrder checks, over addresses of every shape, that the order
+// is antisymmetric and transitive and that only equal addresses compare equal: a sort
+// by it is the same on every node.
+func TestCompareAddressIsATotalOrder(t *testing.T) {
+	var us []UniqueAddress
+	for _, addr := range []string{
+		"troupe://node0@127.0.0.1:5000", "troupe://node3@127.0.0.1:4000", "troupe://node1@127.0.0.1:4000",
+		"troupe://a@10.0.0.10:1", "troupe://a@10.0.0.9:1", "troupe://a@[::1]:1", "troupe://a@[::ffff:10.0.0.9]:1",
+		"troupe://a@host.example:1", "troupe://a@Host.example:1", "10.0.0.9:1", "h:10", "h:9",
+		"noport", "troupe://a@host.example:x", "troupe://a@:1", "", "[::1]:1", "troupe://a@[fe80::1%eth0]:1",
+	} {
+		us = append(us, UniqueAddress{Addr: addr, UID: 1}, UniqueAddress{Addr: addr, UID: 2})
+	}
+	for _, a := range us {
+		for _, b := range us {
+			ab, ba := CompareAddress(a, b), CompareAddress(b, a)
+			if ab != -ba || (ab == 0) != (a == b) {
+				t.Fatalf("CompareAddress(%v, %v) = %d, reverse %d", a, b, ab, ba)
+			}
+			for _, c := range us {
+				if ab < 0 && CompareAddress(b, c) < 0 && CompareAddress(a, c) >= 0 {
+					t.Fatalf("not transitive: %v < %v < %v but not %v < %v", a, b, c, a, c)
+				}
+			}
 		}
 	}
 }

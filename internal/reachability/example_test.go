@@ -31,7 +31,7 @@ func Example() {
 	table := reachability.NewTable(a)
 	table.SetOwn(mon.Unreachable())
 	other := reachability.NewTable(c)
-	other.Merge(table.Rows(), func(membership.UniqueAddress) bool { return true })
+	other.Merge(table.Rows(), func(membership.UniqueAddress) bool { return true }, func(membership.UniqueAddress) bool { return false })
 	fmt.Println(other.Records(func(membership.UniqueAddress) bool { return true }))
 	// Output:
 	// unreachable after 4.6s [b:1#1]

@@ -30,7 +30,9 @@ type Record struct {
 // Table is the cluster's reachability table as one node knows it, after Akka's: for
 // each observer, the members it cannot reach, with the observer's version. The node
 // sets its own row from its failure detectors (SetOwn) and merges the rows others
-// gossip (Merge); a member is unreachable when any observer says so.
+// gossip (Merge); a member is unreachable when any observer says so. A row may name
+// members this node does not know yet: they count from the moment they are live (the
+// live argument of Records and Unreachable).
 //
 // Table is pure and not safe for concurrent use.
 type Table struct {
@@ -81,13 +83,20 @@ func normalize(us []membership.UniqueAddress, self membership.UniqueAddress) []m
 }
 
 // Merge takes rows gossiped by another node and keeps, per observer, the copy with the
-// higher version. Rows of this node itself are ignored (only it writes its row), and
-// so are rows whose observer fails keep; subjects that fail keep are left out of the
-// rows kept (the caller keeps current members). It reports whether the table changed.
-func (t *Table) Merge(rows []Row, keep func(membership.UniqueAddress) bool) bool {
+// higher version. Rows of this node itself are ignored (only it writes its row), and so
+// are rows whose observer fails known: such a row is not stored, so the periodic gossip
+// brings it again once the observer is known. A row that is stored is stored whole,
+// with its subjects whether this node knows them yet or not: the same version is never
+// merged again, and an observation about a member that joins later must be there when
+// it is known (Records and Unreachable leave out the subjects that are not live when
+// they are asked). Only subjects for which removed reports true are left out: removed
+// identities never come back. A row holds at most what the observer's own row holds,
+// so this keeps no more than one row per known observer. Merge reports whether the
+// table changed.
+func (t *Table) Merge(rows []Row, known, removed func(membership.UniqueAddress) bool) bool {
 	changed := false
 	for _, in := range rows {
-		if in.Observer == t.self || !keep(in.Observer) {
+		if in.Observer == t.self || !known(in.Observer) {
 			continue
 		}
 		cur := t.rows[in.Observer]
@@ -96,7 +105,7 @@ func (t *Table) Merge(rows []Row, keep func(membership.UniqueAddress) bool) bool
 		}
 		var subjects []membership.UniqueAddress
 		for _, s := range in.Unreachable {
-			if keep(s) {
+			if !removed(s) {
 				subjects = append(subjects, s)
 			}
 		}

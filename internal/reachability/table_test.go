@@ -21,6 +21,8 @@ func uas(addrs ...string) []membership.UniqueAddress {
 
 func all(membership.UniqueAddress) bool { return true }
 
+func none(membership.UniqueAddress) bool { return false }
+
 // describeRows renders rows as "observer@version:subject,subject".
 func describeRows(rows []Row) string {
 	var parts []string
@@ -64,6 +66,7 @@ func TestTableOwnRow(t *testing.T) {
 func TestTableMerge(t *testing.T) {
 	removed := ua("gone")
 	keep := func(u membership.UniqueAddress) bool { return u != removed }
+	isRemoved := func(u membership.UniqueAddress) bool { return u == removed }
 	tb := NewTable(ua("a"))
 	tb.SetOwn(uas("x"))
 	steps := []struct {
@@ -82,7 +85,7 @@ func TestTableMerge(t *testing.T) {
 			true, "a@1:x b@3: c@1:d,e"},
 	}
 	for _, s := range steps {
-		if got := tb.Merge(s.rows, keep); got != s.changed {
+		if got := tb.Merge(s.rows, keep, isRemoved); got != s.changed {
 			t.Fatalf("%s: changed = %v", s.name, got)
 		}
 		if got := describeRows(tb.Rows()); got != s.want {
@@ -92,8 +95,8 @@ func TestTableMerge(t *testing.T) {
 	// Two tables that exchange their rows agree.
 	other := NewTable(ua("z"))
 	other.SetOwn(uas("a"))
-	other.Merge(tb.Rows(), all)
-	tb.Merge(other.Rows(), all)
+	other.Merge(tb.Rows(), all, none)
+	tb.Merge(other.Rows(), all, none)
 	if describeRows(other.Rows()) != describeRows(tb.Rows()) {
 		t.Fatalf("tables differ after exchange:\n%s\n%s", describeRows(tb.Rows()), describeRows(other.Rows()))
 	}
@@ -106,7 +109,7 @@ func TestTableRemoveAndAggregate(t *testing.T) {
 		{Observer: ua("b"), Version: 1, Unreachable: uas("d", "e")},
 		{Observer: ua("c"), Version: 4, Unreachable: uas("b")},
 		{Observer: ua("e"), Version: 1, Unreachable: uas("a")},
-	}, all)
+	}, all, none)
 	live := func(u membership.UniqueAddress) bool { return u != ua("c") } // c is Down
 	var recs []string
 	for _, r := range tb.Records(live) {
@@ -124,5 +127,33 @@ func TestTableRemoveAndAggregate(t *testing.T) {
 	}
 	if got := tb.Unreachable(all); !slices.Equal(got, uas("b", "d")) {
 		t.Fatalf("unreachable after removal %v", got)
+	}
+}
+
+// TestTableRowAboutAMemberNotYetKnown merges a row whose subject this node does not know
+// yet: when the member becomes known, the observation is there, although the same row
+// (same version) is never merged again. Before, the subject was dropped and the row's
+// version kept, and the observation was missing until the observer's row changed.
+func TestTableRowAboutAMemberNotYetKnown(t *testing.T) {
+	known := map[membership.UniqueAddress]bool{ua("a"): true, ua("b"): true}
+	isKnown := func(u membership.UniqueAddress) bool { return known[u] }
+	removed := func(u membership.UniqueAddress) bool { return u == ua("gone") }
+	tb := NewTable(ua("a"))
+	row := Row{Observer: ua("b"), Version: 4, Unreachable: uas("gone", "late")}
+	if !tb.Merge([]Row{row}, isKnown, removed) {
+		t.Fatal("a row of a known observer did not change the table")
+	}
+	if got := tb.Unreachable(isKnown); len(got) != 0 {
+		t.Fatalf("unreachable %v before late is known", got)
+	}
+	known[ua("late")] = true
+	if tb.Merge([]Row{row}, isKnown, removed) {
+		t.Fatal("the same row again changed the table")
+	}
+	if got := tb.Unreachable(isKnown); !slices.Equal(got, uas("late")) {
+		t.Fatalf("unreachable %v once late is known, want [late]", got)
+	}
+	if got := describeRows(tb.Rows()); got != "b@4:late" {
+		t.Fatalf("rows %q: a removed identity is never kept", got)
 	}
 }

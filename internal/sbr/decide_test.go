@@ -145,6 +145,39 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestDecideEqualSplitByHostAndPort splits four nodes of the test kit's shape (every
+// node on 127.0.0.1, named node0 to node3) 2|2, with node3 on the lowest port: the side
+// that holds node3 is kept, on both sides of the partition. Ordered by system name
+// first, node0's side would be kept instead.
+func TestDecideEqualSplitByHostAndPort(t *testing.T) {
+	addr := func(i int) string {
+		return fmt.Sprintf("troupe://node%d@127.0.0.1:%d", i, []int{40100, 40200, 40300, 40000}[i])
+	}
+	var four []membership.Member
+	for i := range 4 {
+		four = append(four, mem(addr(i), membership.Up, int64(i+1)))
+	}
+	sideA, sideB := []int{0, 1}, []int{2, 3} // node3, the lowest, is on side B
+	for _, side := range [][2][]int{{sideA, sideB}, {sideB, sideA}} {
+		own, other := side[0], side[1]
+		in := Input{Self: ua(addr(own[0])), Members: four}
+		for _, o := range own {
+			for _, s := range other {
+				in.Unreachable = append(in.Unreachable, Record{Observer: ua(addr(o)), Subject: ua(addr(s))})
+			}
+		}
+		d := Decide(Config{}, in)
+		want := Decision{Action: DownReachable, Down: []membership.UniqueAddress{ua(addr(0)), ua(addr(1))}}
+		if own[0] == sideB[0] {
+			want.Action = DownUnreachable
+		}
+		if d.Action != want.Action || addrs(d.Down) != addrs(want.Down) {
+			t.Errorf("seen from node%d: %s [%s], want %s [%s] (the side of node3 is kept)",
+				own[0], d.Action, addrs(d.Down), want.Action, addrs(want.Down))
+		}
+	}
+}
+
 func TestDecideIndirectlyConnected(t *testing.T) {
 	six := upMembers(6, nil) // f observes nothing and is observed by nobody
 	tests := []struct {

@@ -13,6 +13,13 @@
 // downs itself when the decision lists it. Under lease-majority only the member
 // responsible for its side acts.
 //
+// The first decision taken on a side is the side's decision: a node that applies a
+// decision that reached it from another member counts it as its own for
+// down-all-when-unstable. The members of a side may know different members (one that
+// joined a moment before the partition is known to some only); a node left with
+// members unreachable that the decider did not know decides on them after its own
+// stable-after wait, instead of downing its own side for instability.
+//
 // Nothing here starts a goroutine, reads a clock or does I/O; package cluster feeds it
 // from its core actor and sets one timer to Step.Next.
 package sbr

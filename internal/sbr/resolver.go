@@ -2,6 +2,8 @@ package sbr
 
 import (
 	"time"
+
+	"github.com/troupe-go/troupe/internal/membership"
 )
 
 // leasePhase is where LeaseMajority's acquisition is.
@@ -28,6 +30,16 @@ const (
 //     of a partition could see different pictures). The measurement starts again when
 //     no member is unreachable, after a decision, or after 2*StableAfter without a
 //     reachability change.
+//   - A side's decision is one decision: a member this node saw unreachable that is
+//     Down or gone at the next Step was decided on, by this node or by another member
+//     whose decision reached it (or by hand), and that ends the instability measurement
+//     as this node's own decision does. Members of the side may know different members
+//     (one that joined a moment before the partition is known to some only); the first
+//     of them to decide downs the members it knows, and a member that knows more is
+//     left with the rest unreachable: it decides on them after its own stable-after
+//     wait, which the decision restarted, instead of taking that wait for instability
+//     and downing its own side. Each such restart takes a member out for good, so a
+//     view that never settles is still downed in the end.
 //   - Lease majority: only the member responsible for its side (the lowest address
 //     among its reachable Up members) decides, down-all-when-unstable included. It
 //     acquires the lease, at once on the majority side and after
@@ -40,6 +52,9 @@ type Resolver struct {
 	lastChange      time.Time // membership or reachability, or a decision
 	firstChange     time.Time // first reachability change since the last reset; zero: reset
 	lastReachChange time.Time
+	// seen holds the members that were unreachable at the last Step: one of them Down
+	// or gone since was decided on (see decidedElsewhere).
+	seen map[membership.UniqueAddress]bool
 
 	phase     leasePhase
 	acquireAt time.Time
@@ -99,6 +114,9 @@ func (r *Resolver) ReachabilityChanged(at time.Time) {
 // Step again at Step.Next or at the next input.
 func (r *Resolver) Step(now time.Time, in Input) Step {
 	v := analyze(in)
+	if r.decidedElsewhere(v) {
+		r.firstChange = time.Time{} // the side decided: the measurement starts again
+	}
 	if len(v.unreachable) == 0 {
 		// Healed, downed or removed: nothing to decide, and the instability
 		// measurement ends. A lease acquisition in flight is answered by LeaseResult.
@@ -133,6 +151,26 @@ func (r *Resolver) Step(now time.Time, in Input) Step {
 		return Step{Decision: d, Next: r.next()}
 	}
 	return r.leaseStep(now, v)
+}
+
+// decidedElsewhere reports whether a member that was unreachable at the last Step is
+// no longer live (Down, or no longer a member): a decision about it was taken since,
+// by this node or by another one. It records v's unreachable members for the next Step.
+func (r *Resolver) decidedElsewhere(v view) bool {
+	gone := false
+	for u := range r.seen {
+		if _, live := v.live[u]; !live {
+			gone = true
+		}
+	}
+	clear(r.seen)
+	for u := range v.unreachable {
+		if r.seen == nil {
+			r.seen = make(map[membership.UniqueAddress]bool, len(v.unreachable))
+		}
+		r.seen[u] = true
+	}
+	return gone
 }
 
 // leaseStep is Step for LeaseMajority once the view is stable.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/internal/membership"
 )
 
 // resolverStep is one input to a Resolver and what it must answer.
@@ -104,6 +106,38 @@ func TestResolverFlappingDelaysThenDownsAll(t *testing.T) {
 		{name: "flap", reach: 4 * sec, now: 4 * sec, in: partly, next: 8 * sec},
 		{name: "flap", reach: 7 * sec, now: 7 * sec, in: split, next: 11 * sec},
 		{name: "turned off: waits for stable", now: 9 * sec, in: split, next: 11 * sec},
+	})
+}
+
+// TestResolverDecisionOfTheSide: a decision that reached this node from another member
+// of its side (members it saw unreachable are Down) is the side's decision and ends
+// the instability measurement, as this node's own would: the member it knew and the
+// decider did not (e, still unreachable) is decided on after stable-after, not downed
+// with the whole cluster for instability. A view that keeps changing afterwards is
+// still downed for instability.
+func TestResolverDecisionOfTheSide(t *testing.T) {
+	cfg := Config{StableAfter: 4 * sec, DownAllWhenUnstable: 3 * sec}
+	split := input(upMembers(5, nil), "a:1", "d:1", "e:1")
+	dDowned := upMembers(5, nil)
+	dDowned[3].Status = membership.Down
+	rest := input(dDowned, "a:1", "d:1", "e:1")
+	runResolver(t, cfg, []resolverStep{
+		{name: "d and e unreachable", reach: sec, now: sec, in: split, next: 5 * sec},
+		{name: "e seen later", reach: 2 * sec, now: 2 * sec, in: split, next: 6 * sec},
+		{name: "another member's decision downs d: the wait restarts, the measurement ends",
+			membership: 5 * sec, reach: 5 * sec, now: 5 * sec, in: rest, next: 9 * sec},
+		{name: "no down-all at stable+unstable since the first change", now: 8 * sec, in: rest, next: 9 * sec},
+		{name: "stable: e is decided on", now: 9 * sec, in: rest, want: DownUnreachable, down: "e:1", next: 13 * sec},
+	})
+	restC := input(dDowned, "a:1", "c:1", "e:1")
+	runResolver(t, cfg, []resolverStep{
+		{name: "d and e unreachable", reach: sec, now: sec, in: split, next: 5 * sec},
+		{name: "d downed elsewhere", membership: 4 * sec, reach: 4 * sec, now: 4 * sec, in: rest, next: 8 * sec},
+		{name: "c unreachable too: a new measurement", reach: 6 * sec, now: 6 * sec, in: restC, next: 10 * sec},
+		{name: "c flaps back", reach: 8 * sec, now: 8 * sec, in: rest, next: 12 * sec},
+		{name: "and away", reach: 10 * sec, now: 10 * sec, in: restC, next: 13 * sec},
+		{name: "stable+unstable since the new first change: down all", now: 13 * sec, in: restC,
+			want: DownEveryone, down: "a:1,b:1,c:1,e:1", unstable: true, next: 17 * sec},
 	})
 }
 

@@ -2,8 +2,6 @@ package singletoncore
 
 import (
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/troupe-go/troupe/cluster"
 )
@@ -95,48 +93,7 @@ func compareAge(a, b Member) int {
 	return compareAddress(a.Node, b.Node)
 }
 
-// compareAddress orders unique addresses by host, then numeric port, then the whole
-// address string, then uid, as cluster.CompareAddress does; it is repeated here so
-// that the cores depend on the cluster package's data types only.
-func compareAddress(a, b cluster.UniqueAddress) int {
-	if c := compareAddr(a.Addr, b.Addr); c != 0 {
-		return c
-	}
-	switch {
-	case a.UID < b.UID:
-		return -1
-	case a.UID > b.UID:
-		return 1
-	}
-	return 0
-}
-
-func compareAddr(a, b string) int {
-	ha, pa, oka := splitHostPort(a)
-	hb, pb, okb := splitHostPort(b)
-	if !oka || !okb {
-		return strings.Compare(a, b)
-	}
-	if c := strings.Compare(ha, hb); c != 0 {
-		return c
-	}
-	switch {
-	case pa < pb:
-		return -1
-	case pa > pb:
-		return 1
-	}
-	return strings.Compare(a, b)
-}
-
-func splitHostPort(s string) (string, uint64, bool) {
-	i := strings.LastIndexByte(s, ':')
-	if i < 0 {
-		return "", 0, false
-	}
-	p, err := strconv.ParseUint(s[i+1:], 10, 32)
-	if err != nil {
-		return "", 0, false
-	}
-	return s[:i], p, true
-}
+// compareAddress orders unique addresses as cluster.UniqueAddress.Compare does (host,
+// then port, then system name, then uid): the project's one order by address, so that
+// the manager's tie-breaks are those of the cluster and the split-brain resolver.
+func compareAddress(a, b cluster.UniqueAddress) int { return a.Compare(b) }

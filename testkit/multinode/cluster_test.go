@@ -2,11 +2,14 @@ package multinode_test
 
 import (
 	"context"
+	"net"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/testkit"
 	"github.com/troupe-go/troupe/testkit/multinode"
 )
@@ -146,26 +149,30 @@ func TestThreeTwoPartitionTheMinorityDownsItself(t *testing.T) {
 	c.Heal()
 }
 
+// TestEqualPartitionKeepsExactlyOneSide splits four nodes 2|2, with node3 on the lowest
+// remote port: the side holding it survives, whatever the nodes are called (ordered by
+// system name first, node0's side survived).
 func TestEqualPartitionKeepsExactlyOneSide(t *testing.T) {
-	c := multinode.Start(t, multinode.Options{Nodes: 4})
-	// The side holding the lowest address survives.
-	lowest := 0
-	for _, n := range c.Nodes() {
-		if membership.CompareAddress(n.Cluster.SelfUniqueAddress(), c.Node(lowest).Cluster.SelfUniqueAddress()) < 0 {
-			lowest = n.Index
+	ports := freePorts(t, 4)
+	c := multinode.Start(t, multinode.Options{
+		Nodes:           4,
+		ConfigureRemote: func(i int, rc *remote.Config) { rc.ListenPort = ports[3-i] },
+	})
+	for _, n := range c.Nodes()[:3] {
+		if membership.CompareAddress(c.Node(3).Cluster.SelfUniqueAddress(), n.Cluster.SelfUniqueAddress()) >= 0 {
+			t.Fatalf("node 3 (%v) does not have the lowest address", c.Node(3).Cluster.SelfUniqueAddress())
 		}
 	}
-	sideA := []int{lowest, (lowest + 1) % 4}
-	sideB := []int{(lowest + 2) % 4, (lowest + 3) % 4}
-	c.Partition(sideA, sideB)
-	for _, i := range sideB {
+	kept, downed := []int{2, 3}, []int{0, 1}
+	c.Partition(kept, downed)
+	for _, i := range downed {
 		select {
 		case <-c.Node(i).Cluster.Stopped():
 		case <-time.After(testkit.Dilated(10 * time.Second)):
 			t.Fatalf("node %d on the side without the lowest address did not down itself", i)
 		}
 	}
-	for _, i := range sideA {
+	for _, i := range kept {
 		c.Await(i, testkit.Dilated(10*time.Second), "two members", func(st cluster.CurrentClusterState) bool {
 			return len(st.Members) == 2
 		})
@@ -175,6 +182,26 @@ func TestEqualPartitionKeepsExactlyOneSide(t *testing.T) {
 		default:
 		}
 	}
+}
+
+// freePorts returns n free TCP ports on 127.0.0.1, lowest first.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		_ = l.Close()
+	}
+	slices.Sort(ports)
+	return ports
 }
 
 func TestRestartedNodeJoinsAsANewIncarnation(t *testing.T) {
