@@ -26,9 +26,10 @@ import (
 var outage = flag.Duration("outage", 3*time.Second, "how long TestDatabaseOutage halts PostgreSQL")
 
 // outageEntities is how many entities TestDatabaseOutage keeps busy. After the
-// breakers close, each entity's recovery and first write take four round trips on the
-// store's six connections: on this 2-core machine under -race and a load of 12, a
-// hundred entities take up to 1.2 s of the 2 s for that alone, fifty half as long.
+// breakers close, the entities recover and write all at once, four round trips each
+// on the store's six connections: on the 2-core test machine under -race at a load of
+// 12 to 16, a hundred entities took up to 1.3 s for that alone (and missed the 2 s
+// once in ten runs), fifty about half as long.
 var outageEntities = flag.Int("outage-entities", 50, "how many entities TestDatabaseOutage asks")
 
 // backWithin is issue 27's target: every entity answers again within this long after
