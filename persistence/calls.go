@@ -29,10 +29,14 @@ func newPlugins(cfg Config, stats *counters) *plugins {
 		journal: cfg.Journal, snaps: cfg.Snapshots,
 		jcfg: cfg.JournalBreaker, scfg: cfg.SnapshotBreaker,
 		eventTimeout: cfg.RecoveryEventTimeout,
-		jb:           lockedBreaker{b: breaker{maxFailures: cfg.JournalBreaker.MaxFailures, resetTimeout: cfg.JournalBreaker.ResetTimeout}},
-		sb:           lockedBreaker{b: breaker{maxFailures: cfg.SnapshotBreaker.MaxFailures, resetTimeout: cfg.SnapshotBreaker.ResetTimeout}},
+		jb:           lockedBreaker{b: newBreaker(cfg.JournalBreaker)},
+		sb:           lockedBreaker{b: newBreaker(cfg.SnapshotBreaker)},
 		stats:        stats,
 	}
+}
+
+func newBreaker(c BreakerConfig) breaker {
+	return breaker{maxFailures: c.MaxFailures, minReset: c.ResetTimeout, maxReset: c.MaxResetTimeout}
 }
 
 // lockedBreaker shares a breaker among the goroutines that call one plug-in, and
@@ -48,14 +52,15 @@ func (l *lockedBreaker) allow() (ticket, error) {
 	return l.b.allow(time.Now())
 }
 
-func (l *lockedBreaker) report(t ticket, o outcome) {
+// report gives the breaker the outcome of the call holding t, and its error.
+func (l *lockedBreaker) report(t ticket, o outcome, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch o {
 	case outcomeSuccess:
 		l.b.succeeded(t)
 	case outcomeFailure:
-		l.b.failed(t, time.Now())
+		l.b.failed(t, time.Now(), err)
 	default:
 		l.b.abandoned(t)
 	}
@@ -147,11 +152,12 @@ func (p *plugins) run(ctx context.Context, br *lockedBreaker, timeout time.Durat
 		case err := <-done:
 			if err != nil && !idle && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 				// The plug-in gave up at the deadline it was given: the same timeout.
-				br.report(t, outcomeFailure)
+				err = fmt.Errorf("%w: %s did not answer within %v: %w", ErrCallTimeout, what, timeout, err)
+				br.report(t, outcomeFailure, err)
 				p.stats.callsTimedOut.Add(1)
-				return false, fmt.Errorf("%w: %s did not answer within %v: %w", ErrCallTimeout, what, timeout, err)
+				return false, err
 			}
-			br.report(t, classify(err, ctx))
+			br.report(t, classify(err, ctx), err)
 			return false, err
 		case <-timer.C:
 			if idle {
@@ -165,11 +171,12 @@ func (p *plugins) run(ctx context.Context, br *lockedBreaker, timeout time.Durat
 					continue
 				}
 			}
-			br.report(t, outcomeFailure)
+			err := fmt.Errorf("%w: %s did not answer within %v", ErrCallTimeout, what, timeout)
+			br.report(t, outcomeFailure, err)
 			p.stats.callsTimedOut.Add(1)
-			return true, fmt.Errorf("%w: %s did not answer within %v", ErrCallTimeout, what, timeout)
+			return true, err
 		case <-ctx.Done():
-			br.report(t, outcomeAbandoned)
+			br.report(t, outcomeAbandoned, nil)
 			return true, ctx.Err()
 		}
 	}

@@ -36,19 +36,23 @@ const (
 	// Akka's recovery-event-timeout does.
 	DefaultRecoveryEventTimeout = 30 * time.Second
 
-	// DefaultJournalMaxFailures, DefaultJournalCallTimeout and
-	// DefaultJournalResetTimeout configure the journal's circuit breaker (Akka's
-	// journal defaults).
-	DefaultJournalMaxFailures  = 10
-	DefaultJournalCallTimeout  = 10 * time.Second
-	DefaultJournalResetTimeout = 30 * time.Second
+	// DefaultJournalMaxFailures and DefaultJournalCallTimeout configure the
+	// journal's circuit breaker (Akka's journal defaults); DefaultJournalResetTimeout
+	// and DefaultJournalMaxResetTimeout bound how long it stays open before a trial
+	// call: the first time, and at most after failed trials (Akka's 30 s is far
+	// longer: a store that answers again is found within the maximum).
+	DefaultJournalMaxFailures     = 10
+	DefaultJournalCallTimeout     = 10 * time.Second
+	DefaultJournalResetTimeout    = 100 * time.Millisecond
+	DefaultJournalMaxResetTimeout = 500 * time.Millisecond
 
-	// DefaultSnapshotMaxFailures, DefaultSnapshotCallTimeout and
-	// DefaultSnapshotResetTimeout configure the snapshot store's circuit breaker
-	// (Akka's snapshot-store defaults).
-	DefaultSnapshotMaxFailures  = 5
-	DefaultSnapshotCallTimeout  = 20 * time.Second
-	DefaultSnapshotResetTimeout = 60 * time.Second
+	// DefaultSnapshotMaxFailures, DefaultSnapshotCallTimeout,
+	// DefaultSnapshotResetTimeout and DefaultSnapshotMaxResetTimeout do the same
+	// for the snapshot store's circuit breaker.
+	DefaultSnapshotMaxFailures     = 5
+	DefaultSnapshotCallTimeout     = 20 * time.Second
+	DefaultSnapshotResetTimeout    = 100 * time.Millisecond
+	DefaultSnapshotMaxResetTimeout = 500 * time.Millisecond
 )
 
 // Config is what the event-sourced actors of one system persist with. The zero
@@ -74,11 +78,11 @@ type Config struct {
 	// highest sequence numbers, deletes; replays are bounded by
 	// RecoveryEventTimeout instead of CallTimeout) and guards them with a circuit
 	// breaker. Defaults: DefaultJournalMaxFailures, DefaultJournalCallTimeout,
-	// DefaultJournalResetTimeout.
+	// DefaultJournalResetTimeout, DefaultJournalMaxResetTimeout.
 	JournalBreaker BreakerConfig
 	// SnapshotBreaker does the same for the snapshot store. Defaults:
 	// DefaultSnapshotMaxFailures, DefaultSnapshotCallTimeout,
-	// DefaultSnapshotResetTimeout.
+	// DefaultSnapshotResetTimeout, DefaultSnapshotMaxResetTimeout.
 	SnapshotBreaker BreakerConfig
 	// CloseOnShutdown hands the plug-ins to the system: once coordinated shutdown has
 	// stopped every actor and the plug-in calls still running have returned (or the
@@ -89,8 +93,16 @@ type Config struct {
 }
 
 // BreakerConfig bounds the calls to one plug-in and configures the circuit breaker
-// around them, as Akka's circuit-breaker settings do. The zero value of each field
-// means the default of the plug-in it guards (see Config).
+// around them, as Akka's circuit-breaker settings (with exponential backoff) do. The
+// zero value of each field means the default of the plug-in it guards (see Config).
+//
+// After MaxFailures failed or timed-out calls in a row the breaker opens: calls fail
+// at once with ErrCircuitOpen for ResetTimeout. Then it is half-open: the next call
+// goes through as a trial, while the others still fail fast. The trial's success
+// closes the breaker; its failure opens it again for twice as long as the last time,
+// at most MaxResetTimeout. A store that is down is therefore tried about once per
+// MaxResetTimeout, and calls go through again within MaxResetTimeout (plus one call)
+// of its return.
 type BreakerConfig struct {
 	// MaxFailures is how many failed or timed-out calls in a row open the breaker.
 	// A negative value turns the breaker off (calls are still bounded by
@@ -99,9 +111,15 @@ type BreakerConfig struct {
 	// CallTimeout bounds one call: a call that has not answered by then fails with
 	// ErrCallTimeout and counts as a failure. Its outcome is unknown.
 	CallTimeout time.Duration
-	// ResetTimeout is how long an open breaker fails calls fast (ErrCircuitOpen)
-	// before it lets one trial call through.
+	// ResetTimeout is how long the breaker stays open (failing calls fast with
+	// ErrCircuitOpen) after MaxFailures failures, before it lets one trial call
+	// through.
 	ResetTimeout time.Duration
+	// MaxResetTimeout bounds how long the breaker stays open after failed trials,
+	// each of which doubles the wait. Zero means the plug-in's default, or
+	// ResetTimeout when that is longer (a breaker that waits ResetTimeout every
+	// time, as before MaxResetTimeout existed). It must not be below ResetTimeout.
+	MaxResetTimeout time.Duration
 }
 
 // Validate reports a missing plug-in or registry and out-of-range values, wrapped in
@@ -129,6 +147,10 @@ func (b BreakerConfig) validate(name string) error {
 		return fmt.Errorf("%w: negative %s.CallTimeout %v", ErrInvalidConfig, name, b.CallTimeout)
 	case b.ResetTimeout < 0:
 		return fmt.Errorf("%w: negative %s.ResetTimeout %v", ErrInvalidConfig, name, b.ResetTimeout)
+	case b.MaxResetTimeout < 0:
+		return fmt.Errorf("%w: negative %s.MaxResetTimeout %v", ErrInvalidConfig, name, b.MaxResetTimeout)
+	case b.MaxResetTimeout > 0 && b.MaxResetTimeout < b.ResetTimeout:
+		return fmt.Errorf("%w: %s.MaxResetTimeout %v is below its ResetTimeout %v", ErrInvalidConfig, name, b.MaxResetTimeout, b.ResetTimeout)
 	}
 	return nil
 }
@@ -141,20 +163,36 @@ func (c Config) withDefaults() Config {
 	if c.RecoveryEventTimeout == 0 {
 		c.RecoveryEventTimeout = DefaultRecoveryEventTimeout
 	}
-	c.JournalBreaker = c.JournalBreaker.withDefaults(DefaultJournalMaxFailures, DefaultJournalCallTimeout, DefaultJournalResetTimeout)
-	c.SnapshotBreaker = c.SnapshotBreaker.withDefaults(DefaultSnapshotMaxFailures, DefaultSnapshotCallTimeout, DefaultSnapshotResetTimeout)
+	c.JournalBreaker = c.JournalBreaker.withDefaults(BreakerConfig{
+		MaxFailures: DefaultJournalMaxFailures, CallTimeout: DefaultJournalCallTimeout,
+		ResetTimeout: DefaultJournalResetTimeout, MaxResetTimeout: DefaultJournalMaxResetTimeout,
+	})
+	c.SnapshotBreaker = c.SnapshotBreaker.withDefaults(BreakerConfig{
+		MaxFailures: DefaultSnapshotMaxFailures, CallTimeout: DefaultSnapshotCallTimeout,
+		ResetTimeout: DefaultSnapshotResetTimeout, MaxResetTimeout: DefaultSnapshotMaxResetTimeout,
+	})
 	return c
 }
 
-func (b BreakerConfig) withDefaults(maxFailures int, call, reset time.Duration) BreakerConfig {
+// withDefaults replaces b's zero fields with those of d. A zero MaxResetTimeout
+// becomes the longer of d's and ResetTimeout, so that a ResetTimeout longer than that
+// default, set alone, keeps the breaker open that long every time, as it did before
+// MaxResetTimeout existed; a zero ResetTimeout becomes the shorter of d's and
+// MaxResetTimeout.
+func (b BreakerConfig) withDefaults(d BreakerConfig) BreakerConfig {
 	if b.MaxFailures == 0 {
-		b.MaxFailures = maxFailures
+		b.MaxFailures = d.MaxFailures
 	}
 	if b.CallTimeout == 0 {
-		b.CallTimeout = call
+		b.CallTimeout = d.CallTimeout
 	}
-	if b.ResetTimeout == 0 {
-		b.ResetTimeout = reset
+	switch {
+	case b.ResetTimeout == 0 && b.MaxResetTimeout == 0:
+		b.ResetTimeout, b.MaxResetTimeout = d.ResetTimeout, d.MaxResetTimeout
+	case b.ResetTimeout == 0:
+		b.ResetTimeout = min(d.ResetTimeout, b.MaxResetTimeout)
+	case b.MaxResetTimeout == 0:
+		b.MaxResetTimeout = max(d.MaxResetTimeout, b.ResetTimeout)
 	}
 	return b
 }

@@ -24,7 +24,7 @@ func TestConfigValidate(t *testing.T) {
 		{"zero values mean defaults", func(*persistence.Config) {}, true},
 		{"everything set", func(c *persistence.Config) {
 			c.Snapshots, c.ReplayBatch, c.RecoveryEventTimeout = store, 10, time.Second
-			c.JournalBreaker = persistence.BreakerConfig{MaxFailures: -1, CallTimeout: time.Second, ResetTimeout: time.Second}
+			c.JournalBreaker = persistence.BreakerConfig{MaxFailures: -1, CallTimeout: time.Second, ResetTimeout: time.Second, MaxResetTimeout: time.Minute}
 		}, true},
 		{"no journal", func(c *persistence.Config) { c.Journal = nil }, false},
 		{"no registry", func(c *persistence.Config) { c.Registry = nil }, false},
@@ -32,6 +32,11 @@ func TestConfigValidate(t *testing.T) {
 		{"negative event timeout", func(c *persistence.Config) { c.RecoveryEventTimeout = -time.Second }, false},
 		{"negative call timeout", func(c *persistence.Config) { c.JournalBreaker.CallTimeout = -1 }, false},
 		{"negative reset timeout", func(c *persistence.Config) { c.SnapshotBreaker.ResetTimeout = -1 }, false},
+		{"negative maximum reset timeout", func(c *persistence.Config) { c.SnapshotBreaker.MaxResetTimeout = -1 }, false},
+		{"maximum reset timeout below the reset timeout", func(c *persistence.Config) {
+			c.JournalBreaker.ResetTimeout, c.JournalBreaker.MaxResetTimeout = 2*time.Second, time.Second
+		}, false},
+		{"maximum reset timeout alone", func(c *persistence.Config) { c.JournalBreaker.MaxResetTimeout = time.Millisecond }, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

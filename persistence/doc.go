@@ -59,8 +59,12 @@
 // event), so a plug-in that hangs, even one that ignores its context, fails
 // the operation with ErrCallTimeout instead of hanging the entity. A circuit
 // breaker per plug-in, as in Akka, opens after MaxFailures failed or timed-out
-// calls in a row; while open, calls fail at once with ErrCircuitOpen; after
-// ResetTimeout one trial call goes through, and its success closes it.
+// calls in a row; while open, calls fail at once with ErrCircuitOpen. After
+// ResetTimeout (100 ms by default) one trial call goes through: its success
+// closes the breaker, its failure opens it again for twice as long, at most
+// MaxResetTimeout (500 ms by default). So a store that is down costs one trial
+// call per plug-in twice a second, and calls go through again within about
+// half a second of its return.
 //
 // # What can be lost, and when
 //

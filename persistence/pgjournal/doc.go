@@ -77,9 +77,12 @@
 // string that does not parse. When the connection breaks or the server
 // stops, the calls in progress fail with ErrUnavailable: the writers of the
 // group commit in flight cannot know whether it committed, and their
-// entities stop, as persistence's rules say. The pool drops its
-// connections and opens new ones for later calls, which succeed again once
-// the server is back.
+// entities stop, as persistence's rules say. The first call that finds
+// its connection broken makes the pool drop all its connections (those in use
+// when they come back), which are likely broken too: pgx checks only
+// connections idle for more than a second before it hands them out, so after a
+// quicker restart each would otherwise fail a call of its own. Later calls open
+// new connections, and succeed again once the server is back.
 //
 // # What can be lost, and when
 //

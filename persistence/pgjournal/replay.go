@@ -48,7 +48,7 @@ func (s *Store) ReplayMessages(ctx context.Context, persistenceID string, fromSe
 		}
 		rows, err := s.pool.Query(ctx, replaySQL, pid, from, to, int64(limit))
 		if err != nil {
-			return storageError(fmt.Sprintf("replay %q from %d", persistenceID, from), err)
+			return s.callError(fmt.Sprintf("replay %q from %d", persistenceID, from), err)
 		}
 		dec.prepare(rows)
 		var n uint64
@@ -61,7 +61,7 @@ func (s *Store) ReplayMessages(ctx context.Context, persistenceID string, fromSe
 			}
 			if err := dec.read(rows, &row); err != nil {
 				rows.Close()
-				return storageError(fmt.Sprintf("replay %q", persistenceID), err)
+				return s.callError(fmt.Sprintf("replay %q", persistenceID), err)
 			}
 			rec, err := dec.record(persistenceID, start, &row)
 			if err == nil {
@@ -76,7 +76,7 @@ func (s *Store) ReplayMessages(ctx context.Context, persistenceID string, fromSe
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return storageError(fmt.Sprintf("replay %q", persistenceID), err)
+			return s.callError(fmt.Sprintf("replay %q", persistenceID), err)
 		}
 		delivered += n
 		if n < limit || (max != 0 && delivered == max) || from > to {

@@ -56,7 +56,7 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap persistence.Snapshot) err
 	sum := sums.snapshot(m.PersistenceID, m.SequenceNr, ts, manifest, payload)
 	_, err := s.pool.Exec(ctx, saveSnapshotSQL, []byte(m.PersistenceID), int64(m.SequenceNr), ts, manifest, sum, payload)
 	if err != nil {
-		return storageError(fmt.Sprintf("save snapshot %q #%d", m.PersistenceID, m.SequenceNr), err)
+		return s.callError(fmt.Sprintf("save snapshot %q #%d", m.PersistenceID, m.SequenceNr), err)
 	}
 	return nil
 }
@@ -101,7 +101,7 @@ func (s *Store) LoadSnapshot(ctx context.Context, persistenceID string, c persis
 		return persistence.Snapshot{}, false, nil
 	}
 	if err != nil {
-		return persistence.Snapshot{}, false, storageError(fmt.Sprintf("load snapshot of %q", persistenceID), err)
+		return persistence.Snapshot{}, false, s.callError(fmt.Sprintf("load snapshot of %q", persistenceID), err)
 	}
 	var sums checksummer
 	if sums.snapshot(persistenceID, uint64(seq), ts, manifest, payload) != sum {
@@ -134,7 +134,7 @@ func (s *Store) DeleteSnapshot(ctx context.Context, m persistence.SnapshotMetada
 		maxTS = minTS
 	}
 	if _, err := s.pool.Exec(ctx, deleteSnapshotsSQL, []byte(m.PersistenceID), seq, seq, minTS, maxTS); err != nil {
-		return storageError(fmt.Sprintf("delete snapshot %q #%d", m.PersistenceID, m.SequenceNr), err)
+		return s.callError(fmt.Sprintf("delete snapshot %q #%d", m.PersistenceID, m.SequenceNr), err)
 	}
 	return nil
 }
@@ -150,7 +150,7 @@ func (s *Store) DeleteSnapshots(ctx context.Context, persistenceID string, c per
 		return nil
 	}
 	if _, err := s.pool.Exec(ctx, deleteSnapshotsSQL, []byte(persistenceID), minSeq, maxSeq, minTS, maxTS); err != nil {
-		return storageError(fmt.Sprintf("delete snapshots of %q", persistenceID), err)
+		return s.callError(fmt.Sprintf("delete snapshots of %q", persistenceID), err)
 	}
 	return nil
 }

@@ -186,6 +186,27 @@ func storageError(op string, err error) error {
 	return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
 }
 
+// callError wraps an error of a call as storageError does and, when it shows a
+// broken connection, drops the pooled connections (see dropBroken).
+func (s *Store) callError(op string, err error) error {
+	err = storageError(op, err)
+	s.dropBroken(err)
+	return err
+}
+
+// dropBroken drops every pooled connection (those in use when they come back) when
+// err shows that an open connection broke: the server restarted, or the network
+// failed, and the others are likely broken too. pgx pings only connections idle for
+// more than a second before it hands them out, so after a quicker restart each of
+// them would fail a call of its own. A failure to open a connection leaves the pool
+// alone.
+func (s *Store) dropBroken(err error) {
+	var ce *pgconn.ConnectError
+	if errors.Is(err, ErrUnavailable) && !errors.As(err, &ce) {
+		s.pool.Reset()
+	}
+}
+
 // enter registers a call in progress, or reports ErrClosed.
 func (s *Store) enter() error {
 	s.mu.RLock()
@@ -236,7 +257,7 @@ func (s *Store) HighestSequenceNr(ctx context.Context, persistenceID string) (ui
 	var highest int64
 	err := s.pool.QueryRow(ctx, highestSQL, []byte(persistenceID)).Scan(&highest)
 	if err != nil {
-		return 0, storageError(fmt.Sprintf("highest sequence number of %q", persistenceID), err)
+		return 0, s.callError(fmt.Sprintf("highest sequence number of %q", persistenceID), err)
 	}
 	return uint64(highest), nil
 }
@@ -293,7 +314,7 @@ func (s *Store) DeleteMessagesTo(ctx context.Context, persistenceID string, toSe
 	}
 	var n int
 	if err := s.pool.QueryRow(ctx, deleteSQL, []byte(persistenceID), int64(toSeq)).Scan(&n); err != nil {
-		return storageError(fmt.Sprintf("delete %q to %d", persistenceID, toSeq), err)
+		return s.callError(fmt.Sprintf("delete %q to %d", persistenceID, toSeq), err)
 	}
 	if n == 0 {
 		return beyond

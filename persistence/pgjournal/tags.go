@@ -45,7 +45,7 @@ func (s *Store) EventsByTag(ctx context.Context, tag string, fromOffset, max uin
 		}
 		rows, err := s.pool.Query(ctx, tagSQL, []byte(tag), from, int64(limit))
 		if err != nil {
-			return storageError(fmt.Sprintf("events by tag %q", tag), err)
+			return s.callError(fmt.Sprintf("events by tag %q", tag), err)
 		}
 		dec.prepare(rows)
 		var n uint64
@@ -60,7 +60,7 @@ func (s *Store) EventsByTag(ctx context.Context, tag string, fromOffset, max uin
 			var rowPID []byte
 			if err := dec.read(rows, &row, &offset, &rowPID); err != nil {
 				rows.Close()
-				return storageError(fmt.Sprintf("events by tag %q", tag), err)
+				return s.callError(fmt.Sprintf("events by tag %q", tag), err)
 			}
 			if dec.binary {
 				vals := rows.RawValues()
@@ -87,7 +87,7 @@ func (s *Store) EventsByTag(ctx context.Context, tag string, fromOffset, max uin
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return storageError(fmt.Sprintf("events by tag %q", tag), err)
+			return s.callError(fmt.Sprintf("events by tag %q", tag), err)
 		}
 		delivered += n
 		if n < limit || (max != 0 && delivered == max) {

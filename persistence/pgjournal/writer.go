@@ -403,11 +403,7 @@ func (w *writer) commit(batch []*writeRequest) {
 		s.stats.failed.Add(1)
 		err = storageError(fmt.Sprintf("group commit of %d atomic writes failed, outcome unknown", len(p.writes)), err)
 		s.log.Error("pgjournal: group commit failed", zap.Int("writes", len(p.writes)), zap.Error(err))
-		if errors.Is(err, ErrUnavailable) {
-			// Drop the pooled connections, which are likely broken too,
-			// so that the next batch connects afresh.
-			s.pool.Reset()
-		}
+		s.dropBroken(err) // the pooled connections are likely broken too
 		for _, r := range live {
 			r.err = err
 			close(r.done)
