@@ -104,6 +104,30 @@ func TestRevokeReportsTheLoss(t *testing.T) {
 	}
 }
 
+func TestRevokeForHandsTheLeaseOver(t *testing.T) {
+	s := lease.NewMemoryStore()
+	a, b := mustLease(t, s, "a"), mustLease(t, s, "b")
+	lost := make(chan error, 1)
+	if ok, err := a.Acquire(context.Background(), func(err error) { lost <- err }); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if err := s.RevokeFor("sbr", b); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-lost; !errors.Is(err, lease.ErrLost) {
+		t.Errorf("loss reason %v", err)
+	}
+	if h, _ := s.Holder("sbr"); h != "b" || !b.CheckLease() || a.CheckLease() {
+		t.Errorf("holder %q, b holds %v, a holds %v", h, b.CheckLease(), a.CheckLease())
+	}
+	if ok, _ := a.Acquire(context.Background(), nil); ok {
+		t.Error("the old owner acquired a lease held by the new one")
+	}
+	if err := s.RevokeFor("other", b); err == nil {
+		t.Error("RevokeFor with a lease of another name")
+	}
+}
+
 func TestUnavailableStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()

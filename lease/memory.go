@@ -76,6 +76,25 @@ func (s *MemoryStore) Revoke(name string) {
 	delete(s.holders, name)
 }
 
+// RevokeFor takes the named lease away from its holder, as Revoke does, and gives it to
+// taker in the same step, as another owner that finds the lease expired takes it: no
+// holder of the old owner can acquire it again in between. taker must be a lease of
+// this store for the same name; its loss callback is nil until it acquires again.
+func (s *MemoryStore) RevokeFor(name string, taker Lease) error {
+	l, ok := taker.(*memoryLease)
+	if !ok || l.store != s || l.settings.LeaseName != name {
+		return fmt.Errorf("lease: RevokeFor %q: the taker is not a lease of this store for that name", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range s.holders[name] {
+		h.loseLocked(ErrLost)
+	}
+	l.held, l.onLost = true, nil
+	s.holders[name] = []*memoryLease{l}
+	return nil
+}
+
 // memoryLease is one owner's view of a lease of a MemoryStore. Its fields are guarded
 // by the store's mutex.
 type memoryLease struct {
