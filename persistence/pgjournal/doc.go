@@ -40,6 +40,10 @@
 // so is a write into a gap (numbers another writer skipped, as after a
 // write the journal rejected) below a higher event: the write that left
 // the gap recorded its highest sequence number, where every write looks.
+// (A write into a gap that commits while the write that leaves the gap is
+// in flight goes unseen: neither transaction sees the other's rows. The
+// persistence runtime leaves a gap only when a write of an entity is
+// rejected and a later one of the same journal call is stored.)
 // If two nodes ever run the same entity (a split brain the resolver did not
 // stop), both write the same next sequence number: the second write fails
 // with persistence.ErrSequenceConflict, and so do the later writes of that
