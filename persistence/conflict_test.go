@@ -12,6 +12,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/persistence/memjournal"
+	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/testkit"
 )
 
@@ -19,6 +20,13 @@ import (
 // it down when the test ends: a node of its own. Two of them run side by side in one
 // test, which testkit.NewSystem's leak check does not allow (TestMain checks leaks).
 func startNode(t *testing.T, name string, store *memjournal.Store) *actor.System {
+	t.Helper()
+	return startNodeOn(t, name, store, store, registry(t))
+}
+
+// startNodeOn is startNode with a journal, a snapshot store and a registry of the
+// test's choosing.
+func startNodeOn(t *testing.T, name string, j persistence.Journal, snaps persistence.SnapshotStore, reg *serialization.Registry) *actor.System {
 	t.Helper()
 	log, stopLog := testkit.NewLogger(t, zapcore.InfoLevel)
 	sys, err := actor.New(name, actor.Config{Logger: log})
@@ -33,7 +41,7 @@ func startNode(t *testing.T, name string, store *memjournal.Store) *actor.System
 		}
 		stopLog()
 	})
-	if _, err := persistence.Start(sys, persistence.Config{Journal: store, Snapshots: store, Registry: registry(t)}); err != nil {
+	if _, err := persistence.Start(sys, persistence.Config{Journal: j, Snapshots: snaps, Registry: reg}); err != nil {
 		t.Fatal(err)
 	}
 	return sys

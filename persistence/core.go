@@ -19,8 +19,12 @@ import (
 //
 // The rules it keeps:
 //   - Sequence numbers are assigned when an entity persists, consecutively from the
-//     highest one recovered; they are never reused, not even after a rejection.
-//     A rejection with ErrSequenceConflict is no rejection: another writer has used
+//     highest one recovered. The numbers of writes the journal rejected are taken
+//     again when those writes end their call (nothing of the entity is stored above
+//     them: its later calls are not made yet): the events persisted since move down
+//     to fill them (see reclaim). Otherwise they are used up, as in Akka, and the
+//     history has a gap.
+//   - A rejection with ErrSequenceConflict is no rejection: another writer has used
 //     the number (two incarnations of the entity), so this one's state lacks that
 //     writer's events, and the entity stops when the conflict's turn comes.
 //   - LastSequenceNr is the number of the last event whose handler has run or is
@@ -70,6 +74,7 @@ type invocation[H any] struct {
 	stashing bool
 	written  bool  // the event's write has been answered
 	rejected error // the journal's rejection of the event's write
+	freed    bool  // rejected, and its number taken by a later event (see reclaim)
 	h        H
 }
 
@@ -265,9 +270,54 @@ func (c *entityCore[H]) Written(id uint64, results []error, err error) error {
 			i++
 		}
 	}
+	c.reclaim(writes, results)
 	clear(writes) // the journal is done with them: the next call reuses the slice
 	c.spare = writes[:0]
 	return nil
+}
+
+// reclaim frees the sequence numbers of the writes that end the call just answered
+// when the journal rejected them (for what they are, not as a conflict): a rejected
+// write stored nothing, and nothing of the entity is stored above it, since its later
+// events wait for the next call. The events persisted since move down to take the
+// numbers, so the entity's history has no gap. A gap is a number no one holds: a
+// stale incarnation of the entity (on another node after a split brain) that writes
+// it meets no conflict, and this entity's next write lands above the stale one's
+// event, as if its state held it. Taking the number again makes that next write
+// conflict instead. Rejected writes followed by a stored one in the same call leave
+// their numbers used up: the journal holds the number above them.
+func (c *entityCore[H]) reclaim(writes []AtomicWrite, results []error) {
+	k := len(writes)
+	for k > 0 && results[k-1] != nil {
+		if errors.Is(results[k-1], ErrSequenceConflict) {
+			return // the entity stops at the conflict's turn
+		}
+		k--
+	}
+	if k == len(writes) {
+		return
+	}
+	last := writes[len(writes)-1].Events
+	from, to := writes[k].Events[0].SequenceNr, last[len(last)-1].SequenceNr
+	n := to - from + 1
+	for i := c.head; i < len(c.pending); i++ {
+		inv := &c.pending[i]
+		switch {
+		case inv.deferred || inv.seq < from:
+		case inv.seq <= to:
+			inv.freed = true
+		default: // persisted since, not written yet
+			inv.seq -= n
+		}
+	}
+	for _, ws := range [][]AtomicWrite{c.queued, c.batch} {
+		for _, w := range ws {
+			for i := range w.Events {
+				w.Events[i].SequenceNr -= n
+			}
+		}
+	}
+	c.nextSeq -= n
 }
 
 // Next returns the next step whose turn has come: the handler (or rejection) of an
@@ -294,7 +344,9 @@ func (c *entityCore[H]) Next() (step[H], bool) {
 		st.kind, st.seq = runDeferred, c.lastSeq
 	case inv.rejected != nil:
 		st.kind, st.err = reportRejected, inv.rejected
-		c.lastSeq = inv.seq // the number is used up, as Akka does
+		if !inv.freed {
+			c.lastSeq = inv.seq // the number is used up, as Akka does
+		}
 	default:
 		st.kind = runHandler
 		c.lastSeq = inv.seq

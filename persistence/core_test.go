@@ -139,6 +139,29 @@ func next(kind stepKind, seq uint64, label string, also ...coreOp) coreOp {
 	}}
 }
 
+// nextFreed expects the report of a rejected write whose number was freed for a later
+// event: LastSequenceNr stays last while it runs.
+func nextFreed(seq uint64, label string, last uint64, also ...coreOp) coreOp {
+	return coreOp{fmt.Sprintf("Next -> rejected #%d %s, freed", seq, label), func(c *entityCore[string]) error {
+		st, ok := c.Next()
+		if !ok {
+			return errors.New("no step")
+		}
+		if st.kind != reportRejected || st.seq != seq || st.h != label {
+			return fmt.Errorf("step %d #%d %q", st.kind, st.seq, st.h)
+		}
+		if c.LastSequenceNr() != last {
+			return fmt.Errorf("LastSequenceNr %d while reporting #%d, want %d", c.LastSequenceNr(), seq, last)
+		}
+		for _, op := range also {
+			if err := op.run(c); err != nil {
+				return fmt.Errorf("%s: %w", op.name, err)
+			}
+		}
+		return nil
+	}}
+}
+
 func noNext() coreOp {
 	return coreOp{"Next -> none", func(c *entityCore[string]) error {
 		if st, ok := c.Next(); ok {
@@ -293,7 +316,7 @@ func TestEntityCore(t *testing.T) {
 			next(runHandler, 3, "c"),
 			next(runHandler, 4, "d"),
 		}},
-		{"a rejected write is reported in its handler's place; the number is used up", []coreOp{
+		{"a rejected write followed by a stored one in its call: the number is used up", []coreOp{
 			recovered(0, false),
 			persistOp(false, []string{"a"}, 1),
 			persistOp(false, []string{"b", "c"}, 2, 3),
@@ -306,6 +329,45 @@ func TestEntityCore(t *testing.T) {
 			next(runHandler, 4, "d"),
 			command(handleCommand),
 			persistOp(true, []string{"e"}, 5),
+		}},
+		{"a rejected write that ends its call frees its number: the events persisted since move down", []coreOp{
+			recovered(4, false),
+			persistOp(false, []string{"a"}, 5),
+			flush(1, []uint64{5}),
+			persistOp(false, []string{"b", "c"}, 6, 7),
+			flush(0),
+			deferOp("after-c", false),
+			persistOp(false, []string{"d"}, 8),
+			waiting(4, 5, 6, 7, 0, 8),
+			written(1, []error{errRejectedByJournal}, nil, false),
+			waiting(4, 5, 5, 6, 0, 7),
+			// The entity persists a replacement while told of the rejection: it
+			// follows the events persisted before.
+			nextFreed(5, "a", 4, persistOp(false, []string{"a2"}, 8)),
+			noNext(),
+			lastSeq(4),
+			flush(2, []uint64{5, 6}, []uint64{7}, []uint64{8}),
+			written(2, ok3, nil, false),
+			next(runHandler, 5, "b"),
+			next(runHandler, 6, "c"),
+			next(runDeferred, 6, "after-c"),
+			next(runHandler, 7, "d"),
+			next(runHandler, 8, "a2"),
+		}},
+		{"rejected writes that end their call after a stored one: their numbers are freed", []coreOp{
+			recovered(0, false),
+			persistOp(false, []string{"a"}, 1),
+			persistOp(false, []string{"b"}, 2),
+			persistOp(false, []string{"c"}, 3),
+			flush(1, []uint64{1}, []uint64{2}, []uint64{3}),
+			written(1, []error{nil, errRejectedByJournal, errRejectedByJournal}, nil, false),
+			next(runHandler, 1, "a"),
+			nextFreed(2, "b", 1),
+			nextFreed(3, "c", 1),
+			noNext(),
+			command(handleCommand),
+			persistOp(true, []string{"e"}, 2),
+			flush(2, []uint64{2}),
 		}},
 		{"a conflict stops the entity at its turn: the handlers before it run, none after", []coreOp{
 			recovered(4, false),

@@ -77,7 +77,9 @@
 //     ErrRejected; nothing is written; warn log; Stats.EventsRejected.
 //   - A write the journal rejects (too large, invalid): not stored; the
 //     entity receives PersistRejected in the handler's place; warn log;
-//     Stats.EventsRejected.
+//     Stats.EventsRejected. Its sequence number goes to the next event,
+//     unless a later write of the same journal call was stored (see
+//     PersistRejected).
 //   - A write that conflicts (ErrSequenceConflict: another incarnation of
 //     the entity wrote the number first): not stored, nor are the entity's
 //     writes after it in the same call; the handlers before it run, that one

@@ -91,6 +91,12 @@ type RecoveryCompleted struct {
 // in the handler's place, in order, with Sender and Respond referring to the command
 // that persisted the event. A sequence-number conflict (ErrSequenceConflict) is not
 // reported this way: another writer has used the number, and the entity stops.
+//
+// SequenceNr is the number the event had. When the rejected write was the last of its
+// journal call, the number is free again: the events persisted since (and the next
+// one) move down to take it, and LastSequenceNr does not count it, so the entity's
+// history has no gap. Otherwise (a later write of the same call was stored) it is
+// used up, as in Akka.
 type PersistRejected struct {
 	Event      any
 	SequenceNr uint64

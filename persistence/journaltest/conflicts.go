@@ -65,17 +65,50 @@ func (s *journalSuite) testConflicts(t *testing.T) {
 	expectSeqs(t, ctx, j, "p", 1, persistence.MaxSequenceNr, 0, seqRange(1, 3))
 }
 
+// testWriteIntoAGap: a write of free sequence numbers below a higher event
+// of its persistence id is a conflict, also when its writer's last write
+// was the number just before. Writer 1 stores #1..3; writer 2, which
+// recovered them and had its write of #4 rejected (too large, say: the
+// number is used up), stores #5; writer 1, stale, then writes #4, which
+// would put its history under writer 2's. The same again with writer 2's
+// two writes after the gap in one call. With SharedStorage the writers
+// write through two journals, as two nodes do.
+func (s *journalSuite) testWriteIntoAGap(t *testing.T) {
+	ctx := s.opts.context(t)
+	j1, dir := s.openFresh(t)
+	j2 := s.openSecond(t, j1, dir)
+
+	mustWrite(t, ctx, j1, write("p", 1, 3), write("r", 1, 2))
+	mustWrite(t, ctx, j2, write("p", 5, 5))
+	mustWrite(t, ctx, j2, write("r", 4, 4), write("r", 5, 5))
+	results, err := j1.WriteMessages(ctx, []persistence.AtomicWrite{write("p", 4, 4), write("r", 3, 3), write("q", 1, 1)})
+	if err != nil {
+		t.Fatalf("WriteMessages: %v", err)
+	}
+	if len(results) != 3 || !errors.Is(results[0], persistence.ErrSequenceConflict) ||
+		!errors.Is(results[1], persistence.ErrSequenceConflict) || results[2] != nil {
+		t.Errorf("writes into the gaps below the other writer's events, and of another id: %v, want [ErrSequenceConflict ErrSequenceConflict <nil>]", results)
+	}
+	for _, j := range []persistence.Journal{j1, j2} {
+		expectSeqs(t, ctx, j, "p", 1, persistence.MaxSequenceNr, 0, []uint64{1, 2, 3, 5})
+		expectSeqs(t, ctx, j, "r", 1, persistence.MaxSequenceNr, 0, []uint64{1, 2, 4, 5})
+		expectHighest(t, ctx, j, "p", 5)
+	}
+}
+
 // testRacingWriters: two goroutines write the same persistence ids from the
 // same believed positions, round after round, each write with its writer's
-// id. Every sequence number is won by exactly one write, the writes that lose
-// fail with ErrSequenceConflict (never as a whole call), the later writes of
-// a persistence id in a call after its conflict fail too, and the journal
+// id (through two journals with SharedStorage). Every sequence number is
+// won by exactly one write, the writes that lose fail with
+// ErrSequenceConflict (never as a whole call), the later writes of a
+// persistence id in a call after its conflict fail too, and the journal
 // holds exactly the writes that succeeded. A writer that lost a persistence
 // id reads its highest sequence number and goes on from there, as a new
 // incarnation of the entity would.
 func (s *journalSuite) testRacingWriters(t *testing.T) {
 	ctx := s.opts.context(t)
-	j, _ := s.openFresh(t)
+	j, dir := s.openFresh(t)
+	journals := []persistence.Journal{j, s.openSecond(t, j, dir)}
 	const pids, rounds = 4, 20
 
 	type won struct {
@@ -105,7 +138,7 @@ func (s *journalSuite) testRacingWriters(t *testing.T) {
 						writes = append(writes, w)
 					}
 				}
-				results, err := j.WriteMessages(ctx, writes)
+				results, err := journals[n].WriteMessages(ctx, writes)
 				if err != nil {
 					errs <- fmt.Errorf("%s round %d: the call failed: %w", name, r, err)
 					return
@@ -133,7 +166,7 @@ func (s *journalSuite) testRacingWriters(t *testing.T) {
 					if !lost[i] {
 						continue
 					}
-					h, err := j.HighestSequenceNr(ctx, fmt.Sprintf("raced-%d", i))
+					h, err := journals[n].HighestSequenceNr(ctx, fmt.Sprintf("raced-%d", i))
 					if err != nil {
 						errs <- err
 						return

@@ -124,9 +124,9 @@ func (n node) spawnLedger(t *testing.T, pid string, wantHighest uint64) actor.Re
 // every event with its writer id.
 func (s *journalSuite) testTwoIncarnations(t *testing.T) {
 	ctx := s.opts.context(t)
-	j, _ := s.openFresh(t)
+	j, dir := s.openFresh(t)
 	const pid = "two-incarnations"
-	n1, n2 := startNode(t, j, "node1"), startNode(t, j, "node2")
+	n1, n2 := startNode(t, j, "node1"), startNode(t, s.openSecond(t, j, dir), "node2")
 	first := n1.spawnLedger(t, pid, 0)
 	second := n2.spawnLedger(t, pid, 0)
 

@@ -37,6 +37,7 @@ func RunJournalSuite(t *testing.T, open OpenJournal, opts Options) {
 		{"CancelledContext", s.testCancelledContext},
 		{"Conflicts", s.testConflicts},
 		{"RacingWriters", s.testRacingWriters},
+		{"WriteIntoAGap", s.testWriteIntoAGap},
 		{"TwoIncarnations", s.testTwoIncarnations},
 		// Optional: journals that implement persistence.TagQuerier.
 		{"TagOrder", s.testTagOrder},
@@ -70,6 +71,21 @@ func (s *journalSuite) openFresh(t *testing.T) (persistence.Journal, string) {
 		}
 	})
 	return j, dir
+}
+
+// openSecond returns a second journal on the storage of j, open in dir,
+// closed when the test ends, when the plug-in's storage is shared; else j.
+func (s *journalSuite) openSecond(t *testing.T, j persistence.Journal, dir string) persistence.Journal {
+	if !s.opts.SharedStorage {
+		return j
+	}
+	j2 := s.open(t, dir)
+	t.Cleanup(func() {
+		if err := j2.Close(); err != nil {
+			t.Errorf("Close of the second journal: %v", err)
+		}
+	})
+	return j2
 }
 
 // mustWrite writes and fails the test on any error.

@@ -40,6 +40,13 @@ type Options struct {
 	// required by RunSnapshotSuite.
 	CorruptSnapshot func(t *testing.T, s persistence.SnapshotStore, dir, persistenceID string, seq uint64) persistence.SnapshotStore
 
+	// SharedStorage says that open, called again with the dir of a journal
+	// that is open, returns a second journal on the same storage, as a
+	// second node on a shared database would have (a PostgreSQL journal).
+	// The tests of two writers then write through two journals; without
+	// it, through one.
+	SharedStorage bool
+
 	// LargePayload is the size of the payload of the large-payload tests,
 	// in bytes. Zero means 4 MiB.
 	LargePayload int

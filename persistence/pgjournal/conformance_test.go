@@ -11,8 +11,9 @@ import (
 // operator would: one byte of the payload flipped.
 func suiteOptions() journaltest.Options {
 	return journaltest.Options{
-		Durable: true,
-		Writers: 20,
+		Durable:       true,
+		SharedStorage: true,
+		Writers:       20,
 		CorruptEvent: func(t *testing.T, j persistence.Journal, _, pid string, seq uint64) persistence.Journal {
 			s := j.(*Store)
 			n := execIn(t, s.cfg.Schema, `UPDATE troupe_event SET payload = set_byte(payload, 0, get_byte(payload, 0) # 32)

@@ -36,7 +36,14 @@
 //
 // (persistence id, sequence number) is the events' primary key, and a
 // write whose persistence id already holds an event at or above the write's
-// first sequence number, or a higher one that a delete kept, is rejected.
+// first sequence number, or a higher one that a delete kept, is rejected;
+// so is a write into a gap (numbers another writer skipped, as after a
+// write the journal rejected) below a higher event: the write that left
+// the gap recorded its highest sequence number, where every write looks.
+// (A write into a gap that commits while the write that leaves the gap is
+// in flight goes unseen: neither transaction sees the other's rows. The
+// persistence runtime leaves a gap only when a write of an entity is
+// rejected and a later one of the same journal call is stored.)
 // If two nodes ever run the same entity (a split brain the resolver did not
 // stop), both write the same next sequence number: the second write fails
 // with persistence.ErrSequenceConflict, and so do the later writes of that
@@ -57,7 +64,8 @@
 // Replays and EventsByTag read in pages of Config.ReplayPageSize events,
 // one query each, so no history is held in memory whole. Deleting events
 // removes their rows but keeps the highest sequence number (in
-// troupe_persistence_id, a row written by deletes only), so a restarted
+// troupe_persistence_id, a row written by deletes and by writes that leave
+// a gap below them), so a restarted
 // entity never reuses one, and a write below it fails like a write over a
 // stored event. Every row carries a CRC-32C over its columns: a
 // damaged or hand-edited row fails the replay with a

@@ -71,14 +71,37 @@ CROSS JOIN troupe_tag_counter c`
 // verifySQL checks the writes of a batch after their events are inserted,
 // in the same transaction, and raises TR001 (troupe_reject_write) for one
 // that the lookups of writeSQL, run now, would reject: a persistence id
-// whose highest sequence number kept by a delete is at or above the
-// write's first ($1, $2), or, where $4 says so, with an event above the
-// write's last ($3): the write's own rows fill first..last. It runs after
-// the inserts so that it sees what committed while they ran: a delete by
-// another writer that removed the rows the inserts would otherwise have
-// met on the primary key.
-const verifySQL = `SELECT troupe_reject_write(w.pid, w.first_seq)
-FROM unnest($1::bytea[], $2::int8[], $3::int8[], $4::bool[]) AS w(pid, first_seq, last_seq, probe)
+// whose highest sequence number kept by a delete, or by a write that left
+// a gap, is at or above the write's first ($1, $2), or, where $4 says so,
+// with an event above the write's last ($3): the write's own rows fill
+// first..last. It runs after the inserts so that it sees what committed
+// while they ran: a delete by another writer that removed the rows the
+// inserts would otherwise have met on the primary key.
+//
+// It also records the gaps: where $5 says so, a write whose first sequence
+// number is not right after a stored event (nor at or below a highest
+// sequence number kept) leaves the numbers below it free, as after a write
+// rejected as too large, whose numbers the runtime has used up. Such a
+// write records its last sequence number in troupe_persistence_id, where
+// verifySQL looks for every write, so that a stale writer's write into the
+// gap is rejected even when it skips the look above (see lastWritten). The
+// insert does not change what the rest of the statement reads.
+const verifySQL = `WITH w AS (
+    SELECT * FROM unnest($1::bytea[], $2::int8[], $3::int8[], $4::bool[], $5::bool[])
+        AS w(pid, first_seq, last_seq, probe, gap)
+), gaps AS (
+    INSERT INTO troupe_persistence_id AS p (persistence_id, highest_sequence_nr)
+    SELECT w.pid, max(w.last_seq) FROM w
+    WHERE w.gap AND w.first_seq > 1
+      AND NOT EXISTS (SELECT 1 FROM troupe_event e
+                      WHERE e.persistence_id = w.pid AND e.sequence_nr = w.first_seq - 1)
+      AND NOT EXISTS (SELECT 1 FROM troupe_persistence_id p
+                      WHERE p.persistence_id = w.pid AND p.highest_sequence_nr >= w.first_seq - 1)
+    GROUP BY w.pid ORDER BY w.pid
+    ON CONFLICT (persistence_id) DO UPDATE
+    SET highest_sequence_nr = greatest(p.highest_sequence_nr, excluded.highest_sequence_nr)
+)
+SELECT troupe_reject_write(w.pid, w.first_seq) FROM w
 WHERE (w.probe AND EXISTS (SELECT 1 FROM troupe_event e
                            WHERE e.persistence_id = w.pid AND e.sequence_nr > w.last_seq))
    OR EXISTS (SELECT 1 FROM troupe_persistence_id p
@@ -109,7 +132,7 @@ const (
 	writeStmt    = "troupe_pgjournal_write_v2"
 	insertStmt   = "troupe_pgjournal_insert_v2"
 	tagIndexStmt = "troupe_pgjournal_tag_v2"
-	verifyStmt   = "troupe_pgjournal_verify_v2"
+	verifyStmt   = "troupe_pgjournal_verify_v3"
 	unwriteStmt  = "troupe_pgjournal_unwrite_v1"
 )
 
@@ -282,10 +305,10 @@ func (p *plan) tagArrays(c *chunk) [][]byte {
 // binaryFormats are the formats of up to 16 parameters, all binary.
 var binaryFormats = []int16{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}
 
-// verifyParams encodes the parameters of verifySQL for writes. With probe,
-// verifySQL looks for events above each write that does not follow this
-// store's own last write of its persistence id (on the fast path; the
-// careful path's lookups did that before the inserts).
+// verifyParams encodes the parameters of verifySQL for writes. verifySQL
+// looks for a gap below every write that does not follow this store's own
+// last write of its persistence id, and, with probe (on the fast path; the
+// careful path's lookups did that before the inserts), for events above it.
 func verifyParams(writes []*pendingWrite, probe bool) [][]byte {
 	pidBytes := 0
 	for _, w := range writes {
@@ -295,13 +318,15 @@ func verifyParams(writes []*pendingWrite, probe bool) [][]byte {
 	firsts := newArray(oidInt8, 12*len(writes))
 	lasts := newArray(oidInt8, 12*len(writes))
 	probes := newArray(oidBool, 5*len(writes))
+	gaps := newArray(oidBool, 5*len(writes))
 	for _, w := range writes {
 		pids.bytea(w.pid)
 		firsts.int8(w.first)
 		lasts.int8(w.last)
 		probes.bool(probe && !w.follows)
+		gaps.bool(!w.follows)
 	}
-	return [][]byte{pids.value(), firsts.value(), lasts.value(), probes.value()}
+	return [][]byte{pids.value(), firsts.value(), lasts.value(), probes.value(), gaps.value()}
 }
 
 // statements are the statements a plan may send, prepared once on each
@@ -522,7 +547,7 @@ func (p *plan) fast(pl *pgconn.Pipeline) error {
 		pl.SendQueryPrepared(insertStmt, p.eventArrays(c), binaryFormats[:8], nil)
 	}
 	tagged := p.sendTagRows(sender(pl))
-	pl.SendQueryPrepared(verifyStmt, verifyParams(p.writes, true), binaryFormats[:4], nil)
+	pl.SendQueryPrepared(verifyStmt, verifyParams(p.writes, true), binaryFormats[:5], nil)
 	if err := pl.Sync(); err != nil {
 		return err
 	}
@@ -580,7 +605,7 @@ func (p *plan) careful(pl *pgconn.Pipeline, stored []bool) error {
 	if len(unwrite) > 0 {
 		pl.SendQueryPrepared(unwriteStmt, spanParams(unwrite), binaryFormats[:3], nil)
 	}
-	pl.SendQueryPrepared(verifyStmt, verifyParams(kept, false), binaryFormats[:4], nil)
+	pl.SendQueryPrepared(verifyStmt, verifyParams(kept, false), binaryFormats[:5], nil)
 	pl.SendQueryParams("COMMIT", nil, nil, nil, nil)
 	if err := pl.Sync(); err != nil {
 		return err
@@ -718,13 +743,17 @@ func readSync(pl *pgconn.Pipeline) error {
 
 // lastWritten remembers, per persistence id, the last sequence number
 // this store committed, so that a write that follows it (its first is
-// the next number) need not probe for events above it. Another writer
-// writes from the highest sequence number it recovered, plus one, and
-// never leaves a gap, so its events above this store's last would begin
-// at that next number, which the write's insert meets on the primary key;
-// or they were deleted since, which verifySQL finds in
-// troupe_persistence_id. It is bounded: when full it is emptied, which
-// costs only a few probes.
+// the next number) need not probe for events above it. Another writer's
+// events above this store's last begin at that next number, which the
+// write's insert meets on the primary key; or they were deleted since, or
+// they begin higher, leaving a gap (the other writer's write of the next
+// number was rejected, and the runtime used its number up): the delete
+// and the write that left the gap both recorded a highest sequence number
+// in troupe_persistence_id, which verifySQL checks for every write. A
+// write that leaves a gap never follows this store's last write (the
+// number before it is this store's, stored), so verifySQL looks for the
+// gap below it. It is bounded: when full it is emptied, which costs only
+// a few probes.
 type lastWritten struct {
 	mu    sync.Mutex
 	seqs  map[string]int64

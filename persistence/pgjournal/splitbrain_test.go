@@ -80,6 +80,62 @@ func testWriteBelowTheHighest(t *testing.T, edit func(*Config)) {
 	}
 }
 
+// TestSplitBrainWriteIntoAGap: a node's write of a number that another
+// node left free, below that node's higher event, is rejected, also when it
+// follows the writing node's own last write of the persistence id. Node 1
+// wrote #1..3; node 2, a newer incarnation that recovered them, had its #4
+// rejected as too large (the number is used up) and wrote #5, in the same
+// call or the next; node 1, stale, now writes #4. The store used to skip
+// the look for events above a write that follows its own last one, and
+// stored #4 under node 2's #5: two histories.
+func TestSplitBrainWriteIntoAGap(t *testing.T) { forEachPath(t, testSplitBrainWriteIntoAGap) }
+
+func testSplitBrainWriteIntoAGap(t *testing.T, edit func(*Config)) {
+	tooLarge := aw("cart", 4, 4)
+	tooLarge.Events[0].Payload = make([]byte, 2<<10)
+	for _, tc := range []struct {
+		name  string
+		calls [][]persistence.AtomicWrite // node2's
+	}{
+		{"same call", [][]persistence.AtomicWrite{{tooLarge, aw("cart", 5, 5)}}},
+		{"next call", [][]persistence.AtomicWrite{{tooLarge}, {aw("cart", 5, 5)}}},
+		// Two writes of cart in one batch: the careful path.
+		{"careful path", [][]persistence.AtomicWrite{{tooLarge, aw("cart", 5, 5), aw("cart", 6, 6)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			node1, cfg := openFresh(t, edit)
+			cfg.MaxWriteBytes = 1 << 10
+			node2 := openIn(t, cfg)
+			ctx := testContext(t)
+			if res, err := node1.WriteMessages(ctx, []persistence.AtomicWrite{aw("cart", 1, 3)}); err != nil || res[0] != nil {
+				t.Fatal(res, err)
+			}
+			var results []error
+			for _, call := range tc.calls {
+				res, err := node2.WriteMessages(ctx, call)
+				if err != nil {
+					t.Fatal(err)
+				}
+				results = append(results, res...)
+			}
+			if !errors.Is(results[0], persistence.ErrTooLarge) || slices.ContainsFunc(results[1:], func(err error) bool { return err != nil }) {
+				t.Fatalf("node2's writes of #4 and up: %v, want ErrTooLarge, then success", results)
+			}
+			want := append([]uint64{1, 2, 3}, span(5, uint64(3+len(results)))...)
+			res, err := node1.WriteMessages(ctx, []persistence.AtomicWrite{aw("cart", 4, 4), aw("other", 1, 1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !errors.Is(res[0], persistence.ErrSequenceConflict) || res[1] != nil {
+				t.Errorf("node1's write of #4 under node2's #5, and of another id: %v, want [ErrSequenceConflict, nil]", res)
+			}
+			if got := seqsOf(t, node1, "cart"); !slices.Equal(got, want) {
+				t.Errorf("cart: %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 // TestSplitBrainRace: two nodes race to extend the same persistence ids,
 // in opposite orders, for many rounds. Every sequence number is won by
 // exactly one write, histories never interleave (each successful write's

@@ -277,8 +277,9 @@ const highestSQL = `SELECT ` + highestExpr
 // which a write must stay above once the events are gone) and removes the
 // events and their tag index rows, in one statement, only when $2 is not
 // above the highest sequence number; it returns the number of persistence
-// ids recorded (0 or 1). Writes do not touch troupe_persistence_id: the row
-// is created by the first delete of its persistence id.
+// ids recorded (0 or 1). Writes touch troupe_persistence_id only when they
+// leave a gap (see verifySQL): the row is created by the first delete of
+// its persistence id, or by such a write.
 const deleteSQL = `WITH h AS (
     SELECT ` + highestExpr + ` AS highest
 ), p AS (

@@ -35,10 +35,12 @@ import (
 // kept in troupe_persistence_id, and so is every later write of that
 // persistence id in the same WriteMessages call (the careful path removes
 // what its statements inserted for them, with unwriteSQL, before it
-// commits); a rejected write does not affect the other writes of the batch. Nothing in the write path locks or updates a row per
-// persistence id: schema version 1 advanced such a row in every write, with
-// the rows locked in order first, and that held the store to about a third
-// of what PostgreSQL inserts. That row is now written by deletes only.
+// commits); a rejected write does not affect the other writes of the
+// batch. Nothing in the write path locks or updates a row per persistence
+// id: schema version 1 advanced such a row in every write, with the rows
+// locked in order first, and that held the store to about a third of what
+// PostgreSQL inserts. That row is now written by deletes, and by the rare
+// write that leaves a gap below it (see verifySQL).
 //
 // The fast path serves a batch that writes each persistence id once, on
 // its first run: plain inserts of every write's events and their tag index
@@ -49,10 +51,11 @@ import (
 // COPY faster (see plan.copied). A write is checked by the primary key
 // (another writer's event at the same sequence number) and by verifySQL,
 // which looks, after the inserts, for a higher sequence number kept by a
-// delete and, unless the write follows this store's own last write of the
-// persistence id (see lastWritten), for an event above the write.
-// verifySQL raises an error when it finds one, which rolls back the whole
-// transaction.
+// delete or by a write that left a gap and, unless the write follows this
+// store's own last write of the persistence id (see lastWritten), for an
+// event above the write. verifySQL raises an error when it finds one,
+// which rolls back the whole transaction; it also records the gap a write
+// leaves below it, if any.
 //
 // The careful path serves the rest: batches that write some persistence id
 // twice (its writes go to successive statements, "rounds", in call order,
