@@ -287,6 +287,16 @@ func (r *regionCore[M]) fromCoordinator(msg any) regionDecisions[M] {
 	return r.done()
 }
 
+// staleRegisterAck: a RegisterAck came from a coordinator that has stopped or moved
+// since (the shell drops it): the region does not register with it, but the
+// coordinators' stored state knows the region (a coordinator acknowledges a
+// registration once it is stored), so that leaving, the region waits for a
+// coordinator's word that it hosts nothing (see everRegistered).
+func (r *regionCore[M]) staleRegisterAck() regionDecisions[M] {
+	r.everRegistered = true
+	return r.done()
+}
+
 // shardReady: the local shard actor of s can take messages.
 func (r *regionCore[M]) shardReady(s ShardID) regionDecisions[M] {
 	if ls := r.local[s]; ls != nil {
