@@ -2,7 +2,6 @@ package sharding
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -183,6 +182,10 @@ type coordinator struct {
 	awaiting          map[ShardID][]RegionID // asked while the shard's home was being removed
 	nextRequest       uint64
 	preparingShutdown bool
+	// ended holds the last regions and proxies that ended (at most endedRegions), as
+	// their Terminated or RegionStopped told: a Register of theirs that comes after
+	// that is ignored (see register).
+	ended []RegionID
 
 	pending *pendingWrite
 	queue   []coordInput
@@ -252,7 +255,13 @@ func (c *coordinator) step(in coordInput) coordDecisions {
 		c.setMembers(in.Members)
 	case inStateLoaded:
 		c.stateLoaded(in.State)
+	case inRegionTerminated:
+		c.regionEnded(in.Region)
+		c.queue = append(c.queue, in)
 	case inRegionMsg:
+		if _, ok := in.Msg.(msgRegionStopped); ok {
+			c.regionEnded(in.From)
+		}
 		switch {
 		case c.phase == phaseWaitingForState:
 			// Regions retry every message the coordinator does not answer.
@@ -616,49 +625,6 @@ func (c *coordinator) forgetRequester(r RegionID) {
 }
 
 // ---- registration and homes ----
-
-func (c *coordinator) register(from RegionID, status cluster.MemberStatus, local, proxy bool) {
-	if from == "" || status != cluster.Up && !local {
-		return // the region retries once its member is Up here
-	}
-	if proxy {
-		c.sendShardHomes(from)
-		if _, ok := c.state.proxies[from]; ok {
-			c.send(from, msgRegisterAck{})
-			c.resendBeginHandOffs(from)
-			return
-		}
-		c.write(evRegionProxyRegistered{Proxy: from})
-		return
-	}
-	c.alive[from] = true
-	if _, ok := c.state.regions[from]; ok {
-		c.send(from, msgRegisterAck{})
-		c.resendBeginHandOffs(from)
-		c.sendShardHomes(from)
-		c.allocateRemembered()
-		return
-	}
-	delete(c.graceful, from)
-	c.sendShardHomes(from)
-	c.write(evRegionRegistered{Region: from})
-}
-
-// resendBeginHandOffs sends BeginHandOff again, right after its RegisterAck, to a
-// region or proxy that registers while hand-offs wait for its acknowledgement. A
-// coordinator that took over (it moved, or its node crashed) starts hand-offs with
-// the regions of its stored state before they have registered with it; a region
-// answers a BeginHandOff to the coordinator it is registered with, so its answer to
-// one that came first went to the previous coordinator, or nowhere, and the hand-off
-// would wait for its timeout. (A second BeginHandOff for the same hand-off changes
-// nothing at the region but its answer, which this coordinator counts once.)
-func (c *coordinator) resendBeginHandOffs(to RegionID) {
-	for _, s := range slices.Sorted(maps.Keys(c.workers)) {
-		if w := c.workers[s]; !w.done && !w.handOffSent && w.remaining[to] {
-			c.send(to, msgBeginHandOff{Shard: s, ID: w.id})
-		}
-	}
-}
 
 // sendShardHomes tells a registering region where shards live, leaving out shards in
 // hand-off and shards of regions being removed; at most 10 messages of 500 homes.

@@ -142,14 +142,23 @@ type regionCore[M any] struct {
 	// that has terminated, so it would deliver newer messages before the handed-over
 	// ones.
 	handedOver map[ShardID]RegionID
-	unsentAcks []msgBeginHandOffAck // relayed acks to send once registered
+	// relayed holds the BeginHandOffAcks this region passed on (relayAck), for as long
+	// as the hand-off timeout, and passes them on again when it registers (see
+	// passRelayed).
+	relayed map[relayKey]relayedAck
+	ticks   uint64 // retry ticks so far
 	// ackedVia holds, for a shard in hand-off, the home this region sent its
-	// BeginHandOffAck through, and the hand-off's ID: the same BeginHandOff coming again
-	// (a coordinator asks again when the region registers) is answered through the
-	// same home, so the second answer cannot overtake the forwards the first one
-	// follows.
+	// BeginHandOffAck through, and the ID it acknowledged. Until the region learns a
+	// home again, a BeginHandOff that comes again (a coordinator asks again when the
+	// region registers) or anew (another coordinator's, after the first moved or
+	// crashed) is answered through the same home, so that the answer cannot overtake
+	// the forwards the first one follows. When that home terminates, the region
+	// answers the coordinator itself (regionTerminated): what went through the home
+	// may be lost with it.
 	ackedVia map[ShardID]ackRoute
-	watched  map[RegionID]bool
+	// begun holds the ID of the last BeginHandOff for each shard (beginHandOff).
+	begun   map[ShardID]uint64
+	watched map[RegionID]bool
 
 	shuttingDown bool
 	// everRegistered: a coordinator knows this region and may give it shards, so that
@@ -184,7 +193,9 @@ func newRegionCore[M any](self RegionID, cfg regionSettings) *regionCore[M] {
 		pendingHost: map[ShardID]bool{},
 		unsent:      map[ShardID]bool{},
 		handedOver:  map[ShardID]RegionID{},
+		relayed:     map[relayKey]relayedAck{},
 		ackedVia:    map[ShardID]ackRoute{},
+		begun:       map[ShardID]uint64{},
 		watched:     map[RegionID]bool{},
 		timers:      timerSet{},
 	}
@@ -276,14 +287,13 @@ func (r *regionCore[M]) fromCoordinator(msg any) regionDecisions[M] {
 	return r.done()
 }
 
-// relayAck passes on a BeginHandOffAck that another region sent through this one (held
-// until this region has registered: the ack may overtake the RegisterAck).
-func (r *regionCore[M]) relayAck(m msgBeginHandOffAck) regionDecisions[M] {
-	if r.registered {
-		r.act(regionAction[M]{kind: actToCoordinator, proto: m})
-	} else {
-		r.unsentAcks = append(r.unsentAcks, m)
-	}
+// staleRegisterAck: a RegisterAck came from a coordinator that has stopped or moved
+// since (the shell drops it): the region does not register with it, but the
+// coordinators' stored state knows the region (a coordinator acknowledges a
+// registration once it is stored), so that leaving, the region waits for a
+// coordinator's word that it hosts nothing (see everRegistered).
+func (r *regionCore[M]) staleRegisterAck() regionDecisions[M] {
+	r.everRegistered = true
 	return r.done()
 }
 
@@ -323,9 +333,19 @@ func (r *regionCore[M]) regionTerminated(gone RegionID) regionDecisions[M] {
 			delete(r.handedOver, s) // it will not answer: the hand-over went with it
 		}
 	}
-	for s, route := range r.ackedVia {
-		if route.via == gone {
-			delete(r.ackedVia, s) // what went through it is gone with it
+	for _, s := range slices.Sorted(maps.Keys(r.ackedVia)) {
+		if route := r.ackedVia[s]; route.via == gone {
+			// What went through it may be lost with it, the acknowledgement too; the
+			// forwards it follows are there, or lost.
+			delete(r.ackedVia, s)
+			if r.registered {
+				r.act(regionAction[M]{kind: actToCoordinator, proto: msgBeginHandOffAck{Shard: s, Region: r.self, ID: route.id}})
+			}
+		}
+	}
+	for k := range r.relayed {
+		if k.region == gone {
+			delete(r.relayed, k) // a coordinator counts it as acknowledged
 		}
 	}
 	r.tryCompleteShutdown()
@@ -419,6 +439,8 @@ func (r *regionCore[M]) timer(key timerKey) regionDecisions[M] {
 			r.scheduleRegistration()
 		}
 	case timerRetry:
+		r.ticks++
+		r.forgetRelayed()
 		if !r.registered {
 			r.register()
 		} else {
@@ -473,16 +495,16 @@ func (r *regionCore[M]) scheduleRegistration() {
 }
 
 func (r *regionCore[M]) registerAck() {
+	again := r.registered // a second answer of the same coordinator
 	r.registered, r.everRegistered = true, true
 	r.timers.cancel(&r.out.timers, timerKey{kind: timerRegisterRetry})
 	for _, s := range slices.Sorted(maps.Keys(r.unsent)) {
 		r.act(regionAction[M]{kind: actToCoordinator, proto: msgShardStopped{Shard: s, Pending: r.owes[s]}})
 	}
 	clear(r.unsent)
-	for _, m := range r.unsentAcks {
-		r.act(regionAction[M]{kind: actToCoordinator, proto: m})
+	if !again {
+		r.passRelayed()
 	}
-	r.unsentAcks = nil
 	if r.shuttingDown {
 		// A coordinator that registers this region (again, or after it moved) no
 		// longer counts it as leaving and may give it shards: an acknowledgement from

@@ -37,6 +37,11 @@ type regionActor struct {
 	regions     map[RegionID]actor.Ref // other regions, resolved
 	regionIDs   map[actor.Ref]RegionID // watched regions
 	oldest      string                 // the node the coordinator should run on
+
+	// goneCoordinators holds the last coordinators this region registered with and saw
+	// terminate, whose late RegisterAcks it drops (fromAnother).
+	goneCoordinators []actor.Ref
+
 	// lastRegion is the last region forwardRegion found in regions; cleared when that
 	// region is deleted from regions (regions gains entries, and never changes one).
 	lastRegion struct {
@@ -92,7 +97,10 @@ func (r *regionActor) Receive(ctx actor.Context) {
 // Before any message but a delivery the region has flushed its outbox (Receive): what
 // it forwarded goes before whatever it does next.
 func (r *regionActor) handle(ctx actor.Context) (changed bool) {
-	if r.fromAnother(ctx) {
+	if r.fromAnother(ctx.Message(), ctx.Sender()) {
+		if _, ok := ctx.Message().(msgRegisterAck); ok {
+			r.apply(ctx, r.core.staleRegisterAck())
+		}
 		return false
 	}
 	switch m := ctx.Message().(type) {
@@ -315,63 +323,10 @@ func (r *regionActor) stopped(ctx actor.Context) {
 	}
 }
 
-// clusterChanged re-registers when the coordinator's node changes.
-func (r *regionActor) clusterChanged(ctx actor.Context) {
-	oldest := r.view.oldest(r.cfg.Role)
-	if oldest == r.oldest {
-		return
-	}
-	r.oldest = oldest
-	if oldest != "" {
-		r.apply(ctx, r.core.coordinatorLost())
-	}
-}
-
-func (r *regionActor) registered(ctx actor.Context) {
-	c := ctx.Sender()
-	if c.IsZero() || c == r.coordinator {
-		return
-	}
-	if !r.coordinator.IsZero() {
-		ctx.Unwatch(r.coordinator)
-	}
-	r.coordinator = c
-	ctx.Watch(c)
-}
-
-// isCoordinatorMsg reports whether msg is one a coordinator sends a region.
-func isCoordinatorMsg(msg any) bool {
-	switch msg.(type) {
-	case msgRegisterAck, msgShardHome, msgShardHomes, msgHostShard, msgBeginHandOff, msgHandOff,
-		msgHandOverTo, msgNoShardHome, msgGracefulShutdownAck:
-		return true
-	}
-	return false
-}
-
-// fromAnother reports whether the message is a coordinator's, from another than the
-// one this region is registered with, and so to be dropped. After the coordinator
-// moves or crashes, what the previous one sent can arrive after the new one
-// registered the region (they reach it on different connections): a ShardHome or
-// HostShard from it would name a home the new coordinator may have changed since,
-// and a shard could run in two regions at once; its RegisterAck would make the
-// region follow it again. While the region is not registered (it has just learned
-// that its coordinator is gone, and registers again) it takes them from anyone.
-// Whatever the coordinator it registers with wants of it, that one asks again
-// (homes on registration, HostShard until the shard starts, BeginHandOff on
-// registration), so dropping loses nothing.
-func (r *regionActor) fromAnother(ctx actor.Context) bool {
-	if !isCoordinatorMsg(ctx.Message()) || r.core == nil || !r.core.registered || ctx.Sender() == r.coordinator {
-		return false
-	}
-	r.log.Debug("sharding: region drops a message of a coordinator it is not registered with",
-		zap.String("type", fmt.Sprintf("%T", ctx.Message())), zap.Stringer("coordinator", ctx.Sender()))
-	return true
-}
-
 func (r *regionActor) terminated(ctx actor.Context, t actor.Terminated) {
 	switch {
 	case t.Ref == r.coordinator:
+		r.coordinatorGone(t.Ref)
 		r.coordinator = actor.Ref{}
 		r.apply(ctx, r.core.coordinatorLost())
 	default:

@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/testkit"
+	"go.uber.org/zap"
 )
 
 // The region a region forwards to last is remembered only while it is among the
@@ -34,5 +36,44 @@ func TestForwardRegionForgets(t *testing.T) {
 	r.forgetRegion("a") // not the last one: b stays
 	if got, ok := r.forwardRegion("b"); !ok || got != b {
 		t.Fatalf("forwardRegion(b) after another region terminated = %v, %v", got, ok)
+	}
+}
+
+// An unregistered region takes no RegisterAck of a coordinator it has seen terminate,
+// nor from a node that is no longer among those it registers with: answers to a
+// Register sent before the coordinator stopped or moved. Registered, it takes
+// coordinator messages from its coordinator only. Found by the core simulation
+// (TestSimulationCoordinatorFaults, seeds 610 and 874 of 5,000): a region registered
+// with a coordinator that had stopped, and relayed other regions' acknowledgements to
+// it, where they were lost.
+func TestRegionTakesNoStaleRegisterAck(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	c1, c2 := testkit.NewProbe(t, sys).Ref(), testkit.NewProbe(t, sys).Ref()
+	here := sys.Address().String()
+	view := newMemberView()
+	view.put(cluster.Member{Unique: cluster.UniqueAddress{Addr: here, UID: 1}, Status: cluster.Up, UpNumber: 1})
+	core := newRegionCore[*delivery](reg(1), regionSettings{})
+	core.start()
+	r := &regionActor{core: core, view: view, cfg: &EntityConfig{}, log: zap.NewNop()}
+
+	if r.fromAnother(msgRegisterAck{}, c1) {
+		t.Fatal("dropped the RegisterAck of a coordinator where the region registers")
+	}
+	r.coordinatorGone(c1)
+	if !r.fromAnother(msgRegisterAck{}, c1) {
+		t.Fatal("took the RegisterAck of a coordinator that terminated")
+	}
+	if r.fromAnother(msgShardHome{Shard: "s1", Region: reg(2)}, c1) {
+		t.Fatal("dropped another message while not registered")
+	}
+	view.put(cluster.Member{Unique: cluster.UniqueAddress{Addr: here, UID: 1}, Status: cluster.Removed, UpNumber: 1})
+	if !r.fromAnother(msgRegisterAck{}, c2) {
+		t.Fatal("took a RegisterAck from a node where the region no longer registers")
+	}
+
+	r.coordinator = c2
+	core.registerAck()
+	if r.fromAnother(msgShardHome{Shard: "s1", Region: reg(2)}, c2) || !r.fromAnother(msgShardHome{Shard: "s1", Region: reg(2)}, c1) {
+		t.Fatal("registered, it takes coordinator messages from another than its coordinator, or not from it")
 	}
 }

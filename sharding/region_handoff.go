@@ -1,6 +1,11 @@
 package sharding
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+)
 
 // How a region loses no message when a shard moves (Akka's region drops what it
 // buffered for the shard since BeginHandOff; Troupe delivers it, in each sender's
@@ -100,15 +105,22 @@ func (r *regionCore[M]) hostShard(s ShardID, pred RegionID) {
 	r.flush(s)
 }
 
-// awaitPredecessor makes s wait for pred's hand-over, unless it has ended already.
+// awaitPredecessor makes s wait for pred's hand-over, unless it has ended already. It
+// watches pred: the wait ends when pred terminates (regionTerminated), which a leaving
+// region does only once its hand-over has been taken, and a crashed one will send
+// none; or else after the hand-off timeout (timerHandOverWait).
 func (r *regionCore[M]) awaitPredecessor(s ShardID, pred RegionID) {
 	if pred != "" && pred != r.self && r.waiting[s] == "" && !r.overDone[s][pred] {
 		r.waiting[s] = pred
 		r.timers.start(&r.out.timers, timerKey{kind: timerHandOverWait, shard: s}, r.cfg.handOffTimeout, false)
+		if !r.watched[pred] {
+			r.watched[pred] = true
+			r.act(regionAction[M]{kind: actWatch, to: pred})
+		}
 	}
 }
 
-// ackRoute is the home a BeginHandOffAck went through, for the hand-off id.
+// ackRoute is the home a BeginHandOffAck went through, and the hand-off it answered.
 type ackRoute struct {
 	via RegionID
 	id  uint64
@@ -116,20 +128,29 @@ type ackRoute struct {
 
 // beginHandOff forgets where s lives and acknowledges, through the old home when this
 // region forwarded to it (see the overview above).
+//
+// The same BeginHandOff again (id not 0 and the last one seen for s: a coordinator
+// asks again when the region registers) keeps the hand-overs that have ended: it may
+// come after the old home's hand-over did (another connection), and the HostShard
+// that follows it would then wait for a hand-over that has come already.
 func (r *regionCore[M]) beginHandOff(s ShardID, id uint64) {
 	delete(r.pendingHost, s)
-	delete(r.overDone, s)
+	if id == 0 || r.begun[s] != id {
+		delete(r.overDone, s) // a new hand-off: its predecessor hands over again
+		r.begun[s] = id
+	}
 	ack := msgBeginHandOffAck{Shard: s, Region: r.self, ID: id}
 	home, known := r.homes[s]
 	delete(r.homes, s)
-	if route, ok := r.ackedVia[s]; !known && ok && id != 0 && route.id == id {
-		home, known = route.via, true // the same BeginHandOff again
+	if route, ok := r.ackedVia[s]; !known && ok {
+		home, known = route.via, true // what it forwarded went there, and may be on its way still
 	}
 	if known && home != r.self {
 		r.ackedVia[s] = ackRoute{via: home, id: id}
 		r.act(regionAction[M]{kind: actToRegion, to: home, proto: ack})
 		return
 	}
+	delete(r.ackedVia, s) // it was the home itself since: nothing it forwarded is on its way
 	r.act(regionAction[M]{kind: actToCoordinator, proto: ack})
 }
 
@@ -212,4 +233,63 @@ func (r *regionCore[M]) prependHandOver(s ShardID, msgs []M) {
 	b.msgs = append(append(make([]M, 0, len(msgs)+len(b.msgs)), msgs...), b.msgs...)
 	b.handOver += len(msgs)
 	r.total += len(msgs)
+}
+
+// relayKey names a relayed BeginHandOffAck: the shard and the region that sent it.
+type relayKey struct {
+	shard  ShardID
+	region RegionID
+}
+
+// relayedAck is a relayed BeginHandOffAck and the retry tick at which it came.
+type relayedAck struct {
+	ack  msgBeginHandOffAck
+	tick uint64
+}
+
+// relayAck passes on a BeginHandOffAck that another region sent through this one, to
+// the coordinator this region registered with, or once it has registered (the ack
+// may overtake the RegisterAck).
+//
+// It keeps the ack for a while (relayed) and passes it on again whenever it
+// registers: the coordinator it passed it to may have stopped without this region
+// knowing yet (it learns that on another lane; or it took a stopped coordinator's
+// late RegisterAck), and the acknowledging region, registered with the next
+// coordinator already, is not asked again: that coordinator's hand-off would wait
+// for its timeout. The coordinator counts an ack once, and only for the hand-off
+// whose ID it echoes. An ack without an ID (a coordinator without an epoch) is passed
+// on once: it could be counted for a later hand-off of the shard.
+func (r *regionCore[M]) relayAck(m msgBeginHandOffAck) regionDecisions[M] {
+	if m.ID != 0 || !r.registered {
+		r.relayed[relayKey{shard: m.Shard, region: m.Region}] = relayedAck{ack: m, tick: r.ticks}
+	}
+	if r.registered {
+		r.act(regionAction[M]{kind: actToCoordinator, proto: m})
+	}
+	return r.done()
+}
+
+// passRelayed passes on the relayed acks that are kept, once registered.
+func (r *regionCore[M]) passRelayed() {
+	keys := slices.SortedFunc(maps.Keys(r.relayed), func(a, b relayKey) int {
+		return cmp.Or(cmp.Compare(a.shard, b.shard), cmp.Compare(a.region, b.region))
+	})
+	for _, k := range keys {
+		a := r.relayed[k]
+		r.act(regionAction[M]{kind: actToCoordinator, proto: a.ack})
+		if a.ack.ID == 0 {
+			delete(r.relayed, k)
+		}
+	}
+}
+
+// forgetRelayed forgets the relayed acks kept for longer than the hand-off timeout,
+// counted in retry ticks: their hand-off has ended one way or the other.
+func (r *regionCore[M]) forgetRelayed() {
+	keep := uint64(r.cfg.handOffTimeout/r.cfg.retryInterval) + 1
+	for k, a := range r.relayed {
+		if r.ticks-a.tick > keep {
+			delete(r.relayed, k)
+		}
+	}
 }

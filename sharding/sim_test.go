@@ -3,6 +3,7 @@ package sharding
 import (
 	"cmp"
 	"errors"
+	"flag"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -25,6 +26,14 @@ import (
 // sender's messages to an entity arrive in the order sent, an entity never runs twice
 // at once, and a region that has terminated is never stepped again (what reaches it
 // then is a dead letter, and a lost message if it carries one).
+//
+// Time is virtual: 10 ms a step, 2 s a round while draining. The cores' single-shot
+// timers fire when the clock reaches them (coordClock, regionClock: the regions'
+// registration backoff, the wait for a predecessor's hand-over, a leaving region's
+// give-up on an unanswered registration), the periodic ones (the coordinator's
+// rebalance tick, the regions' retry tick) at random steps. A hand-off that times out
+// at the coordinator, and a wait for a hand-over that times out at a region, fail the
+// run (as problems of the core): each is a stall of the hand-off timeout (60 s).
 
 // simMsg is the simulation's message envelope.
 type simMsg struct {
@@ -64,14 +73,22 @@ type simRegion struct {
 	coordRef int
 	oldest   int
 	cands    []int
+	// goneCoords holds the coordinator incarnations it registered with and was told
+	// the end of (the region actor's goneCoordinators).
+	goneCoords map[int]bool
+	// timers holds the core's single-shot timers that run, by when they fire
+	// (regionClock); the periodic retry tick fires at random steps instead (step).
+	timers map[timerKey]time.Time
 }
 
 func newSimRegion(id RegionID) *simRegion {
 	return &simRegion{
-		id:      id,
-		core:    newRegionCore[simMsg](id, regionSettings{}),
-		shards:  map[ShardID]*simShard{},
-		watches: map[RegionID]bool{},
+		id:         id,
+		core:       newRegionCore[simMsg](id, regionSettings{}),
+		shards:     map[ShardID]*simShard{},
+		watches:    map[RegionID]bool{},
+		goneCoords: map[int]bool{},
+		timers:     map[timerKey]time.Time{},
 	}
 }
 
@@ -263,12 +280,17 @@ func (s *sim) applyCoord(c *simCoord, d coordDecisions) {
 		// From the coordinator's node: what it sent keeps travelling if it stops.
 		s.send(nodeName(c.node), string(to), func() {
 			r := s.region(to)
-			if !r.gone && r.core.registered && r.coordRef != c.gen && isCoordinatorMsg(msg) {
-				// regionActor.fromAnother
-				with := r.coordRef
+			if !r.gone && s.fromAnother(r, c, msg) {
+				with, registered := r.coordRef, r.core.registered
 				s.note(func() string {
-					return fmt.Sprintf("%s drops %T%+v of %s: registered with C%d", to, msg, msg, c.name(), with)
+					return fmt.Sprintf("%s drops %T%+v of %s (registered %v with C%d)", to, msg, msg, c.name(), registered, with)
 				})
+				if _, ok := msg.(msgRegisterAck); ok {
+					if !registered {
+						s.cs.staleAcks++
+					}
+					s.applyRegion(r, r.core.staleRegisterAck())
+				}
 				return
 			}
 			s.note(func() string { return fmt.Sprintf("%s <- %s %T%+v", to, c.name(), msg, msg) })
@@ -368,9 +390,40 @@ func (s *sim) applyRegion(r *simRegion, d regionDecisions[simMsg]) {
 			s.regionWatch(r, a.to)
 		}
 	}
+	s.regionTimers(r, d.timers)
 	if d.stop {
 		// After its last actions, as the region actor stops after carrying them out.
 		s.terminate(r)
+	}
+}
+
+// regionTimers records r's timer operations (the periodic retry tick fires at random
+// steps, see step).
+func (s *sim) regionTimers(r *simRegion, ops []timerOp) {
+	for _, op := range ops {
+		switch {
+		case op.cancel:
+			delete(r.timers, op.key)
+		case !op.periodic:
+			r.timers[op.key] = s.now.Add(op.after)
+		}
+	}
+}
+
+// regionClock fires the regions' single-shot timers that are due, as the region actor
+// gets them (timerFired): in the order they are due.
+func (s *sim) regionClock() {
+	for _, r := range s.liveRegions() {
+		keys := slices.SortedFunc(maps.Keys(r.timers), func(a, b timerKey) int {
+			return cmp.Or(r.timers[a].Compare(r.timers[b]), cmp.Compare(a.kind, b.kind), cmp.Compare(a.shard, b.shard))
+		})
+		for _, k := range keys {
+			if at, ok := r.timers[k]; ok && !at.After(s.now) && !r.gone {
+				delete(r.timers, k)
+				s.note(func() string { return fmt.Sprintf("%s: timer %d %s fires", r.id, k.kind, k.shard) })
+				s.atRegion(r, "timer", nil, func() regionDecisions[simMsg] { return r.core.timer(k) })
+			}
+		}
 	}
 }
 
@@ -462,6 +515,7 @@ func (s *sim) step() {
 	s.now = s.now.Add(10 * time.Millisecond)
 	s.steps++
 	s.coordClock()
+	s.regionClock()
 	switch n := s.rng.IntN(100); {
 	case n < 25:
 		x := s.senders[s.rng.IntN(len(s.senders))]
@@ -557,6 +611,7 @@ func (s *sim) drain() {
 		}
 		s.now = s.now.Add(2 * time.Second)
 		s.coordClock()
+		s.regionClock()
 	}
 	var leaving []RegionID
 	for _, r := range s.liveRegions() {
@@ -610,18 +665,24 @@ func TestSimulationHandOffLosesNothing(t *testing.T) { runSimulation(t, false) }
 // and stopping (sim_coord_test.go).
 func TestSimulationCoordinatorFaults(t *testing.T) { runSimulation(t, true) }
 
+// simSeeds is the number of seeds each simulation runs (CI runs 200, seeds 0 to 199):
+//
+//	nice -n 10 go test ./sharding -run 'TestSimulation' -sharding.simseeds=20000
+var simSeeds = flag.Int("sharding.simseeds", 200, "seeds of each core simulation (TestSimulation*)")
+
 func runSimulation(t *testing.T, coordFaults bool) {
-	seeds := 200
+	seeds := *simSeeds
 	if testing.Short() {
-		seeds = 40
+		seeds = min(seeds, 40)
 	}
 	moves := 0
 	var leaves simLeaves
 	var cs simCoords
-	var stoppedUnasked, reordered int
+	var stoppedUnasked, reordered, ran int
 	for seed := range seeds {
 		// A run of its own per seed: -run 'TestSimulationHandOffLosesNothing/^59$' replays seed 59.
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			ran++
 			s := newSim(t, uint64(seed))
 			s.coordFaults = coordFaults
 			for range 600 {
@@ -636,16 +697,16 @@ func runSimulation(t *testing.T, coordFaults bool) {
 			reordered += s.reordered
 		})
 	}
-	if t.Failed() {
-		return
+	if t.Failed() || ran < seeds {
+		return // a failure, or seeds chosen with -run: no totals to check
 	}
 	t.Logf("%d runs: %d hand-offs; %d regions began to leave, %d terminated (%d hand-overs from leaving regions, %d termination notices overtook the region's messages, %d protocol dead letters), %d joined",
 		seeds, moves, leaves.started, leaves.terminated, leaves.handOvers, leaves.overtaken, leaves.deadLetters, leaves.joined)
 	if moves < seeds {
 		t.Fatalf("only %d hand-offs in %d runs: the simulation does not exercise them", moves, seeds)
 	}
-	t.Logf("coordinator: %d node crashes, %d stops, %d moves; pending stores %d lost, %d kept; %d messages reached no coordinator, %d not sent (zero Ref); %d ShardStopped answered an earlier coordinator; %d streams reordered",
-		cs.crashes, cs.restarts, cs.moves, cs.storesLost, cs.storesKept, cs.deadLetters, cs.unsent, stoppedUnasked, reordered)
+	t.Logf("coordinator: %d node crashes, %d stops, %d moves; pending stores %d lost, %d kept; %d messages reached no coordinator, %d not sent (zero Ref); %d stale RegisterAcks dropped; %d ShardStopped answered an earlier coordinator; %d streams reordered",
+		cs.crashes, cs.restarts, cs.moves, cs.storesLost, cs.storesKept, cs.deadLetters, cs.unsent, cs.staleAcks, stoppedUnasked, reordered)
 	if coordFaults && (cs.crashes < seeds/2 || cs.restarts < seeds/2 || cs.moves < seeds/2 || cs.storesLost == 0 || cs.storesKept == 0) {
 		t.Fatalf("coordinator: %d node crashes, %d stops, %d moves, %d pending stores lost, %d kept in %d runs: the simulation does not exercise them",
 			cs.crashes, cs.restarts, cs.moves, cs.storesLost, cs.storesKept, seeds)

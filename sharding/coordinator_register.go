@@ -1,0 +1,78 @@
+package sharding
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/troupe-go/troupe/cluster"
+)
+
+// How the coordinator core registers regions and proxies.
+
+// endedRegions bounds coordinator.ended: a region's late Register comes soon after
+// its end, and few other regions end meanwhile.
+const endedRegions = 64
+
+// regionEnded remembers that region (or proxy) r has ended.
+func (c *coordinator) regionEnded(r RegionID) {
+	if r == "" || slices.Contains(c.ended, r) {
+		return
+	}
+	if len(c.ended) == endedRegions {
+		c.ended = slices.Delete(c.ended, 0, 1)
+	}
+	c.ended = append(c.ended, r)
+}
+
+// register registers a region or proxy, or acknowledges its registration again. A
+// region that has ended is not registered again: its Register may come after its end
+// (a region registers until answered, also while it leaves, and locally its
+// Terminated goes ahead of the messages it sent), and the coordinator would give
+// shards to a region that is gone, losing what other regions forward to it until its
+// end is seen a second time. Region IDs name one incarnation: a region that starts
+// again has another.
+func (c *coordinator) register(from RegionID, status cluster.MemberStatus, local, proxy bool) {
+	if from == "" || status != cluster.Up && !local {
+		return // the region retries once its member is Up here
+	}
+	if slices.Contains(c.ended, from) {
+		return
+	}
+	if proxy {
+		c.sendShardHomes(from)
+		if _, ok := c.state.proxies[from]; ok {
+			c.send(from, msgRegisterAck{})
+			c.resendBeginHandOffs(from)
+			return
+		}
+		c.write(evRegionProxyRegistered{Proxy: from})
+		return
+	}
+	c.alive[from] = true
+	if _, ok := c.state.regions[from]; ok {
+		c.send(from, msgRegisterAck{})
+		c.resendBeginHandOffs(from)
+		c.sendShardHomes(from)
+		c.allocateRemembered()
+		return
+	}
+	delete(c.graceful, from)
+	c.sendShardHomes(from)
+	c.write(evRegionRegistered{Region: from})
+}
+
+// resendBeginHandOffs sends BeginHandOff again, right after its RegisterAck, to a
+// region or proxy that registers while hand-offs wait for its acknowledgement. A
+// coordinator that took over (it moved, or its node crashed) starts hand-offs with
+// the regions of its stored state before they have registered with it; a region
+// answers a BeginHandOff to the coordinator it is registered with, so its answer to
+// one that came first went to the previous coordinator, or nowhere, and the hand-off
+// would wait for its timeout. (A second BeginHandOff for the same hand-off changes
+// nothing at the region but its answer, which this coordinator counts once.)
+func (c *coordinator) resendBeginHandOffs(to RegionID) {
+	for _, s := range slices.Sorted(maps.Keys(c.workers)) {
+		if w := c.workers[s]; !w.done && !w.handOffSent && w.remaining[to] {
+			c.send(to, msgBeginHandOff{Shard: s, ID: w.id})
+		}
+	}
+}
