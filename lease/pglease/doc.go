@@ -53,13 +53,16 @@
 //
 // # Failures
 //
-// New fails within the settings' OperationTimeout, with lease.ErrUnavailable, when
-// the server cannot be reached, and with ErrInvalidConfig for invalid settings, config
-// or connection string. Acquire and Release fail with lease.ErrUnavailable when the
-// database did not answer within OperationTimeout; the caller cannot know then whether
-// the statement ran. A held lease survives failed renewals (they are retried every
-// half interval, and logged) until its deadline, and so a database restart shorter
-// than that.
+// New's setup (connecting, and migrating or checking the table) is one-time work with a
+// budget of its own, Config.SetupTimeout: OperationTimeout, often short so that a
+// partition shows soon, does not bound it, so a loaded server or another node's
+// migration does not fail New. New fails within its context and SetupTimeout, with
+// lease.ErrUnavailable, when the server cannot be reached, and with ErrInvalidConfig
+// for invalid settings, config or connection string. Acquire and Release fail with
+// lease.ErrUnavailable when the database did not answer within OperationTimeout; the
+// caller cannot know then whether the statement ran. A held lease survives failed
+// renewals (they are retried every half interval, and logged) until its deadline, and
+// so a database restart shorter than that.
 //
 // # What can be lost, and when
 //

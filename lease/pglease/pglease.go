@@ -58,8 +58,9 @@ type tenure struct {
 
 // New returns the lease of settings.OwnerName on settings.LeaseName in the database cfg
 // names. It connects (with cfg.ConnString) or uses cfg.Pool, and migrates the lease
-// table, or only checks it with cfg.ManualMigration; each step is bounded by the
-// settings' OperationTimeout. It fails with an error wrapping ErrInvalidConfig (and
+// table, or only checks it with cfg.ManualMigration. That setup is bounded by ctx and
+// by cfg.SetupTimeout, not by the settings' OperationTimeout, which bounds each call
+// of the lease once it is made. It fails with an error wrapping ErrInvalidConfig (and
 // lease.ErrInvalidConfig) for invalid settings or config or a connection string that
 // does not parse, lease.ErrUnavailable when the server cannot be reached,
 // ErrSchemaTooNew or ErrSchemaOutdated, or the server's error (a failed login, a
@@ -75,14 +76,18 @@ func New(ctx context.Context, settings lease.Settings, cfg Config) (*Lease, erro
 	if err != nil {
 		return nil, err
 	}
+	setupCtx, cancel := setupContext(ctx, cfg.SetupTimeout)
+	defer cancel()
 	pool, own := cfg.Pool, false
 	if pool == nil {
-		if pool, err = connect(ctx, cfg.ConnString, settings.OperationTimeout); err != nil {
+		// The connections the lease opens later, for its operations, must open within
+		// OperationTimeout.
+		if pool, err = connect(setupCtx, cfg.ConnString, settings.OperationTimeout); err != nil {
 			return nil, err
 		}
 		own = true
 	}
-	if err := prepareSchema(ctx, pool, settings, cfg); err != nil {
+	if err := prepareSchema(setupCtx, pool, cfg); err != nil {
 		if own {
 			pool.Close()
 		}
@@ -99,18 +104,17 @@ func New(ctx context.Context, settings lease.Settings, cfg Config) (*Lease, erro
 	}, nil
 }
 
-// prepareSchema migrates the lease table, or checks its version.
-func prepareSchema(ctx context.Context, pool *pgxpool.Pool, settings lease.Settings, cfg Config) error {
-	opCtx, cancel := opContext(ctx, settings.OperationTimeout)
-	defer cancel()
+// prepareSchema migrates the lease table, or checks its version, within ctx, a setup's
+// context.
+func prepareSchema(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 	if cfg.ManualMigration {
-		v, err := schemaVersion(opCtx, pool, cfg.Schema)
+		v, err := schemaVersion(ctx, pool, cfg.Schema)
 		if err != nil {
 			return err
 		}
 		return checkVersion(v)
 	}
-	n, err := migrate(opCtx, pool, cfg.Schema)
+	n, err := migrate(ctx, pool, cfg.Schema)
 	if err == nil && n > 0 {
 		cfg.Logger.Info("pglease: schema migrated", zap.Int("applied", n), zap.Int("version", SchemaVersion))
 	}
