@@ -13,11 +13,12 @@ import (
 )
 
 // TestAcquireAndRelease walks the lease.Lease contract, as the in-memory store's test
-// does, against the table.
+// does, against the table. Its leases are steady: each step expects the lease of the
+// step before to be live.
 func TestAcquireAndRelease(t *testing.T) {
 	ctx := testContext(t)
 	cfg := Config{Schema: newSchema(t)}
-	a, b, a2 := open(t, fast("sbr", "a"), cfg), open(t, fast("sbr", "b"), cfg), open(t, fast("sbr", "a"), cfg)
+	a, b, a2 := open(t, steady("sbr", "a"), cfg), open(t, steady("sbr", "b"), cfg), open(t, steady("sbr", "a"), cfg)
 	steps := []struct {
 		name   string
 		do     func() (bool, error)
@@ -49,7 +50,7 @@ func TestAcquireAndRelease(t *testing.T) {
 			t.Fatalf("%s: the row's holder is %q, want %q", st.name, owner, st.holder)
 		}
 	}
-	if got := b.Settings(); got != fast("sbr", "b").WithDefaults() {
+	if got := b.Settings(); got != steady("sbr", "b").WithDefaults() {
 		t.Errorf("Settings() = %+v", got)
 	}
 
@@ -83,14 +84,16 @@ func TestAcquireAndRelease(t *testing.T) {
 }
 
 // TestRace: owners race for one lease, round after round; exactly one wins each
-// round, and the fencing number grows by one each time.
+// round, and the fencing number grows by one each time. The winner releases the lease,
+// live, for the next round: the leases are steady, so that a winner slow to release
+// (a loaded machine) does not find its lease expired.
 func TestRace(t *testing.T) {
 	ctx := testContext(t)
 	cfg := Config{Schema: newSchema(t)}
 	const owners, rounds = 4, 40
 	var ls []*Lease
 	for i := range owners {
-		ls = append(ls, open(t, fast("race", fmt.Sprintf("node-%d", i)), cfg))
+		ls = append(ls, open(t, steady("race", fmt.Sprintf("node-%d", i)), cfg))
 	}
 	type result struct {
 		i   int
@@ -284,7 +287,8 @@ func TestAcquireFindsItsTenureGone(t *testing.T) {
 	lost.none(t)
 }
 
-// TestSharedPool: leases share the application's pool, and do not close it.
+// TestSharedPool: leases share the application's pool, and do not close it. The leases
+// are steady: the first is released live after the others were made.
 func TestSharedPool(t *testing.T) {
 	ctx := testContext(t)
 	pool, err := pgxpool.New(ctx, target.ConnString)
@@ -295,7 +299,7 @@ func TestSharedPool(t *testing.T) {
 	cfg := Config{Pool: pool, Schema: newSchema(t)}
 	var ls []*Lease
 	for i := range 8 {
-		l := open(t, fast(fmt.Sprintf("shard-%d", i), "node-1"), cfg)
+		l := open(t, steady(fmt.Sprintf("shard-%d", i), "node-1"), cfg)
 		if ok, err := l.Acquire(ctx, nil); !ok || err != nil {
 			t.Fatalf("shard-%d: %v, %v", i, ok, err)
 		}
