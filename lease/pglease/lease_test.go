@@ -371,3 +371,61 @@ func TestAcquireAnsweredTooLate(t *testing.T) {
 		t.Error("a late Acquire holds the lease")
 	}
 }
+
+// TestReleaseLetsARenewalInFlightFinish: a Release while a renewal is in flight (here,
+// waiting for a row lock another transaction holds) lets the renewal finish, and
+// frees the row on its connection. It used to cancel the renewal, which costs its
+// connection (pgx closes a connection whose call was cancelled): Release then had to
+// open another within OperationTimeout, which a loaded machine often could not do (a
+// Release that failed, or found the lease lapsed meanwhile).
+func TestReleaseLetsARenewalInFlightFinish(t *testing.T) {
+	ctx := testContext(t)
+	cfg := Config{Schema: newSchema(t)}
+	s := steady("inflight", "a")
+	s.OperationTimeout = 30 * time.Second // the renewal waits for the test's lock as long as the test needs
+	a := open(t, s, cfg)
+	if ok, err := a.Acquire(ctx, nil); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	tx, err := admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+qualified(cfg.Schema, "troupe_lease")+` WHERE name = 'inflight' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	for waiting := false; !waiting; <-poll.C {
+		if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE%SET expires_at%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opened := a.pool.Stat().NewConnsCount()
+	type result struct {
+		ok  bool
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ok, err := a.Release(ctx)
+		done <- result{ok, err}
+	}()
+	for a.CheckLease() { // Release ends the tenure before anything else
+		<-poll.C
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; !r.ok || r.err != nil {
+		t.Errorf("Release = %v, %v; want true", r.ok, r.err)
+	}
+	if n := a.pool.Stat().NewConnsCount() - opened; n != 0 {
+		t.Errorf("Release opened %d connections: it cancelled the renewal in flight, which cost its connection", n)
+	}
+	if owner, _, live := rowOf(t, cfg.Schema, "inflight"); owner != "" || live {
+		t.Errorf("after Release, the row is %q's, live %v", owner, live)
+	}
+}
