@@ -183,8 +183,11 @@ func (p *proxy) close() {
 
 // TestPartitionedHolderLosesFirst: a holder whose connections to the database fail
 // (dropped silently, or refused) gives the lease up before another owner, polling all
-// along, acquires it. The order is asserted on one clock: the time the holder's loss
-// callback ran against the time the other owner's Acquire returned true.
+// along, acquires it. The order is asserted on one clock: the holder's CheckLease,
+// which turns false at its deadline exactly, is false when the other owner's Acquire
+// has returned true. The loss callback comes too, from a goroutine of its own; when it
+// runs is the scheduler's business (on a loaded machine, later than the 100ms safety
+// margin), so its time is logged, not asserted.
 func TestPartitionedHolderLosesFirst(t *testing.T) {
 	for _, mode := range []string{"silent", "refused"} {
 		t.Run(mode, func(t *testing.T) {
@@ -231,6 +234,7 @@ func TestPartitionedHolderLosesFirst(t *testing.T) {
 			}
 			refusals := 0
 			var acquiredAt time.Time
+			var heldThen bool
 			poll := time.NewTicker(10 * time.Millisecond)
 			defer poll.Stop()
 			for {
@@ -240,17 +244,18 @@ func TestPartitionedHolderLosesFirst(t *testing.T) {
 				}
 				if ok {
 					acquiredAt = time.Now()
+					heldThen = holder.CheckLease() || holder.Fence() != 0
 					break
 				}
 				refusals++
 				<-poll.C
 			}
-			l := lost.wait(t)
-			t.Logf("cut at 0, holder lost it at %v, the other acquired it at %v (%d refusals before)",
-				l.at.Sub(cutAt), acquiredAt.Sub(cutAt), refusals)
-			if !l.at.Before(acquiredAt) {
-				t.Errorf("the holder lost the lease %v after the other acquired it", l.at.Sub(acquiredAt))
+			if heldThen {
+				t.Errorf("the holder still held the lease when the other acquired it, %v after the cut", acquiredAt.Sub(cutAt))
 			}
+			l := lost.wait(t)
+			t.Logf("cut at 0, the other acquired it at %v (%d refusals before), the holder's loss callback ran at %v",
+				acquiredAt.Sub(cutAt), refusals, l.at.Sub(cutAt))
 			if !errors.Is(l.err, lease.ErrUnavailable) {
 				t.Errorf("loss reason %v, want lease.ErrUnavailable", l.err)
 			}
