@@ -41,7 +41,10 @@
 // the time the callback needs to stop the holder's work. A renewal that finds the row
 // taken (changed by hand, or released by another value of the same owner name) ends
 // the tenure at once with lease.ErrLost. The database server's clock must not be
-// stepped while leases are held.
+// stepped while leases are held. CheckLease turns false at the deadline exactly; the
+// callback runs on a goroutine of its own when the scheduler gets to it, which on an
+// overloaded machine can be later than the margin, so work that must never outlive
+// the lease checks CheckLease, or carries Fence, at each step.
 //
 // # Fencing
 //
