@@ -38,6 +38,9 @@ var (
 	ErrSchemaOutdated = errors.New("pglease: the lease schema is missing or older than this version of pglease needs")
 )
 
+// DefaultSetupTimeout is Config.SetupTimeout's default.
+const DefaultSetupTimeout = 30 * time.Second
+
 // Config says where the lease table lives and how a lease of it behaves. Exactly one
 // of ConnString and Pool is required; the zero value of every other field means its
 // default.
@@ -45,8 +48,9 @@ type Config struct {
 	// ConnString locates the database, as a URL ("postgres://user:pass@host/db") or in
 	// keyword form ("host=... dbname=..."), as pgx's pgxpool.ParseConfig reads it. The
 	// lease then opens a small pool of its own (three connections, application_name
-	// "troupe-pglease" unless the string sets one), which Close closes. Its connect
-	// timeout is the settings' OperationTimeout.
+	// "troupe-pglease" unless the string sets one), which Close closes. A connection
+	// it opens for an operation (after a server restart, say) must open within the
+	// settings' OperationTimeout; the first one, which New opens, within SetupTimeout.
 	ConnString string
 
 	// Pool is a connection pool the lease shares with the application, or with other
@@ -63,6 +67,14 @@ type Config struct {
 	// the lease table is current, and fails with ErrSchemaOutdated when it is not.
 	// For teams that migrate with Migrate or their own tools (see Migrations).
 	ManualMigration bool
+
+	// SetupTimeout bounds the one-time work of New and Migrate: opening the first
+	// connection and migrating the lease table (or checking its version), which may
+	// wait for another node's migration. The settings' OperationTimeout, which bounds
+	// each call of a held lease and is often short so that a partition shows soon,
+	// does not bound it. With Pool, the pool's own connect timeout bounds each
+	// connection it opens. Default: DefaultSetupTimeout.
+	SetupTimeout time.Duration
 
 	// SafetyMargin is how much sooner than the database a holder that cannot renew
 	// gives the lease up: it considers the lease lost SafetyMargin before the row can
@@ -91,6 +103,8 @@ func (c Config) Validate() error {
 		problem = "ConnString and Pool are both set"
 	case c.SafetyMargin < 0:
 		problem = fmt.Sprintf("SafetyMargin %v is negative", c.SafetyMargin)
+	case c.SetupTimeout < 0:
+		problem = fmt.Sprintf("SetupTimeout %v is negative", c.SetupTimeout)
 	case len(c.Schema) > 63:
 		problem = fmt.Sprintf("Schema %q is longer than PostgreSQL's 63 bytes", c.Schema)
 	case strings.IndexByte(c.Schema, 0) >= 0 || !utf8.ValidString(c.Schema):
@@ -130,5 +144,14 @@ func check(settings lease.Settings, cfg Config) (lease.Settings, Config, error) 
 	if cfg.Logger == nil {
 		cfg.Logger = stderrlog.New()
 	}
+	cfg = cfg.withSetupDefault()
 	return settings, cfg, nil
+}
+
+// withSetupDefault returns c with SetupTimeout's default filled in.
+func (c Config) withSetupDefault() Config {
+	if c.SetupTimeout == 0 {
+		c.SetupTimeout = DefaultSetupTimeout
+	}
+	return c
 }

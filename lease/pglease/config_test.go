@@ -45,6 +45,7 @@ func TestInvalidConfig(t *testing.T) {
 		{"neither connection string nor pool", ok, Config{}},
 		{"both connection string and pool", ok, Config{ConnString: target.ConnString, Pool: pool}},
 		{"negative margin", ok, Config{ConnString: target.ConnString, SafetyMargin: -time.Second}},
+		{"negative setup timeout", ok, Config{ConnString: target.ConnString, SetupTimeout: -time.Second}},
 		{"margin leaves no room", with(func(s *lease.Settings) { s.HeartbeatInterval, s.HeartbeatTimeout = time.Second, 2*time.Second }),
 			Config{ConnString: target.ConnString, SafetyMargin: time.Second}},
 		{"schema too long", ok, Config{ConnString: target.ConnString, Schema: strings.Repeat("s", 64)}},
@@ -76,7 +77,7 @@ func TestInvalidConfig(t *testing.T) {
 }
 
 // TestUnreachable: a refused connection and a server that never answers both fail New
-// with lease.ErrUnavailable within the operation timeout, naming the address.
+// with lease.ErrUnavailable within the setup timeout, naming the address.
 func TestUnreachable(t *testing.T) {
 	ctx := testContext(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -91,7 +92,8 @@ func TestUnreachable(t *testing.T) {
 	s := lease.Settings{LeaseName: "x", OwnerName: "a", OperationTimeout: 300 * time.Millisecond}
 	for _, addr := range []string{closed, silent.addr()} {
 		start := time.Now()
-		l, err := New(ctx, s, Config{ConnString: "postgres://troupe@" + addr + "/postgres?sslmode=disable&connect_timeout=0"})
+		l, err := New(ctx, s, Config{ConnString: "postgres://troupe@" + addr + "/postgres?sslmode=disable&connect_timeout=0",
+			SetupTimeout: 300 * time.Millisecond})
 		took := time.Since(start)
 		if l != nil {
 			l.Close()
@@ -101,7 +103,7 @@ func TestUnreachable(t *testing.T) {
 		}
 		// A bound, not a measurement: New must not hang.
 		if took > 10*time.Second {
-			t.Errorf("New(%s) took %v with an operation timeout of 300ms", addr, took)
+			t.Errorf("New(%s) took %v with a setup timeout of 300ms", addr, took)
 		}
 	}
 	silent.refuse()

@@ -41,7 +41,10 @@
 // the time the callback needs to stop the holder's work. A renewal that finds the row
 // taken (changed by hand, or released by another value of the same owner name) ends
 // the tenure at once with lease.ErrLost. The database server's clock must not be
-// stepped while leases are held.
+// stepped while leases are held. CheckLease turns false at the deadline exactly; the
+// callback runs on a goroutine of its own when the scheduler gets to it, which on an
+// overloaded machine can be later than the margin, so work that must never outlive
+// the lease checks CheckLease, or carries Fence, at each step.
 //
 // # Fencing
 //
@@ -53,13 +56,16 @@
 //
 // # Failures
 //
-// New fails within the settings' OperationTimeout, with lease.ErrUnavailable, when
-// the server cannot be reached, and with ErrInvalidConfig for invalid settings, config
-// or connection string. Acquire and Release fail with lease.ErrUnavailable when the
-// database did not answer within OperationTimeout; the caller cannot know then whether
-// the statement ran. A held lease survives failed renewals (they are retried every
-// half interval, and logged) until its deadline, and so a database restart shorter
-// than that.
+// New's setup (connecting, and migrating or checking the table) is one-time work with a
+// budget of its own, Config.SetupTimeout: OperationTimeout, often short so that a
+// partition shows soon, does not bound it, so a loaded server or another node's
+// migration does not fail New. New fails within its context and SetupTimeout, with
+// lease.ErrUnavailable, when the server cannot be reached, and with ErrInvalidConfig
+// for invalid settings, config or connection string. Acquire and Release fail with
+// lease.ErrUnavailable when the database did not answer within OperationTimeout; the
+// caller cannot know then whether the statement ran. A held lease survives failed
+// renewals (they are retried every half interval, and logged) until its deadline, and
+// so a database restart shorter than that.
 //
 // # What can be lost, and when
 //

@@ -13,11 +13,12 @@ import (
 )
 
 // TestAcquireAndRelease walks the lease.Lease contract, as the in-memory store's test
-// does, against the table.
+// does, against the table. Its leases are steady: each step expects the lease of the
+// step before to be live.
 func TestAcquireAndRelease(t *testing.T) {
 	ctx := testContext(t)
 	cfg := Config{Schema: newSchema(t)}
-	a, b, a2 := open(t, fast("sbr", "a"), cfg), open(t, fast("sbr", "b"), cfg), open(t, fast("sbr", "a"), cfg)
+	a, b, a2 := open(t, steady("sbr", "a"), cfg), open(t, steady("sbr", "b"), cfg), open(t, steady("sbr", "a"), cfg)
 	steps := []struct {
 		name   string
 		do     func() (bool, error)
@@ -49,7 +50,7 @@ func TestAcquireAndRelease(t *testing.T) {
 			t.Fatalf("%s: the row's holder is %q, want %q", st.name, owner, st.holder)
 		}
 	}
-	if got := b.Settings(); got != fast("sbr", "b").WithDefaults() {
+	if got := b.Settings(); got != steady("sbr", "b").WithDefaults() {
 		t.Errorf("Settings() = %+v", got)
 	}
 
@@ -83,14 +84,16 @@ func TestAcquireAndRelease(t *testing.T) {
 }
 
 // TestRace: owners race for one lease, round after round; exactly one wins each
-// round, and the fencing number grows by one each time.
+// round, and the fencing number grows by one each time. The winner releases the lease,
+// live, for the next round: the leases are steady, so that a winner slow to release
+// (a loaded machine) does not find its lease expired.
 func TestRace(t *testing.T) {
 	ctx := testContext(t)
 	cfg := Config{Schema: newSchema(t)}
 	const owners, rounds = 4, 40
 	var ls []*Lease
 	for i := range owners {
-		ls = append(ls, open(t, fast("race", fmt.Sprintf("node-%d", i)), cfg))
+		ls = append(ls, open(t, steady("race", fmt.Sprintf("node-%d", i)), cfg))
 	}
 	type result struct {
 		i   int
@@ -284,7 +287,8 @@ func TestAcquireFindsItsTenureGone(t *testing.T) {
 	lost.none(t)
 }
 
-// TestSharedPool: leases share the application's pool, and do not close it.
+// TestSharedPool: leases share the application's pool, and do not close it. The leases
+// are steady: the first is released live after the others were made.
 func TestSharedPool(t *testing.T) {
 	ctx := testContext(t)
 	pool, err := pgxpool.New(ctx, target.ConnString)
@@ -295,7 +299,7 @@ func TestSharedPool(t *testing.T) {
 	cfg := Config{Pool: pool, Schema: newSchema(t)}
 	var ls []*Lease
 	for i := range 8 {
-		l := open(t, fast(fmt.Sprintf("shard-%d", i), "node-1"), cfg)
+		l := open(t, steady(fmt.Sprintf("shard-%d", i), "node-1"), cfg)
 		if ok, err := l.Acquire(ctx, nil); !ok || err != nil {
 			t.Fatalf("shard-%d: %v, %v", i, ok, err)
 		}
@@ -365,5 +369,63 @@ func TestAcquireAnsweredTooLate(t *testing.T) {
 	}
 	if a.CheckLease() || a.Fence() != 0 {
 		t.Error("a late Acquire holds the lease")
+	}
+}
+
+// TestReleaseLetsARenewalInFlightFinish: a Release while a renewal is in flight (here,
+// waiting for a row lock another transaction holds) lets the renewal finish, and
+// frees the row on its connection. It used to cancel the renewal, which costs its
+// connection (pgx closes a connection whose call was cancelled): Release then had to
+// open another within OperationTimeout, which a loaded machine often could not do (a
+// Release that failed, or found the lease lapsed meanwhile).
+func TestReleaseLetsARenewalInFlightFinish(t *testing.T) {
+	ctx := testContext(t)
+	cfg := Config{Schema: newSchema(t)}
+	s := steady("inflight", "a")
+	s.OperationTimeout = 30 * time.Second // the renewal waits for the test's lock as long as the test needs
+	a := open(t, s, cfg)
+	if ok, err := a.Acquire(ctx, nil); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	tx, err := admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+qualified(cfg.Schema, "troupe_lease")+` WHERE name = 'inflight' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	for waiting := false; !waiting; <-poll.C {
+		if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE%SET expires_at%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opened := a.pool.Stat().NewConnsCount()
+	type result struct {
+		ok  bool
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ok, err := a.Release(ctx)
+		done <- result{ok, err}
+	}()
+	for a.CheckLease() { // Release ends the tenure before anything else
+		<-poll.C
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; !r.ok || r.err != nil {
+		t.Errorf("Release = %v, %v; want true", r.ok, r.err)
+	}
+	if n := a.pool.Stat().NewConnsCount() - opened; n != 0 {
+		t.Errorf("Release opened %d connections: it cancelled the renewal in flight, which cost its connection", n)
+	}
+	if owner, _, live := rowOf(t, cfg.Schema, "inflight"); owner != "" || live {
+		t.Errorf("after Release, the row is %q's, live %v", owner, live)
 	}
 }

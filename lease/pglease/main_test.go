@@ -80,6 +80,15 @@ func fast(name, owner string) lease.Settings {
 		HeartbeatInterval: 100 * time.Millisecond, HeartbeatTimeout: time.Second, OperationTimeout: 2 * time.Second}
 }
 
+// steady is the timing of tests about who holds the lease, not about its expiry:
+// renewals every 100ms, as fast's, and a lease that lives a minute, so that a lease a
+// test holds does not lapse between two of its steps however slow the machine is.
+func steady(name, owner string) lease.Settings {
+	s := fast(name, owner)
+	s.HeartbeatTimeout = time.Minute
+	return s
+}
+
 // open returns a lease, closed when the test ends.
 func open(t *testing.T, s lease.Settings, cfg Config) *Lease {
 	t.Helper()

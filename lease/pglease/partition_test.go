@@ -19,15 +19,20 @@ import (
 // every connection open and forwards nothing, in either direction, and accepts new
 // connections without forwarding them: a partition in which packets are dropped.
 // Refused, it closes every connection and its listener: a partition in which the
-// holder's host reports the network unreachable.
+// holder's host reports the network unreachable. Gated, it accepts new connections
+// and forwards them only once the gate opens: a server slow to take connections.
 type proxy struct {
-	ln     net.Listener
-	target string
-	wg     sync.WaitGroup
+	ln      net.Listener
+	target  string
+	wg      sync.WaitGroup
+	stopped chan struct{} // closed by refuse
 
-	mu    sync.Mutex
-	cut   bool
-	conns []net.Conn
+	mu      sync.Mutex
+	cut     bool
+	refused bool
+	conns   []net.Conn
+	gate    chan struct{} // when not nil, new connections wait until it is closed
+	waiting chan struct{} // gets a value for each connection that waits at the gate
 }
 
 func startProxy(t *testing.T, target string) *proxy {
@@ -36,7 +41,7 @@ func startProxy(t *testing.T, target string) *proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ln: ln, target: target}
+	p := &proxy{ln: ln, target: target, stopped: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
@@ -54,22 +59,64 @@ func (p *proxy) accept() {
 		}
 		p.mu.Lock()
 		p.conns = append(p.conns, c)
-		cut := p.cut
+		cut, gate, waiting := p.cut, p.gate, p.waiting
 		p.mu.Unlock()
 		if cut {
 			continue // held open, silent
 		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
+		p.wg.Add(1)
+		go p.forward(c, gate, waiting)
+	}
+}
+
+// forward connects c to the target, once gate is closed when it is not nil (and then
+// tells waiting that c waits).
+func (p *proxy) forward(c net.Conn, gate, waiting chan struct{}) {
+	defer p.wg.Done()
+	if gate != nil {
+		select {
+		case waiting <- struct{}{}:
+		default: // nobody counts that many
 		}
-		p.mu.Lock()
-		p.conns = append(p.conns, up)
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go p.pipe(up, c)
-		go p.pipe(c, up)
+		select {
+		case <-gate:
+		case <-p.stopped:
+			return
+		}
+	}
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns = append(p.conns, up)
+	refused := p.refused
+	p.mu.Unlock()
+	if refused {
+		up.Close()
+		return
+	}
+	p.wg.Add(2)
+	go p.pipe(up, c)
+	go p.pipe(c, up)
+}
+
+// holdNew makes new connections wait until open is called; waiting gets a value for
+// each of them as it starts to wait.
+func (p *proxy) holdNew() (waiting <-chan struct{}, open func()) {
+	gate, w := make(chan struct{}), make(chan struct{}, 16)
+	p.mu.Lock()
+	p.gate, p.waiting = gate, w
+	p.mu.Unlock()
+	var once sync.Once
+	return w, func() {
+		once.Do(func() {
+			p.mu.Lock()
+			p.gate = nil
+			p.mu.Unlock()
+			close(gate)
+		})
 	}
 }
 
@@ -116,6 +163,10 @@ func (p *proxy) cutSilently() {
 func (p *proxy) refuse() {
 	p.mu.Lock()
 	p.cut = true
+	if !p.refused {
+		p.refused = true
+		close(p.stopped)
+	}
 	conns := p.conns
 	p.conns = nil
 	p.mu.Unlock()
@@ -132,8 +183,11 @@ func (p *proxy) close() {
 
 // TestPartitionedHolderLosesFirst: a holder whose connections to the database fail
 // (dropped silently, or refused) gives the lease up before another owner, polling all
-// along, acquires it. The order is asserted on one clock: the time the holder's loss
-// callback ran against the time the other owner's Acquire returned true.
+// along, acquires it. The order is asserted on one clock: the holder's CheckLease,
+// which turns false at its deadline exactly, is false when the other owner's Acquire
+// has returned true. The loss callback comes too, from a goroutine of its own; when it
+// runs is the scheduler's business (on a loaded machine, later than the 100ms safety
+// margin), so its time is logged, not asserted.
 func TestPartitionedHolderLosesFirst(t *testing.T) {
 	for _, mode := range []string{"silent", "refused"} {
 		t.Run(mode, func(t *testing.T) {
@@ -150,7 +204,6 @@ func TestPartitionedHolderLosesFirst(t *testing.T) {
 			host, port, _ := net.SplitHostPort(p.addr())
 			portNum, _ := strconv.Atoi(port)
 			pc.ConnConfig.Host, pc.ConnConfig.Port, pc.ConnConfig.Fallbacks = host, uint16(portNum), nil
-			pc.ConnConfig.ConnectTimeout = 300 * time.Millisecond
 			pc.MaxConns = 2
 			viaProxy, err := pgxpool.NewWithConfig(ctx, pc)
 			if err != nil {
@@ -181,6 +234,7 @@ func TestPartitionedHolderLosesFirst(t *testing.T) {
 			}
 			refusals := 0
 			var acquiredAt time.Time
+			var heldThen bool
 			poll := time.NewTicker(10 * time.Millisecond)
 			defer poll.Stop()
 			for {
@@ -190,17 +244,18 @@ func TestPartitionedHolderLosesFirst(t *testing.T) {
 				}
 				if ok {
 					acquiredAt = time.Now()
+					heldThen = holder.CheckLease() || holder.Fence() != 0
 					break
 				}
 				refusals++
 				<-poll.C
 			}
-			l := lost.wait(t)
-			t.Logf("cut at 0, holder lost it at %v, the other acquired it at %v (%d refusals before)",
-				l.at.Sub(cutAt), acquiredAt.Sub(cutAt), refusals)
-			if !l.at.Before(acquiredAt) {
-				t.Errorf("the holder lost the lease %v after the other acquired it", l.at.Sub(acquiredAt))
+			if heldThen {
+				t.Errorf("the holder still held the lease when the other acquired it, %v after the cut", acquiredAt.Sub(cutAt))
 			}
+			l := lost.wait(t)
+			t.Logf("cut at 0, the other acquired it at %v (%d refusals before), the holder's loss callback ran at %v",
+				acquiredAt.Sub(cutAt), refusals, l.at.Sub(cutAt))
 			if !errors.Is(l.err, lease.ErrUnavailable) {
 				t.Errorf("loss reason %v, want lease.ErrUnavailable", l.err)
 			}

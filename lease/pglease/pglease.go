@@ -52,14 +52,16 @@ type tenure struct {
 	h      holding // guarded by Lease.mu
 	onLost func(error)
 	loss   *time.Timer        // fires at the holding's deadline
-	cancel context.CancelFunc // ends the heartbeat and a renewal in flight
+	stop   chan struct{}      // closed when the tenure ends: the heartbeat sends no more renewals
+	cancel context.CancelFunc // cancels a renewal in flight
 	done   chan struct{}      // closed when the heartbeat has returned
 }
 
 // New returns the lease of settings.OwnerName on settings.LeaseName in the database cfg
 // names. It connects (with cfg.ConnString) or uses cfg.Pool, and migrates the lease
-// table, or only checks it with cfg.ManualMigration; each step is bounded by the
-// settings' OperationTimeout. It fails with an error wrapping ErrInvalidConfig (and
+// table, or only checks it with cfg.ManualMigration. That setup is bounded by ctx and
+// by cfg.SetupTimeout, not by the settings' OperationTimeout, which bounds each call
+// of the lease once it is made. It fails with an error wrapping ErrInvalidConfig (and
 // lease.ErrInvalidConfig) for invalid settings or config or a connection string that
 // does not parse, lease.ErrUnavailable when the server cannot be reached,
 // ErrSchemaTooNew or ErrSchemaOutdated, or the server's error (a failed login, a
@@ -75,14 +77,18 @@ func New(ctx context.Context, settings lease.Settings, cfg Config) (*Lease, erro
 	if err != nil {
 		return nil, err
 	}
+	setupCtx, cancel := setupContext(ctx, cfg.SetupTimeout)
+	defer cancel()
 	pool, own := cfg.Pool, false
 	if pool == nil {
-		if pool, err = connect(ctx, cfg.ConnString, settings.OperationTimeout); err != nil {
+		// The connections the lease opens later, for its operations, must open within
+		// OperationTimeout.
+		if pool, err = connect(setupCtx, cfg.ConnString, settings.OperationTimeout); err != nil {
 			return nil, err
 		}
 		own = true
 	}
-	if err := prepareSchema(ctx, pool, settings, cfg); err != nil {
+	if err := prepareSchema(setupCtx, pool, cfg); err != nil {
 		if own {
 			pool.Close()
 		}
@@ -99,18 +105,17 @@ func New(ctx context.Context, settings lease.Settings, cfg Config) (*Lease, erro
 	}, nil
 }
 
-// prepareSchema migrates the lease table, or checks its version.
-func prepareSchema(ctx context.Context, pool *pgxpool.Pool, settings lease.Settings, cfg Config) error {
-	opCtx, cancel := opContext(ctx, settings.OperationTimeout)
-	defer cancel()
+// prepareSchema migrates the lease table, or checks its version, within ctx, a setup's
+// context.
+func prepareSchema(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 	if cfg.ManualMigration {
-		v, err := schemaVersion(opCtx, pool, cfg.Schema)
+		v, err := schemaVersion(ctx, pool, cfg.Schema)
 		if err != nil {
 			return err
 		}
 		return checkVersion(v)
 	}
-	n, err := migrate(opCtx, pool, cfg.Schema)
+	n, err := migrate(ctx, pool, cfg.Schema)
 	if err == nil && n > 0 {
 		cfg.Logger.Info("pglease: schema migrated", zap.Int("applied", n), zap.Int("version", SchemaVersion))
 	}
@@ -194,29 +199,39 @@ func reasonOf(v verdict) error {
 
 // Release implements lease.Lease. It stops the heartbeat first, so no loss callback
 // follows, then frees the row when this owner holds it (through this value or
-// another of the same owner name), keeping its fencing number. It returns true when
-// the owner's lease was live, false when it was not; on an error (as Acquire's) the
-// row expires HeartbeatTimeout after its last renewal.
+// another of the same owner name), keeping its fencing number. A renewal in flight
+// finishes first, within Release's OperationTimeout, and the release goes on its
+// connection. It returns true when the owner's lease was live, false when it was
+// not; on an error (as Acquire's) the row expires HeartbeatTimeout after its last
+// renewal.
 func (l *Lease) Release(ctx context.Context) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
 	l.ops.Lock()
 	defer l.ops.Unlock()
+	opCtx, cancel := opContext(ctx, l.settings.OperationTimeout)
+	defer cancel()
 	l.mu.Lock()
 	closed, cur := l.closed, l.cur
 	if cur != nil {
-		l.endLocked(cur, nil)
+		// Not cancelled: pgx closes a connection whose call was cancelled, and the
+		// release would have to open another, which a loaded server can take longer
+		// to give than OperationTimeout.
+		l.stopLocked(cur)
 	}
 	l.mu.Unlock()
 	if cur != nil {
-		<-cur.done
+		select {
+		case <-cur.done:
+		case <-opCtx.Done(): // the release then fails on opCtx
+			cur.cancel()
+			<-cur.done
+		}
 	}
 	if closed {
 		return false, fmt.Errorf("%w: releasing %q for %q", ErrClosed, l.settings.LeaseName, l.settings.OwnerName)
 	}
-	opCtx, cancel := opContext(ctx, l.settings.OperationTimeout)
-	defer cancel()
 	var live bool
 	err := l.pool.QueryRow(opCtx, l.sql.release, l.settings.LeaseName, l.settings.OwnerName).Scan(&live)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -300,20 +315,32 @@ func (l *Lease) isClosed() bool {
 // startLocked begins a tenure: its loss timer and its heartbeat.
 func (l *Lease) startLocked(h holding, onLost func(error)) {
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &tenure{fence: h.fence, h: h, onLost: onLost, cancel: cancel, done: make(chan struct{})}
+	t := &tenure{fence: h.fence, h: h, onLost: onLost, stop: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
 	t.loss = time.AfterFunc(time.Until(h.deadline), func() { l.deadlinePassed(t) })
 	l.cur = t
 	go l.heartbeat(ctx, t)
 }
 
-// endLocked ends tenure t: it stops its timer and heartbeat and, when reason is not
-// nil, reports the loss to its callback from a new goroutine.
-func (l *Lease) endLocked(t *tenure, reason error) {
+// stopLocked ends tenure t, when it is the current one, and reports whether it was:
+// its timer stops, and its heartbeat sends no more renewals; a renewal in flight goes
+// on to its answer, which is then ignored, unless t.cancel cancels it.
+func (l *Lease) stopLocked(t *tenure) bool {
 	if l.cur != t {
-		return
+		return false
 	}
 	l.cur = nil
 	t.loss.Stop()
+	close(t.stop)
+	return true
+}
+
+// endLocked ends tenure t: it stops its timer and heartbeat, cancelling a renewal in
+// flight, and, when reason is not nil, reports the loss to its callback from a new
+// goroutine.
+func (l *Lease) endLocked(t *tenure, reason error) {
+	if !l.stopLocked(t) {
+		return
+	}
 	t.cancel()
 	if reason == nil {
 		return
@@ -346,6 +373,7 @@ func (l *Lease) deadlinePassed(t *tenure) {
 // the answer.
 func (l *Lease) heartbeat(ctx context.Context, t *tenure) {
 	defer close(t.done)
+	defer t.cancel()
 	wait := time.NewTimer(time.Hour)
 	defer wait.Stop()
 	for {
@@ -366,7 +394,7 @@ func (l *Lease) heartbeat(ctx context.Context, t *tenure) {
 		if !st.renew {
 			wait.Reset(st.wake.Sub(now))
 			select {
-			case <-ctx.Done():
+			case <-t.stop:
 				return
 			case <-wait.C:
 			}
@@ -374,10 +402,11 @@ func (l *Lease) heartbeat(ctx context.Context, t *tenure) {
 		}
 		sentAt := time.Now()
 		o, err := l.renew(ctx, t, sentAt, deadline)
-		if ctx.Err() != nil {
+		l.mu.Lock()
+		if l.cur != t {
+			l.mu.Unlock()
 			return // ended while the renewal was in flight
 		}
-		l.mu.Lock()
 		now = time.Now()
 		v := t.h.renewed(sentAt, now, o)
 		failures := t.h.failures

@@ -118,21 +118,24 @@ func loadMigrations(fsys fs.FS) ([]Migration, error) {
 // transaction, so a failed migration leaves the schema as it was. Nodes may run it at
 // the same time. It fails with ErrSchemaTooNew, changing nothing, when the schema is
 // newer than this package, and with lease.ErrUnavailable when the server cannot be
-// reached within lease.DefaultOperationTimeout. New runs it unless
-// cfg.ManualMigration is set.
+// reached, or the migration is not done, within ctx and cfg.SetupTimeout. New runs it
+// unless cfg.ManualMigration is set.
 func Migrate(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	cfg = cfg.withSetupDefault()
+	setupCtx, cancel := setupContext(ctx, cfg.SetupTimeout)
+	defer cancel()
 	pool := cfg.Pool
 	if pool == nil {
 		var err error
-		if pool, err = connect(ctx, cfg.ConnString, 0); err != nil {
+		if pool, err = connect(setupCtx, cfg.ConnString, cfg.SetupTimeout); err != nil {
 			return err
 		}
 		defer pool.Close()
 	}
-	_, err := migrate(ctx, pool, cfg.Schema)
+	_, err := migrate(setupCtx, pool, cfg.Schema)
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -55,12 +56,10 @@ RETURNING old.expires_at > now()`,
 	}
 }
 
-// connect opens a pool of three connections on connString and checks within timeout
-// (DefaultOperationTimeout when 0) that the server answers.
-func connect(ctx context.Context, connString string, timeout time.Duration) (*pgxpool.Pool, error) {
-	if timeout == 0 {
-		timeout = lease.DefaultOperationTimeout
-	}
+// connect opens a pool of three connections on connString, each of which must open
+// within connectTimeout unless a setup's context asked for it (setupContext), and
+// checks with ctx that the server answers.
+func connect(ctx context.Context, connString string, connectTimeout time.Duration) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(connString)
 	if err != nil {
 		// pgx's message leaves the password out.
@@ -72,7 +71,14 @@ func connect(ctx context.Context, connString string, timeout time.Duration) (*pg
 	// so after a silent network failure renewals would otherwise wait for a slot.
 	pc.MaxConns = 3
 	pc.MinConns = 0
-	pc.ConnConfig.ConnectTimeout = timeout
+	pc.ConnConfig.ConnectTimeout = connectTimeout
+	pc.BeforeConnect = func(ctx context.Context, cc *pgx.ConnConfig) error {
+		// pgxpool gives the constructor a context with the values of the caller's.
+		if deadline, ok := ctx.Value(setupDeadline{}).(time.Time); ok {
+			cc.ConnectTimeout = max(cc.ConnectTimeout, time.Until(deadline))
+		}
+		return nil
+	}
 	if pc.ConnConfig.RuntimeParams["application_name"] == "" {
 		pc.ConnConfig.RuntimeParams["application_name"] = "troupe-pglease"
 	}
@@ -80,22 +86,30 @@ func connect(ctx context.Context, connString string, timeout time.Duration) (*pg
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := pool.Ping(pctx); err != nil {
+	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		where := net.JoinHostPort(pc.ConnConfig.Host, strconv.Itoa(int(pc.ConnConfig.Port)))
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("pglease: connecting to %s: %w", where, ctx.Err())
-		}
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && !unavailableCode(pgErr.Code) {
+		if ctx.Err() == nil && errors.As(err, &pgErr) && !unavailableCode(pgErr.Code) {
 			return nil, fmt.Errorf("pglease: connecting to %s (database %q, user %q): %w",
 				where, pc.ConnConfig.Database, pc.ConnConfig.User, err)
 		}
-		return nil, fmt.Errorf("%w: pglease: cannot connect to %s within %v: %v", lease.ErrUnavailable, where, timeout, err)
+		return nil, storageError(ctx, "connecting to "+where, err)
 	}
 	return pool, nil
+}
+
+// setupDeadline is the key of a context value: the deadline of the setup (New's or
+// Migrate's) the context belongs to. A connection the lease's pool opens for it may
+// take until then, however short the pool's connect timeout.
+type setupDeadline struct{}
+
+// setupContext bounds a setup by d: its calls end with an opTimeout cause after d, and
+// the connections opened for them may take as long.
+func setupContext(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := opContext(parent, d)
+	deadline, _ := ctx.Deadline()
+	return context.WithValue(ctx, setupDeadline{}, deadline), cancel
 }
 
 // unavailableCode reports the SQLSTATE codes of a server that is going away or cannot
@@ -109,15 +123,16 @@ func unavailableCode(code string) bool {
 	return len(code) == 5 && code[:2] == "08" // connection exception
 }
 
-// opTimeout is the cause of an operation's context that reached OperationTimeout.
+// opTimeout is the cause of a context that reached its time budget: an operation's
+// OperationTimeout, or a setup's SetupTimeout.
 type opTimeout struct{ d time.Duration }
 
 func (e opTimeout) Error() string {
 	return fmt.Sprintf("no answer within %v", e.d)
 }
 
-// opContext bounds one call to the store by the operation timeout d; storageError
-// tells that timeout from the end of parent.
+// opContext bounds one call to the store (or a setup) by d; storageError tells that
+// timeout from the end of parent.
 func opContext(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeoutCause(parent, d, opTimeout{d})
 }
