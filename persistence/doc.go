@@ -99,9 +99,10 @@
 //   - An entity that stops or restarts (Stop, PoisonPill, a panic) with events
 //     persisted whose handlers have not run: the call in flight completes in
 //     the journal (stored or not), events queued behind it are not written,
-//     and none of those handlers runs, so their replies are never sent; warn
-//     log; Stats.HandlersDropped. Stop an entity with a command handled after
-//     its handlers (or after Defer) to avoid this.
+//     and none of those handlers runs, so their replies are never sent: their
+//     commands' senders get actor.Failure wrapping actor.ErrRecipientStopped (an
+//     Ask fails at once); warn log; Stats.HandlersDropped. Stop an entity with a
+//     command handled after its handlers (or after Defer) to avoid this.
 //   - Commands that arrive while the entity stashes (recovering, or a Persist
 //     waiting) when the stash is full: sent to dead letters (an Ask fails with
 //     actor.ErrDeadLetter); rate-limited warn log; Stats.CommandsDropped.

@@ -344,6 +344,9 @@ func (r *runner) release() {
 				"their writes may or may not be stored, and a new incarnation recovers what was",
 				zap.Int("handlers_not_run", n), zap.Bool("write_in_flight", r.core.InFlight()))
 		}
+		if !r.core.Stopped() { // a failure has answered them already
+			r.answerUnrun(actor.ErrRecipientStopped)
+		}
 		r.core.Stop()
 	}
 	if r.claimed {

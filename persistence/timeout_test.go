@@ -300,3 +300,34 @@ func TestSnapshotStoreCircuitBreaker(t *testing.T) {
 	probe.Send(ref, note{s: "still writing"})
 	probe.ExpectMsg(uint64(1))
 }
+
+// An entity stopped (PoisonPill) while its write is in flight runs no handler for it,
+// and the command's sender is told at once: an Ask fails instead of timing out.
+func TestStopWithAPersistInFlightAnswersTheSender(t *testing.T) {
+	j := newFaultyJournal()
+	j.honourCtx = true
+	defer close(j.release)
+	sys := testkit.NewSystem(t)
+	p, err := persistence.Start(sys, persistence.Config{Journal: j, Registry: registry(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := testkit.NewProbe(t, sys)
+	ref, _ := sys.Spawn(counterProps("stopped", probe), "c")
+	probe.ExpectMsg(persistence.RecoveryCompleted{})
+	probe.Watch(ref)
+	j.hang.Store(true)
+	probe.Send(ref, increment{by: 1})
+	for j.writes.Load() == 0 { // the write is in flight
+		<-time.After(time.Millisecond) // polling the journal fake's counter
+	}
+	_ = ref.Tell(actor.PoisonPill{})
+	f := testkit.ExpectMsgType[actor.Failure](probe)
+	if !errors.Is(f.Err, actor.ErrRecipientStopped) {
+		t.Fatalf("failure %v, want ErrRecipientStopped", f.Err)
+	}
+	probe.ExpectTerminated(ref)
+	if st := p.Stats(); st.HandlersDropped != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
