@@ -120,10 +120,27 @@ func TestRollingRestartPausePerShard(t *testing.T) {
 	t.Logf("longest pause per shard: %v", report)
 }
 
+// pickRoundRobinCounting is pickRoundRobin that also counts an ask in flight through
+// the node picked, in the same step as the pick (so that a node marked leaving after
+// it sees the ask).
+func (l *liveRegions) pickRoundRobinCounting(i int, inFlight []atomic.Int64) (int, [2]actor.Ref, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n, r, ok := l.pickLocked(i)
+	if ok {
+		inFlight[n].Add(1)
+	}
+	return n, r, ok
+}
+
 // pickRoundRobin returns the i-th usable node, round robin.
 func (l *liveRegions) pickRoundRobin(i int) (int, [2]actor.Ref, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.pickLocked(i)
+}
+
+func (l *liveRegions) pickLocked(i int) (int, [2]actor.Ref, bool) {
 	var ids []int
 	for n := range 8 {
 		if _, ok := l.regions[n]; ok && !l.leaving[n] {
@@ -154,6 +171,10 @@ func TestRollingRestartWithTheSameSeedsOnEveryNode(t *testing.T) {
 		c := persistentCounterConfig()
 		c.EntityFactory = trackedCounters(table, fmt.Sprintf("node%d.%d", i, incarnation[i]))
 		c.Timings.RebalanceInterval = time.Hour // only the restarts move shards
+		// As docs/sharding.md advises for persistent entities: a stop command, which
+		// waits behind the commands stashed during a persist (PoisonPill would drop
+		// them, and their asks would time out).
+		c.HandOffStopMessage = StopCounter{}
 		return c
 	}
 	sc := startShardClusterWith(t, multinode.Options{Nodes: nodes, Seeds: 3}, cfg)
@@ -166,6 +187,11 @@ func TestRollingRestartWithTheSameSeedsOnEveryNode(t *testing.T) {
 
 	var acked [20]atomic.Int64
 	var asks, failures atomic.Int64
+	// The clients' asks in flight through each node: a node is shut down once the asks
+	// through it have ended (its service stops taking requests and drains them first,
+	// as a deployment does), since an ask's reply comes back to the node it was sent
+	// through.
+	var inFlight [nodes]atomic.Int64
 	var fmu sync.Mutex
 	var failed []string
 	stop := make(chan struct{})
@@ -180,7 +206,7 @@ func TestRollingRestartWithTheSameSeedsOnEveryNode(t *testing.T) {
 					return
 				default:
 				}
-				node, regions, ok := live.pickRoundRobin(k)
+				node, regions, ok := live.pickRoundRobinCounting(k, inFlight[:])
 				if !ok {
 					continue
 				}
@@ -188,6 +214,7 @@ func TestRollingRestartWithTheSameSeedsOnEveryNode(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(5*time.Second))
 				n, err := actor.Ask[int](ctx, regions[0], Envelope{EntityID: ids[e], Message: Increment{By: 1}})
 				cancel()
+				inFlight[node].Add(-1)
 				asks.Add(1)
 				if err != nil {
 					failures.Add(1)
@@ -205,6 +232,9 @@ func TestRollingRestartWithTheSameSeedsOnEveryNode(t *testing.T) {
 	for i := range nodes {
 		t.Logf("%s: restarting node %d", time.Now().Format("15:04:05.000"), i)
 		live.markLeaving(i, true)
+		for inFlight[i].Load() > 0 {
+			<-time.After(5 * time.Millisecond) // polling a counter of the test's clients
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(20*time.Second))
 		err := sc.nodes[i].System.Shutdown(ctx)
 		cancel()
