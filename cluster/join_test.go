@@ -99,9 +99,13 @@ func await(t *testing.T, c *testNode, cond func(cluster.CurrentClusterState) boo
 	}
 }
 
-// freeGossipAddress returns a 127.0.0.1 address whose port is free for TCP and UDP.
-func freeGossipAddress(t *testing.T) string {
-	return "127.0.0.1:" + strconv.Itoa(multinode.FreePort(t))
+// gossipAddresses returns n different 127.0.0.1 addresses, free for TCP and UDP.
+func gossipAddresses(t *testing.T, n int) []string {
+	var out []string
+	for _, p := range multinode.FreePorts(t, n) {
+		out = append(out, "127.0.0.1:"+strconv.Itoa(p))
+	}
+	return out
 }
 
 func gossipPort(t *testing.T, addr string) int {
@@ -120,7 +124,7 @@ func gossipPort(t *testing.T, addr string) int {
 // cluster as soon as the other two have answered, not in a cluster, and the others
 // join it. One cluster, one identity.
 func TestSeedNodesStartingTogetherFormOneCluster(t *testing.T) {
-	seeds := []string{freeGossipAddress(t), freeGossipAddress(t), freeGossipAddress(t)}
+	seeds := gossipAddresses(t, 3)
 	var cs []*testNode
 	for i, s := range seeds {
 		c := node(t, "seed"+strconv.Itoa(i), cluster.Config{
@@ -143,7 +147,7 @@ func TestSeedNodesStartingTogetherFormOneCluster(t *testing.T) {
 // A first seed node whose other seeds do not answer forms a cluster after
 // SeedNodeTimeout; a node that is not the first seed never does.
 func TestFirstSeedFormsAClusterAfterTheSeedNodeTimeout(t *testing.T) {
-	self := freeGossipAddress(t)
+	self := gossipAddresses(t, 1)[0]
 	first := node(t, "first", cluster.Config{
 		GossipPort: gossipPort(t, self), SeedNodes: []string{self, "127.0.0.1:1"},
 		SeedNodeTimeout: 300 * time.Millisecond,

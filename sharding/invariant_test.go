@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -496,7 +495,6 @@ func runInvariants(t *testing.T, seed uint64, steps int) {
 			}
 			sc.mc.Heal()
 			for _, i := range minority {
-				waitPortsFree(t, sc.mc.Node(i))
 				sc.mc.Restart(i)
 				sc.startSharding(i)
 			}
@@ -593,23 +591,4 @@ func countOps(m map[string][]porcupine.Operation) int {
 		n += len(ops)
 	}
 	return n
-}
-
-// waitPortsFree waits until a node's remote port can be bound again: a downed node's
-// transport closes a moment after its system reports termination.
-func waitPortsFree(t *testing.T, n *multinode.Node) {
-	t.Helper()
-	addr := n.Remote.Address().HostPort()
-	deadline := time.Now().Add(testkit.Dilated(10 * time.Second))
-	for {
-		l, err := net.Listen("tcp", addr)
-		if err == nil {
-			_ = l.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("port %s still in use: %v", addr, err)
-		}
-		<-time.After(20 * time.Millisecond) // polling the kernel, not the actors
-	}
 }

@@ -98,7 +98,6 @@ func TestRollingRestartPausePerShard(t *testing.T) {
 			t.Fatalf("graceful leave of node %d: %v", i, err)
 		}
 		live.remove(i)
-		waitPortsFree(t, sc.mc.Node(i))
 		sc.mc.Restart(i)
 		sc.startSharding(i)
 		sc.mc.AwaitAllUp(testkit.Dilated(20 * time.Second))
@@ -242,7 +241,6 @@ func TestRollingRestartWithTheSameSeedsOnEveryNode(t *testing.T) {
 			t.Fatalf("graceful leave of node %d: %v", i, err)
 		}
 		live.remove(i)
-		waitPortsFree(t, sc.mc.Node(i))
 		sc.mc.Restart(i)
 		sc.startSharding(i)
 		sc.mc.AwaitAllUp(testkit.Dilated(20 * time.Second))

@@ -2,8 +2,6 @@ package multinode_test
 
 import (
 	"context"
-	"net"
-	"slices"
 	"testing"
 	"time"
 
@@ -153,7 +151,7 @@ func TestThreeTwoPartitionTheMinorityDownsItself(t *testing.T) {
 // remote port: the side holding it survives, whatever the nodes are called (ordered by
 // system name first, node0's side survived).
 func TestEqualPartitionKeepsExactlyOneSide(t *testing.T) {
-	ports := freePorts(t, 4)
+	ports := multinode.FreePorts(t, 4)
 	c := multinode.Start(t, multinode.Options{
 		Nodes:           4,
 		ConfigureRemote: func(i int, rc *remote.Config) { rc.ListenPort = ports[3-i] },
@@ -182,26 +180,6 @@ func TestEqualPartitionKeepsExactlyOneSide(t *testing.T) {
 		default:
 		}
 	}
-}
-
-// freePorts returns n free TCP ports on 127.0.0.1, lowest first.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ls []net.Listener
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		_ = l.Close()
-	}
-	slices.Sort(ports)
-	return ports
 }
 
 func TestRestartedNodeJoinsAsANewIncarnation(t *testing.T) {

@@ -3,7 +3,9 @@ package multinode
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -90,8 +92,8 @@ func Start(t testing.TB, opts Options) *Cluster {
 	for i := range opts.Nodes {
 		c.nodes = append(c.nodes, &Node{Index: i, name: "node" + strconv.Itoa(i)})
 	}
-	for i := range min(opts.Seeds, opts.Nodes) {
-		c.nodes[i].gossip = "127.0.0.1:" + strconv.Itoa(FreePort(t))
+	for i, port := range FreePorts(t, min(opts.Seeds, opts.Nodes)) {
+		c.nodes[i].gossip = "127.0.0.1:" + strconv.Itoa(port)
 		c.seeds = append(c.seeds, c.nodes[i].gossip)
 	}
 	for i, n := range c.nodes {
@@ -269,9 +271,12 @@ func (c *Cluster) Crash(i int) {
 
 // Restart starts crashed (or shut down) node i again on the same addresses, as a new
 // incarnation: with Options.Seeds, with the seed nodes every node has; otherwise
-// joining through the first live node.
+// joining through the first live node. It first waits (up to 10s, dilated) until the
+// old incarnation's remote port is free: a system's transport closes a moment after it
+// reports termination.
 func (c *Cluster) Restart(i int) *Node {
 	n := c.Node(i)
+	awaitPortFree(c.t, "127.0.0.1:"+strconv.Itoa(n.remotePort))
 	seeds := c.seeds
 	if seeds == nil {
 		seeds = c.liveSeed(n)
@@ -280,27 +285,55 @@ func (c *Cluster) Restart(i int) *Node {
 	return n
 }
 
-// FreePort returns a port on 127.0.0.1 that is free for both TCP and UDP (serf gossips
-// on both): for a seed node whose address the others must know before it starts.
-// Another process may take it before the node binds it; on a test machine that is
-// rare.
-func FreePort(t testing.TB) int {
+// awaitPortFree waits until nothing listens on addr any more.
+func awaitPortFree(t testing.TB, addr string) {
 	t.Helper()
-	for range 100 {
+	deadline := time.Now().Add(testkit.Dilated(10 * time.Second))
+	for {
+		l, err := net.Listen("tcp", addr)
+		if err == nil {
+			_ = l.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("multinode: port %s still in use: %v", addr, err)
+		}
+		<-time.After(20 * time.Millisecond) // polling the kernel, not the actors
+	}
+}
+
+// FreePorts returns n different ports on 127.0.0.1, lowest first, each free for both
+// TCP and UDP (serf gossips on both): for nodes whose addresses must be known before
+// they start (seed nodes, a node that must have the lowest address). Another process
+// may take one before the node binds it; on a test machine that is rare.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var held []io.Closer
+	defer func() {
+		for _, c := range held {
+			_ = c.Close()
+		}
+	}()
+	var ports []int
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 100*n {
+			t.Fatalf("multinode: no %d ports free for both TCP and UDP", n)
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatalf("multinode: %v", err)
 		}
+		held = append(held, l)
 		port := l.Addr().(*net.TCPAddr).Port
 		u, err := net.ListenPacket("udp", "127.0.0.1:"+strconv.Itoa(port))
-		_ = l.Close()
-		if err == nil {
-			_ = u.Close()
-			return port
+		if err != nil {
+			continue
 		}
+		held = append(held, u)
+		ports = append(ports, port)
 	}
-	t.Fatalf("multinode: no port free for both TCP and UDP")
-	return 0
+	slices.Sort(ports)
+	return ports
 }
 
 // liveSeed returns the gossip address of the first running node other than n.

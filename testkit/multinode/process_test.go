@@ -84,9 +84,12 @@ func TestKilledFirstSeedRestartedWithTheSameArgumentsJoins(t *testing.T) {
 	}
 	bin := multinode.BuildNode(t)
 	var gossip, remote []string
-	for range 3 {
-		gossip = append(gossip, strconv.Itoa(multinode.FreePort(t)))
-		remote = append(remote, strconv.Itoa(multinode.FreePort(t)))
+	for i, p := range multinode.FreePorts(t, 6) {
+		if i < 3 {
+			gossip = append(gossip, strconv.Itoa(p))
+		} else {
+			remote = append(remote, strconv.Itoa(p))
+		}
 	}
 	seeds := "127.0.0.1:" + gossip[0] + ",127.0.0.1:" + gossip[1] + ",127.0.0.1:" + gossip[2]
 	args := func(i int) []string {

@@ -2,7 +2,6 @@ package multinode_test
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -38,7 +37,6 @@ func TestRestartedFirstSeedJoinsTheRunningCluster(t *testing.T) {
 			} else {
 				c.Crash(0)
 			}
-			awaitPortFree(t, c.Node(0).Remote.Address().HostPort())
 			n := c.Restart(0)
 			self := n.Cluster.SelfUniqueAddress()
 			var alone []cluster.Member
@@ -66,22 +64,5 @@ func TestRestartedFirstSeedJoinsTheRunningCluster(t *testing.T) {
 				t.Fatalf("the restarted first seed sees the oldest %+v", o)
 			}
 		})
-	}
-}
-
-// awaitPortFree waits until nothing listens on addr any more (a node just stopped).
-func awaitPortFree(t *testing.T, addr string) {
-	t.Helper()
-	deadline := time.Now().Add(testkit.Dilated(10 * time.Second))
-	for {
-		l, err := net.Listen("tcp", addr)
-		if err == nil {
-			_ = l.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("port %s still in use: %v", addr, err)
-		}
-		<-time.After(20 * time.Millisecond) // polling the kernel, not the actors
 	}
 }
