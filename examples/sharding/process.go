@@ -13,12 +13,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/persistence/pgjournal"
 	"github.com/troupe-go/troupe/serialization"
 )
 
 // runNode runs one node with the PostgreSQL journal and answers the commands read from
-// standard input, one line each. Its first line is "ready <name> gossip <host:port>".
+// standard input, one line each. Its first line is
+// "ready <name> gossip <host:port> address <its remote address>".
 // SIGTERM or "quit" makes it leave gracefully.
 func runNode(f flags) error {
 	if f.postgres == "" {
@@ -46,7 +48,7 @@ func runNode(f flags) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("ready %s gossip %s\n", f.name, n.cluster.GossipAddress())
+	fmt.Printf("ready %s gossip %s address %s\n", f.name, n.cluster.GossipAddress(), n.cluster.SelfUniqueAddress().Addr)
 
 	lines := make(chan string)
 	go func() {
@@ -115,6 +117,7 @@ func (n *node) command(line string) string {
 // child is a node process driven through its standard input and output.
 type child struct {
 	name string
+	addr cluster.UniqueAddress // its remote address (the uid left zero)
 	cmd  *exec.Cmd
 	in   io.WriteCloser
 	out  *bufio.Scanner
@@ -175,9 +178,13 @@ func runProcesses(f flags) error {
 		}
 		fields := strings.Fields(c.out.Text())
 		fmt.Println(c.out.Text())
-		if seed == "" && len(fields) == 4 {
+		if len(fields) != 6 {
+			return fmt.Errorf("%s: unexpected first line %q", c.name, c.out.Text())
+		}
+		if seed == "" {
 			seed = fields[3]
 		}
+		c.addr = cluster.UniqueAddress{Addr: fields[5]}
 	}
 	time.Sleep(3 * time.Second) // let the members become Up
 	want := map[string]string{}
@@ -217,12 +224,18 @@ func runProcesses(f flags) error {
 	if err := check(children[0]); err != nil {
 		return err
 	}
-	fmt.Println("counter-1 is killed")
-	_ = children[1].cmd.Process.Kill()
-	_ = children[1].cmd.Wait()
-	if err := check(children[0]); err != nil {
+	// Of two members, keep-majority keeps the one with the lowest address when the other
+	// becomes unreachable: the demo kills the other one.
+	victim, survivor := children[1], children[0]
+	if victim.addr.Compare(survivor.addr) < 0 {
+		victim, survivor = survivor, victim
+	}
+	fmt.Println(victim.name, "is killed")
+	_ = victim.cmd.Process.Kill()
+	_ = victim.cmd.Wait()
+	if err := check(survivor); err != nil {
 		return err
 	}
-	_, err = children[0].ask("quit")
+	_, err = survivor.ask("quit")
 	return err
 }
