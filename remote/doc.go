@@ -62,7 +62,12 @@
 // changes, its old incarnation is quarantined: actors watched there are reported
 // terminated, messages queued for it and messages for actors of the old incarnation
 // (Refs carry the actor's uid) are dead letters. A quarantined incarnation is refused
-// for good; it must restart.
+// for good; it must restart. A send to an address whose incarnation has ended fails
+// at once with ErrQuarantined, and makes the transport look for a new one there;
+// except at the address of a cluster member (a new incarnation, since the cluster
+// quarantines one when it removes the member): there a send waits in the queue, and
+// a watch waits, for that look, and reaches the incarnation that answers, or ends as
+// for the quarantined one when none new does.
 //
 // # Remote death watch
 //
@@ -104,8 +109,9 @@
 //     unknown system too many (ErrRefusedSender). The send returns the error and the
 //     message is a dead letter with it as the reason.
 //   - Queued, then dropped: for a peer that is quarantined or says it shuts down
-//     (ErrQuarantined) or unreachable for Config.GiveUpAfter (ErrUnreachable). Each message becomes a dead
-//     letter with that reason, and a warning is logged.
+//     (ErrQuarantined; at a cluster member's address, also when the look for a new
+//     incarnation finds none) or unreachable for Config.GiveUpAfter (ErrUnreachable).
+//     Each message becomes a dead letter with that reason, and a warning is logged.
 //   - Lost with a broken connection: the messages of the write that failed are counted
 //     (Stats.Lost) and logged; they may or may not have arrived. Messages the
 //     operating system had already accepted may be lost too: they are not counted one

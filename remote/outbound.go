@@ -143,7 +143,13 @@ func (l *outLane) sendUser(rr remoteRef, msg any, sender actor.Ref, ctx context.
 	}
 	l.mu.Lock()
 	for {
-		if l.p.blocked.Load() {
+		// A peer whose incarnation has ended refuses sends at once, unless the cluster
+		// counts a member at its address: that is a new incarnation (the cluster
+		// quarantines a member's incarnation when it removes it), not yet reached. The
+		// send is queued then, and the writer looks: it delivers the queue to the
+		// incarnation that answers, or drops it as quarantined when none new does
+		// (connectFailed).
+		if l.p.blocked.Load() && !r.isManaged(l.p.addr) {
 			l.probe = true
 			l.mu.Unlock()
 			l.signal()
@@ -487,7 +493,13 @@ func (l *outLane) connectFailed(err error) {
 		zap.Error(err), zap.Duration("retry_in", l.backoff))
 	switch {
 	case l.p.blocked.Load():
+		// No new incarnation answered: what waited for one (at a member's address, see
+		// sendUser and peer.watch) ends as for the quarantined one.
 		l.dropQueued(fmt.Errorf("%w: %s", ErrQuarantined, l.p.self))
+		if l.lane == laneSystem {
+			l.dropUnacked()
+			l.p.addressTerminated()
+		}
 	case now.Sub(l.failingSince) < r.cfg.GiveUpAfter:
 	case l.lane == laneUser:
 		l.dropQueued(fmt.Errorf("%w: no connection to %s for %v: %w", ErrUnreachable, l.p.self, r.cfg.GiveUpAfter, err))

@@ -184,8 +184,10 @@ func (p *peer) watch(rr remoteRef, watcher actor.Ref) {
 	if dup {
 		return
 	}
-	if p.blocked.Load() {
-		// The incarnation is gone: answer at once, as for a dead local actor.
+	if p.blocked.Load() && !p.r.isManaged(p.addr) {
+		// The incarnation is gone: answer at once, as for a dead local actor. (At a
+		// member's address the watch waits for the transport's look, as a send does:
+		// see outLane.sendUser and connectFailed.)
 		p.dropWatch(rr, watcher)
 		p.r.host.Terminated(watcher, rr.ref(), true)
 		return
