@@ -124,6 +124,10 @@ type regionCore[M any] struct {
 
 	registered   bool
 	nextRegDelay time.Duration
+	// coordEpoch is the epoch of the coordinator incarnation this region registered
+	// with last (its RegisterAck's): while registered, only a GracefulShutdownAck of
+	// that incarnation counts.
+	coordEpoch uint64
 
 	homes       map[ShardID]RegionID // known homes; self for shards hosted here
 	local       map[ShardID]*localShard
@@ -162,13 +166,18 @@ type regionCore[M any] struct {
 
 	shuttingDown bool
 	// everRegistered: a coordinator knows this region and may give it shards, so that
-	// leaving, it waits for the coordinator's word that it hosts none (shutdownAcked).
-	// A region that has sent Register but never heard RegisterAck may be known too (its
-	// Register on its way): leaving, it waits for that word as well, but only for
-	// twice the retry interval (timerLeaveUnknown, which then counts as the word),
-	// since there may be no coordinator at all. (It goes on registering while it
-	// leaves: a region that holds messages needs a coordinator to learn their homes, or
-	// that they have none.)
+	// leaving, it waits for the coordinator's word that it hosts none (shutdownAcked),
+	// and takes that word only from the coordinator it is registered with when it
+	// comes (shutdownAck): the coordinators' stored state knows the region, and while
+	// it registers again (its coordinator crashed or moved) the next one may give it a
+	// shard, whatever an earlier one said. A region that has sent Register but never
+	// heard RegisterAck may be known too (its Register on its way): leaving, it waits
+	// for a coordinator's word as well (one that has not registered it will register
+	// it only as leaving, see coordinator.register), but only for twice the retry
+	// interval (timerLeaveUnknown, which then counts as the word), since there may be
+	// no coordinator at all. (It goes on registering while it leaves: a region that
+	// holds messages needs a coordinator to learn their homes, or that they have
+	// none.)
 	everRegistered bool
 	registerSent   bool
 	shutdownAcked  bool
@@ -254,7 +263,7 @@ func (r *regionCore[M]) handOverIn(from RegionID, s ShardID, msgs []M, done bool
 func (r *regionCore[M]) fromCoordinator(msg any) regionDecisions[M] {
 	switch m := msg.(type) {
 	case msgRegisterAck:
-		r.registerAck()
+		r.registerAck(m.Epoch)
 	case msgShardHome:
 		r.shardHome(m.Shard, m.Region)
 	case msgShardHomes:
@@ -272,10 +281,7 @@ func (r *regionCore[M]) fromCoordinator(msg any) regionDecisions[M] {
 	case msgNoShardHome:
 		r.noShardHome(m.Shard)
 	case msgGracefulShutdownAck:
-		if r.shuttingDown {
-			r.shutdownAcked = true
-			r.tryCompleteShutdown()
-		}
+		r.shutdownAck(m.Epoch)
 	case msgHandOverTo:
 		if r.owes[m.Shard] {
 			r.target[m.Shard] = m.Region
@@ -388,6 +394,21 @@ func (r *regionCore[M]) gracefulShutdown() regionDecisions[M] {
 	return r.done()
 }
 
+// shutdownAck handles a coordinator's word that this region, which leaves, hosts no
+// shard there and will be given none (msgGracefulShutdownAck of the coordinator
+// incarnation epoch). A region that has registered once takes it only while it is
+// registered, and only from the incarnation it registered with (see everRegistered):
+// the word of another, or one that comes while the region registers again, says
+// nothing of the coordinator that may have registered it since. It asks again once
+// registered (registerAck).
+func (r *regionCore[M]) shutdownAck(epoch uint64) {
+	if !r.shuttingDown || r.everRegistered && (!r.registered || epoch != r.coordEpoch) {
+		return
+	}
+	r.shutdownAcked = true
+	r.tryCompleteShutdown()
+}
+
 // noShardHome handles the coordinator's word that no region can host s. A region that
 // leaves drops what it holds for s, the hand-over it owes included, instead of
 // waiting until its shutdown times out for a home that may never come; it stops once
@@ -494,9 +515,10 @@ func (r *regionCore[M]) scheduleRegistration() {
 	}
 }
 
-func (r *regionCore[M]) registerAck() {
+func (r *regionCore[M]) registerAck(epoch uint64) {
 	again := r.registered // a second answer of the same coordinator
 	r.registered, r.everRegistered = true, true
+	r.coordEpoch = epoch
 	r.timers.cancel(&r.out.timers, timerKey{kind: timerRegisterRetry})
 	for _, s := range slices.Sorted(maps.Keys(r.unsent)) {
 		r.act(regionAction[M]{kind: actToCoordinator, proto: msgShardStopped{Shard: s, Pending: r.owes[s]}})
