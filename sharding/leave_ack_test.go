@@ -42,13 +42,12 @@ func TestTheCoordinatorGivesNoShardToALeaverItAckedUnregistered(t *testing.T) {
 }
 
 // A region that registered once and then lost its coordinator (it crashed or moved)
-// takes no GracefulShutdownAck until it has registered again: the coordinators'
-// stored state knows it, and the next coordinator may have registered it and given it
-// a shard, while the late acknowledgement is the previous one's. Found by the
-// simulation (seed 39399: the region stopped on a crashed coordinator's late
-// acknowledgement, and what another region forwarded to it for the shard the next
-// coordinator gave it was lost).
-func TestALeavingRegionTakesNoAckWhileItRegistersAgain(t *testing.T) {
+// takes no late GracefulShutdownAck of that coordinator while it registers again: the
+// coordinators' stored state knows the region, and the next coordinator may have
+// registered it and given it a shard. Found by the simulation (seed 39399: the region
+// stopped on a crashed coordinator's late acknowledgement, and what another region
+// forwarded to it for the shard the next coordinator gave it was lost).
+func TestALeavingRegionTakesNoAckOfACoordinatorItLost(t *testing.T) {
 	r := registered(t, regionSettings{})
 	r.gracefulShutdown()
 	r.coordinatorLost()
@@ -80,12 +79,25 @@ func TestAShutdownAckCountsOnlyFromTheIncarnationRegisteredWith(t *testing.T) {
 	}
 
 	r := newTestRegion(t, regionSettings{})
-	r.fromCoordinator(msgRegisterAck{Epoch: e2})
+	r.fromCoordinator(msgRegisterAck{Epoch: e1})
 	r.gracefulShutdown()
+	if d := r.fromCoordinator(msgGracefulShutdownAck{Epoch: e2}); d.stop {
+		t.Fatal("registered, it stopped on another incarnation's acknowledgement")
+	}
+	if d := r.fromCoordinator(msgGracefulShutdownAck{Epoch: e1}); !d.stop {
+		t.Fatalf("not stopped on its coordinator's acknowledgement: %+v", d)
+	}
+
+	// Its coordinator lost, it takes the next one's word (which knows it from the
+	// stored state), and not the late word of the one it lost.
+	r = newTestRegion(t, regionSettings{})
+	r.fromCoordinator(msgRegisterAck{Epoch: e1})
+	r.gracefulShutdown()
+	r.coordinatorLost()
 	if d := r.fromCoordinator(msgGracefulShutdownAck{Epoch: e1}); d.stop {
-		t.Fatal("stopped on another incarnation's acknowledgement")
+		t.Fatal("stopped on the late acknowledgement of the coordinator it lost")
 	}
 	if d := r.fromCoordinator(msgGracefulShutdownAck{Epoch: e2}); !d.stop {
-		t.Fatalf("not stopped on its coordinator's acknowledgement: %+v", d)
+		t.Fatalf("not stopped on the next coordinator's acknowledgement: %+v", d)
 	}
 }

@@ -84,11 +84,11 @@ import (
 //     answered so only as leaving, coordinator.leftUnregistered). In seed 39399 a
 //     region registered with a coordinator that crashed took that coordinator's late
 //     GracefulShutdownAck while it registered again, and stopped while the next
-//     coordinator had registered it and given it a shard (a region that has registered
-//     once now takes the acknowledgement only while registered, and only of the
-//     incarnation it registered with, whose epoch the acknowledgement carries as the
-//     RegisterAck does: regionCore.shutdownAck). All of seeds 0 to 39,999 of both
-//     simulations pass since (2026-11-29).
+//     coordinator had registered it and given it a shard (the acknowledgement now
+//     carries the coordinator incarnation's epoch, as the RegisterAck does, and a
+//     region takes, registered, only its coordinator's, and not that of one it lost:
+//     regionCore.shutdownAck). All of seeds 0 to 39,999 of both simulations pass since
+//     (2026-11-29).
 //
 // Not closed, and documented as a loss (docs/sharding.md, "What can be lost"): a
 // region that never registered stops on one coordinator incarnation's word while a
