@@ -34,7 +34,9 @@ type coordSettings struct {
 	// handOffEpoch, when not 0, makes this incarnation name its hand-offs from it
 	// (handOffWorker.id): a random number per incarnation, so that an acknowledgement
 	// of another incarnation's BeginHandOff, or of an earlier hand-off of the same
-	// shard, is not counted.
+	// shard, is not counted. Its RegisterAcks and GracefulShutdownAcks carry it too
+	// (Epoch), so that a region tells this incarnation's acknowledgement from
+	// another's.
 	handOffEpoch uint64
 }
 
@@ -186,6 +188,11 @@ type coordinator struct {
 	// their Terminated or RegionStopped told: a Register of theirs that comes after
 	// that is ignored (see register).
 	ended []RegionID
+	// leftUnregistered holds the last regions and proxies (at most endedRegions) that
+	// asked to leave before they registered here, and were told that they get no
+	// shard (gracefulShutdown): a Register of theirs that comes after registers them
+	// as leaving (see register).
+	leftUnregistered []RegionID
 
 	pending *pendingWrite
 	queue   []coordInput
@@ -558,11 +565,11 @@ func (c *coordinator) storeDone() {
 	switch e := p.event.(type) {
 	case evRegionRegistered:
 		c.out.watch = append(c.out.watch, e.Region)
-		c.send(e.Region, msgRegisterAck{})
+		c.send(e.Region, c.registerAck())
 		c.allocateRemembered()
 	case evRegionProxyRegistered:
 		c.out.watch = append(c.out.watch, e.Proxy)
-		c.send(e.Proxy, msgRegisterAck{})
+		c.send(e.Proxy, c.registerAck())
 	case evRegionTerminated:
 		delete(c.graceful, e.Region)
 		delete(c.terminating, e.Region)

@@ -218,7 +218,10 @@ func (c *coordinator) gracefulShutdown(r RegionID) {
 	}
 	shards, ok := c.state.regions[r]
 	if !ok {
-		c.send(r, msgGracefulShutdownAck{}) // not registered here: it gets no shard
+		// Not registered here: it gets no shard, even if its Register comes after
+		// this request (see register).
+		c.leftBeforeRegistering(r)
+		c.send(r, c.shutdownAck())
 		return
 	}
 	if !c.graceful[r] && !c.terminating[r] {
@@ -228,7 +231,7 @@ func (c *coordinator) gracefulShutdown(r RegionID) {
 		}
 	}
 	if len(shards) == 0 {
-		c.send(r, msgGracefulShutdownAck{})
+		c.send(r, c.shutdownAck())
 	}
 }
 
@@ -236,7 +239,7 @@ func (c *coordinator) gracefulShutdown(r RegionID) {
 // been handed off.
 func (c *coordinator) ackGraceful(r RegionID) {
 	if shards, ok := c.state.regions[r]; ok && c.graceful[r] && len(shards) == 0 {
-		c.send(r, msgGracefulShutdownAck{})
+		c.send(r, c.shutdownAck())
 	}
 }
 

@@ -31,6 +31,11 @@ func (c *coordinator) regionEnded(r RegionID) {
 // shards to a region that is gone, losing what other regions forward to it until its
 // end is seen a second time. Region IDs name one incarnation: a region that starts
 // again has another.
+//
+// A region that asked to leave before it registered was told that it gets no shard
+// here (gracefulShutdown), and may have stopped on that: it is registered as leaving,
+// and given no shard. (It registers to learn the homes of messages it holds, and asks
+// to leave again once registered.)
 func (c *coordinator) register(from RegionID, status cluster.MemberStatus, local, proxy bool) {
 	if from == "" || status != cluster.Up && !local {
 		return // the region retries once its member is Up here
@@ -38,10 +43,13 @@ func (c *coordinator) register(from RegionID, status cluster.MemberStatus, local
 	if slices.Contains(c.ended, from) {
 		return
 	}
+	if slices.Contains(c.leftUnregistered, from) {
+		c.graceful[from] = true // it was told it gets no shard here
+	}
 	if proxy {
 		c.sendShardHomes(from)
 		if _, ok := c.state.proxies[from]; ok {
-			c.send(from, msgRegisterAck{})
+			c.send(from, c.registerAck())
 			c.resendBeginHandOffs(from)
 			return
 		}
@@ -50,15 +58,39 @@ func (c *coordinator) register(from RegionID, status cluster.MemberStatus, local
 	}
 	c.alive[from] = true
 	if _, ok := c.state.regions[from]; ok {
-		c.send(from, msgRegisterAck{})
+		c.send(from, c.registerAck())
 		c.resendBeginHandOffs(from)
 		c.sendShardHomes(from)
 		c.allocateRemembered()
 		return
 	}
-	delete(c.graceful, from)
 	c.sendShardHomes(from)
 	c.write(evRegionRegistered{Region: from})
+}
+
+// leftBeforeRegistering remembers that region (or proxy) r asked to leave before it
+// registered here: it was told that it gets no shard, and may stop on that, while a
+// Register it sent after its request is on its way (it registers until answered, also
+// while it leaves, to learn the homes of what it holds).
+func (c *coordinator) leftBeforeRegistering(r RegionID) {
+	if r == "" || slices.Contains(c.leftUnregistered, r) {
+		return
+	}
+	if len(c.leftUnregistered) == endedRegions {
+		c.leftUnregistered = slices.Delete(c.leftUnregistered, 0, 1)
+	}
+	c.leftUnregistered = append(c.leftUnregistered, r)
+}
+
+// registerAck is the acknowledgement of a registration, naming this incarnation.
+func (c *coordinator) registerAck() msgRegisterAck {
+	return msgRegisterAck{Epoch: c.cfg.handOffEpoch}
+}
+
+// shutdownAck is the answer to a leaving region that hosts nothing here and will be
+// given nothing, naming this incarnation.
+func (c *coordinator) shutdownAck() msgGracefulShutdownAck {
+	return msgGracefulShutdownAck{Epoch: c.cfg.handOffEpoch}
 }
 
 // resendBeginHandOffs sends BeginHandOff again, right after its RegisterAck, to a

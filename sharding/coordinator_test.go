@@ -903,27 +903,3 @@ func TestCoordinatorTellsALeavingRegionThatNoRegionCanHost(t *testing.T) {
 		t.Fatalf("the last region was not told: %+v", d.sends)
 	}
 }
-
-// The coordinator acknowledges at once the shutdown of a region it has not registered
-// (its member is not Up yet), and may register it and give it a shard afterwards:
-// why the region asks again once registered (TestAStaleShutdownAckDoesNotStopARegionRegisteredSince).
-func TestTheCoordinatorAcksAnUnknownLeaverThenGivesItAShard(t *testing.T) {
-	h := newCoordHarness(t, coordSettings{}, nil, 2)
-	h.step(inRegionMsg{From: reg(2), Msg: msgRegister{}, Status: cluster.Up})
-	h.step(inRegionMsg{From: reg(1), Msg: msgRegister{}, Status: cluster.Joining}) // not yet
-	d := h.step(inRegionMsg{From: reg(1), Msg: msgGracefulShutdownReq{}, Status: cluster.Joining})
-	if !sent(d, reg(1), msgGracefulShutdownAck{}) {
-		t.Fatalf("no acknowledgement for an unknown region: %+v", d.sends)
-	}
-	h.step(inRegionMsg{From: reg(1), Msg: msgRegister{}, Status: cluster.Up})
-	h.step(inRegionMsg{From: reg(2), Msg: msgGetShardHome{Shard: "a"}, Status: cluster.Up})
-	h.step(inRegionMsg{From: reg(2), Msg: msgGetShardHome{Shard: "b"}, Status: cluster.Up})
-	if h.c.state.shards["a"] != reg(1) && h.c.state.shards["b"] != reg(1) {
-		t.Fatalf("the region that registered after its acknowledgement got no shard: %v", h.c.state.shards)
-	}
-	// Asked again, the coordinator hands its shards off before acknowledging.
-	d = h.step(inRegionMsg{From: reg(1), Msg: msgGracefulShutdownReq{}, Status: cluster.Up})
-	if sent(d, reg(1), msgGracefulShutdownAck{}) {
-		t.Fatal("acknowledged a leaving region that hosts shards")
-	}
-}

@@ -175,7 +175,9 @@
 //     region whose registration no coordinator answered stops after twice
 //     RetryInterval; should a coordinator register it after all (its registration
 //     that late), what other regions forward to it for a shard given to it meanwhile
-//     is lost.
+//     is lost. So it is for a region that never registered and stopped on one
+//     coordinator's word while its registration was on its way to the next (the
+//     coordinator moving or crashing as the region leaves).
 //   - A batch that reaches a node whose region of the type has stopped (the node stays
 //     up): on that node, a dead letter per delivery, addressed to the region's path,
 //     counted in that system's dead letters (not in the sender's Stats).

@@ -21,8 +21,12 @@ func (msgRegister) SuppressDeadLetterLog() {}
 func (msgRegisterProxy) SuppressDeadLetterLog() {}
 
 // msgRegisterAck: the coordinator registered the sender of Register(Proxy). The region
-// watches the coordinator (the sender of the ack).
-type msgRegisterAck struct{}
+// watches the coordinator (the sender of the ack). Epoch names the coordinator's
+// incarnation (0 from a coordinator that does not name it): its
+// msgGracefulShutdownAck carries the same.
+type msgRegisterAck struct {
+	Epoch uint64 `msgpack:"epoch,omitempty"`
+}
 
 // msgGetShardHome: where does this shard live? Answered by msgShardHome, or not at all
 // (the region asks again on its next retry tick) while the shard is in hand-off, while
@@ -120,10 +124,15 @@ type msgGracefulShutdownReq struct{}
 
 // msgGracefulShutdownAck: the coordinator's answer to msgGracefulShutdownReq once the
 // leaving region hosts no shard and will be given none (sent again for each request
-// then, and unasked when the region's last hand-off ends). The region stops only after
-// it, so that a shard the coordinator gave it while its request was on the way is
-// handed off, not lost with the region.
-type msgGracefulShutdownAck struct{}
+// then, and unasked when the region's last hand-off ends); also the answer to a region
+// it has not registered, which it will then register only as leaving. The region stops
+// only after it, so that a shard the coordinator gave it while its request was on the
+// way is handed off, not lost with the region. Epoch is the coordinator's, as in its
+// msgRegisterAck: a region that has registered once takes the acknowledgement only of
+// the coordinator it is registered with.
+type msgGracefulShutdownAck struct {
+	Epoch uint64 `msgpack:"epoch,omitempty"`
+}
 
 // msgRegionStopped: the region stopped.
 type msgRegionStopped struct{}

@@ -124,6 +124,13 @@ type regionCore[M any] struct {
 
 	registered   bool
 	nextRegDelay time.Duration
+	// coordEpoch is the epoch of the coordinator incarnation this region registered
+	// with last (its RegisterAck's): while registered, only a GracefulShutdownAck of
+	// that incarnation counts. lostEpochs holds the last incarnations (at most
+	// maxLostEpochs) it was registered with and lost (coordinatorLost): while it
+	// registers again, their late GracefulShutdownAcks do not count (shutdownAck).
+	coordEpoch uint64
+	lostEpochs []uint64
 
 	homes       map[ShardID]RegionID // known homes; self for shards hosted here
 	local       map[ShardID]*localShard
@@ -162,13 +169,18 @@ type regionCore[M any] struct {
 
 	shuttingDown bool
 	// everRegistered: a coordinator knows this region and may give it shards, so that
-	// leaving, it waits for the coordinator's word that it hosts none (shutdownAcked).
-	// A region that has sent Register but never heard RegisterAck may be known too (its
-	// Register on its way): leaving, it waits for that word as well, but only for
-	// twice the retry interval (timerLeaveUnknown, which then counts as the word),
-	// since there may be no coordinator at all. (It goes on registering while it
-	// leaves: a region that holds messages needs a coordinator to learn their homes, or
-	// that they have none.)
+	// leaving, it waits for the coordinator's word that it hosts none (shutdownAcked),
+	// and takes no late word of a coordinator it has lost (shutdownAck): the
+	// coordinators' stored state knows the region, and while it registers again (its
+	// coordinator crashed or moved) the next one may give it a shard, whatever an
+	// earlier one said. A region that has sent Register but never heard RegisterAck
+	// may be known too (its Register on its way): leaving, it waits for a
+	// coordinator's word as well (one that had not registered it registers it only as
+	// leaving, see coordinator.register), but only for twice the retry interval
+	// (timerLeaveUnknown, which then counts as the word), since there may be no
+	// coordinator at all. (It goes on registering while it leaves: a region that
+	// holds messages needs a coordinator to learn their homes, or that they have
+	// none.)
 	everRegistered bool
 	registerSent   bool
 	shutdownAcked  bool
@@ -254,7 +266,7 @@ func (r *regionCore[M]) handOverIn(from RegionID, s ShardID, msgs []M, done bool
 func (r *regionCore[M]) fromCoordinator(msg any) regionDecisions[M] {
 	switch m := msg.(type) {
 	case msgRegisterAck:
-		r.registerAck()
+		r.registerAck(m.Epoch)
 	case msgShardHome:
 		r.shardHome(m.Shard, m.Region)
 	case msgShardHomes:
@@ -272,10 +284,7 @@ func (r *regionCore[M]) fromCoordinator(msg any) regionDecisions[M] {
 	case msgNoShardHome:
 		r.noShardHome(m.Shard)
 	case msgGracefulShutdownAck:
-		if r.shuttingDown {
-			r.shutdownAcked = true
-			r.tryCompleteShutdown()
-		}
+		r.shutdownAck(m.Epoch)
 	case msgHandOverTo:
 		if r.owes[m.Shard] {
 			r.target[m.Shard] = m.Region
@@ -363,6 +372,12 @@ func (r *regionCore[M]) handOverAcked(from RegionID, s ShardID) regionDecisions[
 
 // coordinatorLost: the coordinator terminated or moved; register again.
 func (r *regionCore[M]) coordinatorLost() regionDecisions[M] {
+	if r.registered && !slices.Contains(r.lostEpochs, r.coordEpoch) {
+		if len(r.lostEpochs) == maxLostEpochs {
+			r.lostEpochs = slices.Delete(r.lostEpochs, 0, 1)
+		}
+		r.lostEpochs = append(r.lostEpochs, r.coordEpoch)
+	}
 	r.registered = false
 	r.startRegistration()
 	return r.done()
@@ -386,6 +401,32 @@ func (r *regionCore[M]) gracefulShutdown() regionDecisions[M] {
 		r.tryCompleteShutdown()
 	}
 	return r.done()
+}
+
+// maxLostEpochs bounds regionCore.lostEpochs: a lost coordinator's late messages reach
+// the region soon after, and few incarnations end in that while.
+const maxLostEpochs = 4
+
+// shutdownAck handles a coordinator's word that this region, which leaves, hosts no
+// shard there and will be given none (msgGracefulShutdownAck of the coordinator
+// incarnation epoch). While registered, the region takes it only from the incarnation
+// it registered with; while it registers again (its coordinator crashed or moved),
+// not from one it lost (lostEpochs): that word is late, and says nothing of the next
+// coordinator, which knows the region from the stored state and may have given it a
+// shard. (The word of another incarnation holds: it knows the region from the stored
+// state too, and answers a request the region sent it.) A region that never registered
+// takes any: a coordinator that said so registers it afterwards only as leaving
+// (coordinator.register). Whichever coordinator registers the region while it leaves
+// is asked again (registerAck).
+func (r *regionCore[M]) shutdownAck(epoch uint64) {
+	if !r.shuttingDown {
+		return
+	}
+	if r.registered && epoch != r.coordEpoch || !r.registered && slices.Contains(r.lostEpochs, epoch) {
+		return
+	}
+	r.shutdownAcked = true
+	r.tryCompleteShutdown()
 }
 
 // noShardHome handles the coordinator's word that no region can host s. A region that
@@ -494,9 +535,11 @@ func (r *regionCore[M]) scheduleRegistration() {
 	}
 }
 
-func (r *regionCore[M]) registerAck() {
+func (r *regionCore[M]) registerAck(epoch uint64) {
 	again := r.registered // a second answer of the same coordinator
 	r.registered, r.everRegistered = true, true
+	r.coordEpoch = epoch
+	r.lostEpochs = slices.DeleteFunc(r.lostEpochs, func(e uint64) bool { return e == epoch })
 	r.timers.cancel(&r.out.timers, timerKey{kind: timerRegisterRetry})
 	for _, s := range slices.Sorted(maps.Keys(r.unsent)) {
 		r.act(regionAction[M]{kind: actToCoordinator, proto: msgShardStopped{Shard: s, Pending: r.owes[s]}})

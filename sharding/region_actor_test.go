@@ -72,7 +72,7 @@ func TestRegionTakesNoStaleRegisterAck(t *testing.T) {
 	}
 
 	r.coordinator = c2
-	core.registerAck()
+	core.registerAck(0)
 	if r.fromAnother(msgShardHome{Shard: "s1", Region: reg(2)}, c2) || !r.fromAnother(msgShardHome{Shard: "s1", Region: reg(2)}, c1) {
 		t.Fatal("registered, it takes coordinator messages from another than its coordinator, or not from it")
 	}

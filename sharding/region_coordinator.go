@@ -64,7 +64,9 @@ func isCoordinatorMsg(msg any) bool {
 // HostShard from it would name a home the new coordinator may have changed since,
 // and a shard could run in two regions at once; its RegisterAck would make the
 // region follow it again. While the region is not registered (it has just learned
-// that its coordinator is gone, and registers again) it takes them from anyone.
+// that its coordinator is gone, and registers again) it takes them from anyone (but
+// its core takes no late GracefulShutdownAck of the coordinator it lost:
+// regionCore.shutdownAck).
 // Whatever the coordinator it registers with wants of it, that one asks again
 // (homes on registration, HostShard until the shard starts, BeginHandOff on
 // registration), so dropping loses nothing.

@@ -720,9 +720,10 @@ func TestRegionLeavingDropsWhatNoRegionCanHost(t *testing.T) {
 	}
 }
 
-// A leaving region that the coordinator acknowledged before registering it (its
-// member was not Up yet, say) and registers afterwards may be given shards: the old
-// acknowledgement does not let it stop; it asks again. Found in review.
+// A leaving region that a coordinator acknowledged before registering it (its member
+// was not Up yet, say) and registers afterwards (to learn the homes of what it holds)
+// does not stop on the old acknowledgement: the coordinator it registers with may be
+// another incarnation, which may give it shards. It asks again. Found in review.
 func TestAStaleShutdownAckDoesNotStopARegionRegisteredSince(t *testing.T) {
 	r := newTestRegion(t, regionSettings{})
 	r.deliver("s1", "m1")

@@ -667,7 +667,7 @@ func TestSimulationCoordinatorFaults(t *testing.T) { runSimulation(t, true) }
 
 // simSeeds is the number of seeds each simulation runs (CI runs 200, seeds 0 to 199):
 //
-//	nice -n 10 go test ./sharding -run 'TestSimulation' -sharding.simseeds=20000
+//	nice -n 10 go test ./sharding -run 'TestSimulation' -sharding.simseeds=40000
 var simSeeds = flag.Int("sharding.simseeds", 200, "seeds of each core simulation (TestSimulation*)")
 
 func runSimulation(t *testing.T, coordFaults bool) {

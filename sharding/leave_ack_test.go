@@ -1,0 +1,103 @@
+package sharding
+
+import (
+	"testing"
+
+	"github.com/troupe-go/troupe/cluster"
+)
+
+// Core cases of a leaving region and the coordinator's GracefulShutdownAck, found by
+// the simulation's leaves with coordinator faults (sim_leave_test.go, seeds 20,000 to
+// 39,999).
+
+// A region that asks to leave before the coordinator registered it is told that it
+// gets no shard here, and may stop on that. Its Register that comes after the request
+// (it goes on registering while it leaves) registers it as leaving: it gets no shard,
+// and a request again is answered at once. Found by the simulation (seeds 22834 and
+// 30126: the coordinator registered the region on that Register and gave it a shard,
+// and what another region forwarded to it was lost, since it had stopped).
+func TestTheCoordinatorGivesNoShardToALeaverItAckedUnregistered(t *testing.T) {
+	h := newCoordHarness(t, coordSettings{}, nil, 2)
+	h.step(inRegionMsg{From: reg(2), Msg: msgRegister{}, Status: cluster.Up})
+	h.step(inRegionMsg{From: reg(2), Msg: msgGetShardHome{Shard: "a"}, Status: cluster.Up})
+	h.step(inRegionMsg{From: reg(1), Msg: msgRegister{}, Status: cluster.Joining}) // not yet
+	d := h.step(inRegionMsg{From: reg(1), Msg: msgGracefulShutdownReq{}, Status: cluster.Joining})
+	if !sent(d, reg(1), msgGracefulShutdownAck{}) {
+		t.Fatalf("no acknowledgement for an unknown region: %+v", d.sends)
+	}
+	h.step(inRegionMsg{From: reg(1), Msg: msgRegister{}, Status: cluster.Up})
+	if _, ok := h.c.state.regions[reg(1)]; !ok {
+		t.Fatal("the leaving region was not registered (it needs homes for what it holds)")
+	}
+	for _, s := range []ShardID{"b", "c", "d"} {
+		h.step(inRegionMsg{From: reg(2), Msg: msgGetShardHome{Shard: s}, Status: cluster.Up})
+	}
+	if got := h.c.state.regions[reg(1)]; len(got) != 0 {
+		t.Fatalf("the region acknowledged as leaving before it registered got shards %v", got)
+	}
+	d = h.step(inRegionMsg{From: reg(1), Msg: msgGracefulShutdownReq{}, Status: cluster.Up})
+	if !sent(d, reg(1), msgGracefulShutdownAck{}) {
+		t.Fatalf("a leaving region that hosts nothing not acknowledged: %+v", d.sends)
+	}
+}
+
+// A region that registered once and then lost its coordinator (it crashed or moved)
+// takes no late GracefulShutdownAck of that coordinator while it registers again: the
+// coordinators' stored state knows the region, and the next coordinator may have
+// registered it and given it a shard. Found by the simulation (seed 39399: the region
+// stopped on a crashed coordinator's late acknowledgement, and what another region
+// forwarded to it for the shard the next coordinator gave it was lost).
+func TestALeavingRegionTakesNoAckOfACoordinatorItLost(t *testing.T) {
+	r := registered(t, regionSettings{})
+	r.gracefulShutdown()
+	r.coordinatorLost()
+	if d := r.fromCoordinator(msgGracefulShutdownAck{}); d.stop {
+		t.Fatal("stopped on an acknowledgement while not registered")
+	}
+	if d := r.timer(timerKey{kind: timerLeaveUnknown}); d.stop {
+		t.Fatal("stopped on the give-up timer, known to a coordinator")
+	}
+	d := r.fromCoordinator(msgRegisterAck{})
+	wantAnys(t, "asks again once registered", toCoord(d), msgGracefulShutdownReq{})
+	if d = r.fromCoordinator(msgGracefulShutdownAck{}); !d.stop {
+		t.Fatalf("not stopped on its coordinator's acknowledgement: %+v", d)
+	}
+}
+
+// The acknowledgement names the coordinator incarnation that sent it, as its
+// RegisterAck does: a registered region takes only that of the incarnation it
+// registered with.
+func TestAShutdownAckCountsOnlyFromTheIncarnationRegisteredWith(t *testing.T) {
+	const e1, e2 = 1 << 32, 2 << 32
+	h := newCoordHarness(t, coordSettings{handOffEpoch: e2}, nil, 2)
+	h.step(inRegionMsg{From: reg(1), Msg: msgRegister{}, Status: cluster.Up})
+	if d := h.from(reg(1), msgRegister{}); !sent(d, reg(1), msgRegisterAck{Epoch: e2}) {
+		t.Fatalf("RegisterAck without the incarnation's epoch: %+v", d.sends)
+	}
+	if d := h.from(reg(1), msgGracefulShutdownReq{}); !sent(d, reg(1), msgGracefulShutdownAck{Epoch: e2}) {
+		t.Fatalf("GracefulShutdownAck without the incarnation's epoch: %+v", d.sends)
+	}
+
+	r := newTestRegion(t, regionSettings{})
+	r.fromCoordinator(msgRegisterAck{Epoch: e1})
+	r.gracefulShutdown()
+	if d := r.fromCoordinator(msgGracefulShutdownAck{Epoch: e2}); d.stop {
+		t.Fatal("registered, it stopped on another incarnation's acknowledgement")
+	}
+	if d := r.fromCoordinator(msgGracefulShutdownAck{Epoch: e1}); !d.stop {
+		t.Fatalf("not stopped on its coordinator's acknowledgement: %+v", d)
+	}
+
+	// Its coordinator lost, it takes the next one's word (which knows it from the
+	// stored state), and not the late word of the one it lost.
+	r = newTestRegion(t, regionSettings{})
+	r.fromCoordinator(msgRegisterAck{Epoch: e1})
+	r.gracefulShutdown()
+	r.coordinatorLost()
+	if d := r.fromCoordinator(msgGracefulShutdownAck{Epoch: e1}); d.stop {
+		t.Fatal("stopped on the late acknowledgement of the coordinator it lost")
+	}
+	if d := r.fromCoordinator(msgGracefulShutdownAck{Epoch: e2}); !d.stop {
+		t.Fatalf("not stopped on the next coordinator's acknowledgement: %+v", d)
+	}
+}
