@@ -15,13 +15,9 @@ const endedRegions = 64
 
 // regionEnded remembers that region (or proxy) r has ended.
 func (c *coordinator) regionEnded(r RegionID) {
-	if r == "" || slices.Contains(c.ended, r) {
-		return
+	if r != "" {
+		c.ended = remember(c.ended, r, endedRegions)
 	}
-	if len(c.ended) == endedRegions {
-		c.ended = slices.Delete(c.ended, 0, 1)
-	}
-	c.ended = append(c.ended, r)
 }
 
 // register registers a region or proxy, or acknowledges its registration again. A
@@ -73,13 +69,9 @@ func (c *coordinator) register(from RegionID, status cluster.MemberStatus, local
 // Register it sent after its request is on its way (it registers until answered, also
 // while it leaves, to learn the homes of what it holds).
 func (c *coordinator) leftBeforeRegistering(r RegionID) {
-	if r == "" || slices.Contains(c.leftUnregistered, r) {
-		return
+	if r != "" {
+		c.leftUnregistered = remember(c.leftUnregistered, r, endedRegions)
 	}
-	if len(c.leftUnregistered) == endedRegions {
-		c.leftUnregistered = slices.Delete(c.leftUnregistered, 0, 1)
-	}
-	c.leftUnregistered = append(c.leftUnregistered, r)
 }
 
 // registerAck is the acknowledgement of a registration, naming this incarnation.

@@ -372,11 +372,8 @@ func (r *regionCore[M]) handOverAcked(from RegionID, s ShardID) regionDecisions[
 
 // coordinatorLost: the coordinator terminated or moved; register again.
 func (r *regionCore[M]) coordinatorLost() regionDecisions[M] {
-	if r.registered && !slices.Contains(r.lostEpochs, r.coordEpoch) {
-		if len(r.lostEpochs) == maxLostEpochs {
-			r.lostEpochs = slices.Delete(r.lostEpochs, 0, 1)
-		}
-		r.lostEpochs = append(r.lostEpochs, r.coordEpoch)
+	if r.registered {
+		r.lostEpochs = remember(r.lostEpochs, r.coordEpoch, maxLostEpochs)
 	}
 	r.registered = false
 	r.startRegistration()

@@ -310,23 +310,14 @@ var binaryFormats = []int16{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}
 // last write of its persistence id, and, with probe (on the fast path; the
 // careful path's lookups did that before the inserts), for events above it.
 func verifyParams(writes []*pendingWrite, probe bool) [][]byte {
-	pidBytes := 0
-	for _, w := range writes {
-		pidBytes += 4 + len(w.pid)
-	}
-	pids := newArray(oidBytea, pidBytes)
-	firsts := newArray(oidInt8, 12*len(writes))
-	lasts := newArray(oidInt8, 12*len(writes))
+	params := spanParams(writes)
 	probes := newArray(oidBool, 5*len(writes))
 	gaps := newArray(oidBool, 5*len(writes))
 	for _, w := range writes {
-		pids.bytea(w.pid)
-		firsts.int8(w.first)
-		lasts.int8(w.last)
 		probes.bool(probe && !w.follows)
 		gaps.bool(!w.follows)
 	}
-	return [][]byte{pids.value(), firsts.value(), lasts.value(), probes.value(), gaps.value()}
+	return append(params, probes.value(), gaps.value())
 }
 
 // statements are the statements a plan may send, prepared once on each
@@ -647,7 +638,8 @@ func (p *plan) chained(stored []bool) []*pendingWrite {
 	return out
 }
 
-// spanParams encodes the parameters of unwriteSQL for writes.
+// spanParams encodes the parameters of unwriteSQL for writes (persistence ids, first
+// and last sequence numbers), which are the first three of verifySQL's.
 func spanParams(writes []*pendingWrite) [][]byte {
 	pidBytes := 0
 	for _, w := range writes {
@@ -661,7 +653,7 @@ func spanParams(writes []*pendingWrite) [][]byte {
 		firsts.int8(w.first)
 		lasts.int8(w.last)
 	}
-	return [][]byte{pids.value(), firsts.value(), lasts.value()}
+	return append(make([][]byte, 0, 5), pids.value(), firsts.value(), lasts.value())
 }
 
 // nextResult reads the next statement's result of the pipeline, and
