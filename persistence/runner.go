@@ -327,7 +327,7 @@ func (r *runner) answerUnrun(err error) {
 			told = map[actor.Ref]bool{}
 		}
 		told[to] = true
-		_ = to.Send(actor.Failure{Err: fmt.Errorf("persistence: %q stopped before handling the command: %w", r.pid, err)}, r.self)
+		_ = to.Send(actor.Failure{Err: fmt.Errorf("persistence: %q stopped or restarted before handling the command: %w", r.pid, err)}, r.self)
 	}
 }
 

@@ -39,7 +39,7 @@ func (c *coordinator) register(from RegionID, status cluster.MemberStatus, local
 	if slices.Contains(c.ended, from) {
 		return
 	}
-	if slices.Contains(c.leftUnregistered, from) {
+	if !proxy && slices.Contains(c.leftUnregistered, from) {
 		c.graceful[from] = true // it was told it gets no shard here
 	}
 	if proxy {

@@ -256,7 +256,12 @@ func (s *Sharding) Stats(typeName string) (Stats, error) {
 }
 
 // shutdownRegions hands off every local shard: each region and proxy gets
-// GracefulShutdown, and the task ends when all have stopped (or ctx ends).
+// GracefulShutdown, and the task ends when all have stopped. The hand-off gets ctx's
+// time but a reserve (stopReserve); if it has not ended by then, the regions, shards
+// and entities are stopped without hand-off, and if even that does not end within ctx
+// (or ctx has ended already: a cancelled shutdown), the node downs itself instead of
+// leaving: it cannot tell that its entities have stopped, and the others must wait the
+// down-removal margin before they start them again.
 func (s *Sharding) shutdownRegions(ctx context.Context) error {
 	c := clusterFor(s.sys)
 	if c != nil {

@@ -101,3 +101,20 @@ func TestAShutdownAckCountsOnlyFromTheIncarnationRegisteredWith(t *testing.T) {
 		t.Fatalf("not stopped on the next coordinator's acknowledgement: %+v", d)
 	}
 }
+
+// A region not registered yet that dropped a RegisterAck as stale (its coordinator had
+// stopped or moved) takes no GracefulShutdownAck of that coordinator incarnation
+// either: the next coordinator knows the region from the stored state and may give it
+// a shard. Another incarnation's word counts.
+func TestALeavingRegionTakesNoAckOfTheIncarnationWhoseRegisterAckWasStale(t *testing.T) {
+	const e1, e2 = 1 << 32, 2 << 32
+	r := newTestRegion(t, regionSettings{})
+	r.staleRegisterAck(e1)
+	r.gracefulShutdown()
+	if d := r.fromCoordinator(msgGracefulShutdownAck{Epoch: e1}); d.stop {
+		t.Fatal("stopped on the word of the incarnation whose RegisterAck was stale")
+	}
+	if d := r.fromCoordinator(msgGracefulShutdownAck{Epoch: e2}); !d.stop {
+		t.Fatalf("not stopped on the next incarnation's word: %+v", d)
+	}
+}

@@ -300,9 +300,15 @@ func (r *regionCore[M]) fromCoordinator(msg any) regionDecisions[M] {
 // since (the shell drops it): the region does not register with it, but the
 // coordinators' stored state knows the region (a coordinator acknowledges a
 // registration once it is stored), so that leaving, the region waits for a
-// coordinator's word that it hosts nothing (see everRegistered).
-func (r *regionCore[M]) staleRegisterAck() regionDecisions[M] {
+// coordinator's word that it hosts nothing (see everRegistered). That word from the
+// same incarnation (epoch, when not 0) does not count either (lostEpochs): the next
+// coordinator knows the region from the stored state and may give it a shard,
+// whatever the stale one says.
+func (r *regionCore[M]) staleRegisterAck(epoch uint64) regionDecisions[M] {
 	r.everRegistered = true
+	if epoch != 0 {
+		r.lostEpochs = remember(r.lostEpochs, epoch, maxLostEpochs)
+	}
 	return r.done()
 }
 

@@ -98,8 +98,8 @@ func (r *regionActor) Receive(ctx actor.Context) {
 // it forwarded goes before whatever it does next.
 func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 	if r.fromAnother(ctx.Message(), ctx.Sender()) {
-		if _, ok := ctx.Message().(msgRegisterAck); ok {
-			r.apply(ctx, r.core.staleRegisterAck())
+		if ack, ok := ctx.Message().(msgRegisterAck); ok {
+			r.apply(ctx, r.core.staleRegisterAck(ack.Epoch))
 		}
 		return false
 	}
@@ -649,10 +649,18 @@ func (r *regionActor) act(ctx actor.Context, a regionAction[*delivery]) {
 			_ = c.Send(a.proto, r.self)
 		}
 	case actWatch:
-		if ref := r.regionRef(ctx, a.to); !ref.IsZero() {
-			r.regionIDs[ref] = a.to
-			ctx.Watch(ref)
+		ref := r.regionRef(ctx, a.to)
+		if ref.IsZero() {
+			// Not resolvable: a region of an earlier incarnation of a node, gone already.
+			// It counts as terminated, as a watch would say (so a wait for its hand-over
+			// ends at once rather than at the hand-off timeout).
+			if !slices.Contains(r.deadHomes, a.to) {
+				r.deadHomes = append(r.deadHomes, a.to)
+			}
+			return
 		}
+		r.regionIDs[ref] = a.to
+		ctx.Watch(ref)
 	}
 }
 

@@ -41,10 +41,7 @@ const maxGoneCoordinators = 4
 
 // coordinatorGone remembers c, a coordinator that terminated (see fromAnother).
 func (r *regionActor) coordinatorGone(c actor.Ref) {
-	if len(r.goneCoordinators) == maxGoneCoordinators {
-		r.goneCoordinators = slices.Delete(r.goneCoordinators, 0, 1)
-	}
-	r.goneCoordinators = append(r.goneCoordinators, c)
+	r.goneCoordinators = remember(r.goneCoordinators, c, maxGoneCoordinators)
 }
 
 // isCoordinatorMsg reports whether msg is one a coordinator sends a region.

@@ -104,7 +104,7 @@ func TestRegionAnswersAnotherCoordinatorsBeginHandOffThroughTheOldHome(t *testin
 // next coordinator gave it was lost).
 func TestALeavingRegionWithAStaleRegisterAckWaitsForTheCoordinator(t *testing.T) {
 	r := newTestRegion(t, regionSettings{})
-	r.staleRegisterAck()
+	r.staleRegisterAck(0)
 	r.gracefulShutdown()
 	if d := r.timer(timerKey{kind: timerLeaveUnknown}); d.stop {
 		t.Fatal("stopped without the coordinator's word")

@@ -285,11 +285,11 @@ func (s *sim) applyCoord(c *simCoord, d coordDecisions) {
 				s.note(func() string {
 					return fmt.Sprintf("%s drops %T%+v of %s (registered %v with C%d)", to, msg, msg, c.name(), registered, with)
 				})
-				if _, ok := msg.(msgRegisterAck); ok {
+				if ack, ok := msg.(msgRegisterAck); ok {
 					if !registered {
 						s.cs.staleAcks++
 					}
-					s.applyRegion(r, r.core.staleRegisterAck())
+					s.applyRegion(r, r.core.staleRegisterAck(ack.Epoch))
 				}
 				return
 			}
