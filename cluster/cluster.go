@@ -51,9 +51,9 @@ type Cluster struct {
 	mu           sync.Mutex
 	state        CurrentClusterState
 	observations []Observation
-	onUp    []func()
-	join    JoinProgress
-	managed atomic.Pointer[map[actor.Address]bool]
+	onUp         []func()
+	join         JoinProgress
+	managed      atomic.Pointer[map[actor.Address]bool]
 
 	up         chan struct{} // closed when this member is Up
 	joined     chan struct{} // closed when this node has joined (or forms the cluster)
