@@ -75,10 +75,13 @@ func (h *hub) close(s *stream) {
 
 // closeSlow ends a stream whose client did not keep up, and counts it.
 func (h *hub) closeSlow(s *stream) {
+	h.mu.Lock()
+	delete(h.streams, s)
 	if s.slow.CompareAndSwap(false, true) {
 		h.slowClosed.Add(1)
 	}
-	h.close(s)
+	h.mu.Unlock()
+	s.end()
 }
 
 // publish frames ev once and offers it to every stream that wants it; a stream whose
@@ -137,7 +140,7 @@ func (h *hub) shutdown() {
 
 func (h *hub) stats() Stats {
 	h.mu.Lock()
-	n := len(h.streams)
-	h.mu.Unlock()
-	return Stats{EventStreams: n, EventsDropped: h.dropped.Load(), SlowStreamsClosed: h.slowClosed.Load(), StreamsRefused: h.refused.Load()}
+	defer h.mu.Unlock()
+	return Stats{EventStreams: len(h.streams), EventsDropped: h.dropped.Load(), SlowStreamsClosed: h.slowClosed.Load(),
+		StreamsRefused: h.refused.Load()}
 }
