@@ -175,8 +175,8 @@ func (m *Management) Stats() Stats { return m.hub.stats() }
 // their connections). It is idempotent; coordinated shutdown calls it.
 func (m *Management) Stop(ctx context.Context) error {
 	m.stopOnce.Do(func() {
+		m.watchMu.Lock() // no watcher starts after this: watchSingletons checks ctx
 		m.cancel()
-		m.watchMu.Lock() // no watcher starts after this (watchSingletons checks ctx)
 		m.watchMu.Unlock()
 		m.hub.shutdown()
 		err := m.srv.Shutdown(ctx)
