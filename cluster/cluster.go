@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,11 +48,12 @@ type Cluster struct {
 	// then. Written once, by Start or the join process.
 	clusterID atomic.Pointer[string]
 
-	mu      sync.Mutex
-	state   CurrentClusterState
-	onUp    []func()
-	join    JoinProgress
-	managed atomic.Pointer[map[actor.Address]bool]
+	mu           sync.Mutex
+	state        CurrentClusterState
+	observations []Observation
+	onUp         []func()
+	join         JoinProgress
+	managed      atomic.Pointer[map[actor.Address]bool]
 
 	up         chan struct{} // closed when this member is Up
 	joined     chan struct{} // closed when this node has joined (or forms the cluster)
@@ -227,6 +229,32 @@ func (c *Cluster) State() CurrentClusterState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.state
+}
+
+// Observation is one entry of the reachability table this node knows: Observer cannot
+// reach Subject (its heartbeats to it go unanswered, or serf lost it).
+type Observation struct {
+	Observer UniqueAddress
+	Subject  UniqueAddress
+}
+
+// Observations returns who cannot reach whom, as this node knows it from its own
+// observations and the others' gossip: the detail behind CurrentClusterState.Unreachable,
+// ordered by observer, then subject. Observations about members that are Down or
+// removed are left out. It is empty when every member reaches every other.
+func (c *Cluster) Observations() []Observation {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.observations)
+}
+
+// setObservations replaces the snapshot behind Observations.
+func (c *Cluster) setObservations(obs []Observation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !slices.Equal(obs, c.observations) {
+		c.observations = obs
+	}
 }
 
 // Subscribe sends ref the current state (a CurrentClusterState) and then every

@@ -168,8 +168,14 @@ func (k *core) refreshReachability(ctx actor.Context, now time.Time) {
 	}
 	k.mon.SetTargets(reachability.Ring(k.c.self.Unique, ring, func(u UniqueAddress) bool { return ownSet[u] }, heartbeatMonitors), now)
 
-	// The aggregated view: unreachable for any observer.
+	// The aggregated view: unreachable for any observer. Its detail is published before
+	// the events it causes, so that a subscriber reading Observations sees it.
 	unreachable := k.table.Unreachable(k.live)
+	var obs []Observation
+	for _, r := range k.table.Records(k.live) {
+		obs = append(obs, Observation{Observer: r.Observer, Subject: r.Subject})
+	}
+	k.c.setObservations(obs)
 	set := make(map[UniqueAddress]bool, len(unreachable))
 	for _, u := range unreachable {
 		set[u] = true

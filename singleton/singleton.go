@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/troupe-go/troupe/actor"
@@ -156,6 +157,21 @@ func Get(sys *actor.System, name string) *Manager {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.managers[name]
+}
+
+// Managers returns the managers Start started in sys (those of sharding's coordinators
+// included), in name order: with their Status, where each singleton runs as this member
+// sees it. Managers that stopped are still listed (Status.Stopped).
+func Managers(sys *actor.System) []*Manager {
+	e := extensionOf(sys)
+	e.mu.Lock()
+	out := make([]*Manager, 0, len(e.managers))
+	for _, m := range e.managers {
+		out = append(out, m)
+	}
+	e.mu.Unlock()
+	slices.SortFunc(out, func(a, b *Manager) int { return strings.Compare(a.name, b.name) })
+	return out
 }
 
 // Name returns the singleton's name.

@@ -48,6 +48,7 @@ var knownPackages = map[string]string{
 	"sharding":      "github.com/troupe-go/troupe/sharding",
 	"pgjournal":     "github.com/troupe-go/troupe/persistence/pgjournal",
 	"pglease":       "github.com/troupe-go/troupe/lease/pglease",
+	"management":    "github.com/troupe-go/troupe/management",
 	"zap":           "go.uber.org/zap",
 	"context":       "context",
 	"errors":        "errors",
