@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/troupe-go/troupe/internal/telemetry"
 	"github.com/troupe-go/troupe/mailbox"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -43,13 +44,6 @@ func (s *System) runOnTerminated() {
 	for _, f := range fs {
 		f()
 	}
-}
-
-// SecondsBuckets are the bucket boundaries, in seconds, of Troupe's duration
-// histograms: 10µs to 60s. OpenTelemetry's defaults suit milliseconds, not seconds.
-var SecondsBuckets = []float64{
-	0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-	0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 }
 
 // Dead-letter reasons, the values of the reason attribute of troupe.actor.dead_letters.
@@ -161,11 +155,11 @@ func newSysMetrics(s *System, mp metric.MeterProvider) (*sysMetrics, error) {
 	check(err)
 	m.wait, err = mt.Float64Histogram("troupe.actor.mailbox.time", metric.WithUnit("s"),
 		metric.WithDescription("Time a message spent in the mailbox, for the actor kinds that opt in (Props.MetricsKind), by kind."),
-		metric.WithExplicitBucketBoundaries(SecondsBuckets...))
+		metric.WithExplicitBucketBoundaries(telemetry.SecondsBuckets...))
 	check(err)
 	m.proc, err = mt.Float64Histogram("troupe.actor.processing.time", metric.WithUnit("s"),
 		metric.WithDescription("Time Receive took per message, for the actor kinds that opt in (Props.MetricsKind), by kind."),
-		metric.WithExplicitBucketBoundaries(SecondsBuckets...))
+		metric.WithExplicitBucketBoundaries(telemetry.SecondsBuckets...))
 	check(err)
 	reg, err := mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		sp, st := int64(m.spawned.Load()), int64(m.stopped.Load())

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
@@ -39,8 +39,7 @@ type ddataMetrics struct {
 	levelAdd                [len(levelNames) + 1][]metric.AddOption
 }
 
-// gauges are the replicator's figures the metrics read: kept up to date whether
-// metrics are on or not (a store per message, and an add per gossip message).
+// gauges are the replicator's figures the metrics read, kept only while metrics are on.
 type gauges struct {
 	keys        atomic.Int64  // keys held, deleted ones included
 	gossipBytes atomic.Uint64 // bytes of values and deltas sent to other replicators
@@ -58,11 +57,11 @@ func (r *Replicator) startMetrics() {
 	var err error
 	m.read, err = mt.Float64Histogram("troupe.ddata.read.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time a Read took on this node, by consistency level (local, from, majority, majority_plus, all)."),
-		metric.WithExplicitBucketBoundaries(actor.SecondsBuckets...))
+		metric.WithExplicitBucketBoundaries(telemetry.SecondsBuckets...))
 	errs = append(errs, err)
 	m.write, err = mt.Float64Histogram("troupe.ddata.write.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time an Update or Delete took on this node, by consistency level."),
-		metric.WithExplicitBucketBoundaries(actor.SecondsBuckets...))
+		metric.WithExplicitBucketBoundaries(telemetry.SecondsBuckets...))
 	errs = append(errs, err)
 	m.readFailed, err = mt.Int64Counter("troupe.ddata.reads.failed", metric.WithUnit("{read}"),
 		metric.WithDescription("Reads that returned an error (not found, timed out, ...), by consistency level."))

@@ -117,7 +117,9 @@ func (a *replicator) sendValues(to cluster.UniqueAddress, ref actor.Ref, keys []
 		}
 		batch = append(batch, keyedEnvelope{Key: k, Env: w})
 		size += n
-		a.h.gauges.gossipBytes.Add(uint64(len(w.Data) + len(k)))
+		if a.h.metrics != nil {
+			a.h.gauges.gossipBytes.Add(uint64(len(w.Data) + len(k)))
+		}
 	}
 	flush()
 }
@@ -207,7 +209,9 @@ func (a *replicator) propagateDeltas() {
 			}
 			batch = append(batch, dw)
 			size += n
-			a.h.gauges.gossipBytes.Add(uint64(len(dw.Data) + len(dw.Key)))
+			if a.h.metrics != nil {
+				a.h.gauges.gossipBytes.Add(uint64(len(dw.Data) + len(dw.Key)))
+			}
 		}
 		if len(batch) > 0 {
 			a.send(ref, &deltasMsg{From: a.selfWire(), Deltas: batch})

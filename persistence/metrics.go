@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
@@ -35,7 +35,7 @@ func (p *Persistence) startMetrics() {
 	var err error
 	m.persist, err = mt.Float64Histogram("troupe.persistence.persist.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time from an entity's write being handed to the journal batcher to the journal's answer, per write."),
-		metric.WithExplicitBucketBoundaries(actor.SecondsBuckets...))
+		metric.WithExplicitBucketBoundaries(telemetry.SecondsBuckets...))
 	errs = append(errs, err)
 	m.batch, err = mt.Int64Histogram("troupe.persistence.batch.size", metric.WithUnit("{event}"),
 		metric.WithDescription("Events per journal call: the writes of many entities merged into one call (group commit)."),
@@ -43,7 +43,7 @@ func (p *Persistence) startMetrics() {
 	errs = append(errs, err)
 	m.recovery, err = mt.Float64Histogram("troupe.persistence.recovery.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time an entity took to recover (snapshot and events replayed), for the recoveries that succeeded."),
-		metric.WithExplicitBucketBoundaries(actor.SecondsBuckets...))
+		metric.WithExplicitBucketBoundaries(telemetry.SecondsBuckets...))
 	errs = append(errs, err)
 	failures, err := mt.Int64ObservableCounter("troupe.persistence.errors", metric.WithUnit("{error}"),
 		metric.WithDescription("Journal and snapshot-store failures, by kind: events_rejected, writes_failed, sequence_conflicts, recoveries_failed, calls_timed_out, calls_rejected."))

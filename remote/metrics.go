@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
@@ -76,7 +76,7 @@ func (r *Remote) startMetrics() {
 	m := &remoteMetrics{}
 	m.rtt, err = mt.Float64Histogram("troupe.remote.heartbeat.rtt", metric.WithUnit("s"),
 		metric.WithDescription("Round trip of the transport's heartbeats to peers with watched actors, outside a cluster (in a cluster, the membership layer probes members)."),
-		metric.WithExplicitBucketBoundaries(actor.SecondsBuckets...))
+		metric.WithExplicitBucketBoundaries(telemetry.SecondsBuckets...))
 	check(err)
 	reg, err := mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		c := &r.stats

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
@@ -60,7 +60,7 @@ func (s *Sharding) startMetrics() {
 	var err error
 	m.handOff, err = mt.Float64Histogram("troupe.sharding.handoff.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of the shard hand-offs the coordinator on this node ran, by entity type and outcome (completed, failed)."),
-		metric.WithExplicitBucketBoundaries(actor.SecondsBuckets...))
+		metric.WithExplicitBucketBoundaries(telemetry.SecondsBuckets...))
 	errs = append(errs, err)
 	reg, err := mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		s.mu.Lock()

@@ -338,7 +338,9 @@ func (r *regionActor) terminated(ctx actor.Context, t actor.Terminated) {
 			delete(r.shardIDs, t.Ref)
 			if r.shards[s] == t.Ref {
 				delete(r.shards, s)
-				r.entry.stats.shards.Add(-1)
+				if r.ext.metrics != nil {
+					r.entry.stats.shards.Add(-1)
+				}
 				r.retireFastPath(s)
 			}
 			left := r.leftovers[s]
@@ -567,7 +569,9 @@ func (r *regionActor) apply(ctx actor.Context, d regionDecisions[*delivery]) {
 		r.act(ctx, a)
 	}
 	r.core.recycle(d.actions)
-	r.pub.sync(r.entry.stats, int64(r.core.total), 0)
+	if r.ext.metrics != nil {
+		r.pub.sync(r.entry.stats, int64(r.core.total), 0)
+	}
 	applyTimers(ctx, d.timers)
 	for _, x := range d.dropped {
 		r.drop(ctx, x.msg, x.err)
@@ -697,7 +701,9 @@ func (r *regionActor) startShard(ctx actor.Context, s ShardID) {
 	}
 	ctx.Watch(ref)
 	r.shards[s] = ref
-	r.entry.stats.shards.Add(1)
+	if r.ext.metrics != nil {
+		r.entry.stats.shards.Add(1)
+	}
 	r.shardIDs[ref] = s
 	r.fast[s] = fp
 	r.entry.fast.Store(s, fp) // for EntityRefs
@@ -751,6 +757,9 @@ func (r *regionActor) liveHomes(m msgShardHomes) msgShardHomes {
 // unpublish takes back what this instance added to its type's gauges: it is stopping
 // or restarting, and its shards stop with it.
 func (r *regionActor) unpublish() {
+	if r.ext.metrics == nil {
+		return
+	}
 	r.entry.stats.shards.Add(-int64(len(r.shards)))
 	r.pub.sync(r.entry.stats, 0, r.pub.passivations)
 }

@@ -181,7 +181,9 @@ func (s *shardActor) terminated(ctx actor.Context, ref actor.Ref) {
 		return
 	}
 	s.fast.remove(id)
-	s.entry.stats.entities.Add(-1)
+	if s.ext.metrics != nil {
+		s.entry.stats.entities.Add(-1)
+	}
 	s.apply(ctx, s.core.entityTerminated(time.Now(), id))
 }
 
@@ -198,7 +200,9 @@ func (s *shardActor) apply(ctx actor.Context, d shardDecisions[*delivery]) {
 		s.act(ctx, a)
 	}
 	s.core.recycle(d.actions)
-	s.pub.sync(s.entry.stats, int64(s.core.buffered), s.core.passivated)
+	if s.ext.metrics != nil {
+		s.pub.sync(s.entry.stats, int64(s.core.buffered), s.core.passivated)
+	}
 	// Entities spawned by these decisions have had what waited for them: those still
 	// active may be reached directly from now on.
 	for _, id := range s.spawned {
@@ -247,7 +251,9 @@ func (s *shardActor) act(ctx actor.Context, a shardAction[*delivery]) {
 		s.fast.add(a.entity, ref)
 		s.spawned = append(s.spawned, a.entity)
 		s.entry.stats.entitiesStarted.Add(1)
-		s.entry.stats.entities.Add(1)
+		if s.ext.metrics != nil {
+			s.entry.stats.entities.Add(1)
+		}
 	case shardDeliver:
 		ref, ok := s.fast.entities[a.entity]
 		if !ok {
@@ -392,6 +398,9 @@ func (l *leaseSlot) close() Lease {
 
 // unpublish takes back what this instance added to its type's gauges when it stops.
 func (s *shardActor) unpublish() {
+	if s.ext.metrics == nil {
+		return
+	}
 	s.entry.stats.entities.Add(-int64(len(s.fast.entities)))
 	s.pub.sync(s.entry.stats, 0, s.pub.passivations)
 }

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
@@ -43,11 +43,11 @@ func (e *extension) startMetrics() {
 	m := &singletonMetrics{}
 	m.handOver, err = mt.Float64Histogram("troupe.singleton.handover.duration", metric.WithUnit("s"),
 		metric.WithDescription("On a leaving member that ran the singleton: time from the start of the hand-over to the moment it may leave, by singleton name."),
-		metric.WithExplicitBucketBoundaries(actor.SecondsBuckets...))
+		metric.WithExplicitBucketBoundaries(telemetry.SecondsBuckets...))
 	errs = append(errs, err)
 	m.takeOver, err = mt.Float64Histogram("troupe.singleton.takeover.duration", metric.WithUnit("s"),
 		metric.WithDescription("On the member that becomes the oldest: time from learning it is the oldest to the singleton running (waiting for the previous oldest's hand-over or removal, and the lease), by singleton name."),
-		metric.WithExplicitBucketBoundaries(actor.SecondsBuckets...))
+		metric.WithExplicitBucketBoundaries(telemetry.SecondsBuckets...))
 	errs = append(errs, err)
 	reg, err := mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		e.mu.Lock()
