@@ -8,6 +8,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/testkit"
+	"github.com/troupe-go/troupe/testkit/multinode"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
@@ -104,5 +105,55 @@ func TestMetricsCountShardsEntitiesBufferAndPassivations(t *testing.T) {
 		if got := get(ms, "troupe.sharding.drops", "{message}", attribute.String("reason", reason)); got != 0 {
 			t.Errorf("drops %s: %d, want 0", reason, got)
 		}
+	}
+}
+
+// A node that leaves hands its shards off; the coordinator, on the other node, counts
+// and times the hand-offs.
+func TestMetricsCountAndTimeHandOffs(t *testing.T) {
+	readers := []*meterReader{newMeterReader(t), newMeterReader(t)}
+	sc := startShardClusterWith(t, multinode.Options{Nodes: 2,
+		ConfigureSystem: func(i int, c *actor.Config) { c.MeterProvider = readers[i].mp }},
+		func(int) EntityConfig { return persistentCounterConfig() })
+	for j, id := range entityIDs(20) {
+		sc.mustAsk(j%2, id, Increment{By: 1})
+	}
+	ages := sc.byAge()
+	oldest, young := ages[0], ages[1]
+	moving := len(sc.regionState(young).Shards)
+	if moving == 0 {
+		t.Fatal("no shard on the younger node")
+	}
+	typ := attribute.String("type", sc.typeName)
+	if got, _ := intValue(readers[young].metric(readers[young].collect(), "troupe.sharding.shards", "{shard}"), typ); got != int64(moving) {
+		t.Errorf("the younger node counts %d shards, its region has %d", got, moving)
+	}
+	m := readers[oldest]
+	handOffs := func() (started, completed int64, timed uint64) {
+		ms := m.collect()
+		started, _ = intValue(m.metric(ms, "troupe.sharding.handoffs.started", "{handoff}"), typ)
+		completed, _ = intValue(m.metric(ms, "troupe.sharding.handoffs.completed", "{handoff}"), typ)
+		if _, ok := ms["troupe.sharding.handoff.duration"]; ok { // left out while it has no point
+			p, _ := histPoint[float64](m.metric(ms, "troupe.sharding.handoff.duration", "s"), typ, attribute.String("outcome", "completed"))
+			timed = p.Count
+		}
+		return started, completed, timed
+	}
+	started0, completed0, timed0 := handOffs() // a rebalance may have run already
+	events := sc.events(oldest)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(30*time.Second))
+	defer cancel()
+	if err := sc.mc.Node(young).System.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range moving {
+		events.FishForMessage(func(m any) bool { _, ok := m.(ShardHandOffCompleted); return ok }, testkit.Dilated(10*time.Second))
+	}
+	started, completed, timed := handOffs()
+	if started-started0 != int64(moving) || completed-completed0 != int64(moving) {
+		t.Errorf("hand-offs started %d, completed %d; want %d each", started-started0, completed-completed0, moving)
+	}
+	if timed-timed0 != uint64(moving) {
+		t.Errorf("%d hand-offs timed, want %d", timed-timed0, moving)
 	}
 }
