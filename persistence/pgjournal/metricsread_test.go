@@ -71,16 +71,3 @@ func intValue(mm metricdata.Metrics, attrs ...attribute.KeyValue) (int64, bool) 
 	}
 	return 0, false
 }
-
-// histPoint returns the histogram point whose attributes are exactly attrs.
-func histPoint[N int64 | float64](mm metricdata.Metrics, attrs ...attribute.KeyValue) (metricdata.HistogramDataPoint[N], bool) {
-	want := attribute.NewSet(attrs...)
-	if d, ok := mm.Data.(metricdata.Histogram[N]); ok {
-		for _, p := range d.DataPoints {
-			if p.Attributes.Equals(&want) {
-				return p, true
-			}
-		}
-	}
-	return metricdata.HistogramDataPoint[N]{}, false
-}
