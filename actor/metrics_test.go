@@ -109,6 +109,13 @@ func TestMetricsKindRecordsMailboxAndProcessingTime(t *testing.T) {
 	for i := range 10 {
 		probe.ExpectMsg(i)
 	}
+	// The actor answers before its Receive returns, and the processing time is
+	// recorded after: its Terminated says it has handled everything.
+	probe.Watch(ref)
+	if err := sys.Stop(ref); err != nil {
+		t.Fatal(err)
+	}
+	probe.ExpectTerminated(ref)
 	ms = m.collect()
 	if v, ok := intValue(m.metric(ms, "troupe.actor.mailbox.queued", "{message}"), kind); !ok || v != 0 {
 		t.Errorf("queued after: %d (%v), want 0", v, ok)

@@ -54,6 +54,13 @@ func TestMetricsCountMessagesAndBytesPerPeer(t *testing.T) {
 		}
 	}
 	probe.ReceiveN(n)
+	// The writer counts a batch when its write has returned, which may be after the
+	// answers came back; it starts the next batch only after that, so one more round
+	// trip makes sure the first n are counted.
+	if err := remoteEcho.Tell(&ping{N: n, ReplyTo: probe.Ref()}); err != nil {
+		t.Fatal(err)
+	}
+	probe.ExpectMsg(&pong{N: n})
 
 	peerB := attribute.String("peer", b.r.Address().String())
 	peerA := attribute.String("peer", a.r.Address().String())
