@@ -462,7 +462,11 @@ func (c *cell) invoke(env envelope) {
 		}
 	}
 	c.cur = env
-	c.receive()
+	if c.props.MetricsKind == "" {
+		c.receive()
+	} else {
+		c.receiveMeasured()
+	}
 	// c.cur is cleared when the drain ends, not after every message: one write less per
 	// message.
 }

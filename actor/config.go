@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 )
 
@@ -36,6 +37,12 @@ type Config struct {
 	PhaseTimeout time.Duration
 	// PhaseTimeouts overrides PhaseTimeout for single phases.
 	PhaseTimeouts map[Phase]time.Duration
+	// MeterProvider, when set, receives the metrics of the runtime and of every
+	// extension started on the system (remote, cluster, persistence, singleton,
+	// sharding, ddata, journals): instruments named troupe.*, listed in
+	// docs/operations.md. Nil, the default, turns metrics off, and then they cost
+	// nothing but a nil check.
+	MeterProvider metric.MeterProvider
 }
 
 // DefaultConfig returns a Config with every default filled in.

@@ -44,6 +44,9 @@ func (s *System) deadLetter(recipient Ref, msg any, sender Ref, reason error) {
 		f.complete(nil, fmt.Errorf("%w: %v to %v: %w", ErrDeadLetter, typeName(msg), recipient, reason))
 	}
 	s.dlCount.Add(1)
+	if m := s.metrics; m != nil {
+		m.deadLetters[deadLetterReason(reason)].Add(1)
+	}
 	s.events.Publish(DeadLetter{Recipient: recipient, Sender: sender, Message: msg, Reason: reason})
 	if _, quiet := msg.(DeadLetterSuppression); !quiet {
 		s.dl.log(recipient, sender, msg, reason)

@@ -99,6 +99,9 @@ func (d *dispatcher) drainQueue() {
 func (d *dispatcher) runSlice(c *cell) {
 	for {
 		if c.drain(c.throughput()) {
+			if m := c.sys.metrics; m != nil {
+				m.sampleDepth(c)
+			}
 			if d.queued() == 0 {
 				continue
 			}

@@ -69,6 +69,18 @@
 // behaviors are on Context, which is composed of small role interfaces (MessageContext,
 // SenderContext, TimerContext, ...) that helpers can accept alone.
 //
+// # Metrics
+//
+// Config.MeterProvider (an OpenTelemetry metric.MeterProvider) turns on the metrics
+// of the runtime and of every extension started on the system; without it they cost
+// a nil check. The runtime reports live, spawned and stopped actors, restarts,
+// failures, dead letters by reason, and a sampled histogram of mailbox depths (taken
+// when an actor yields its goroutine with messages still waiting, at most every
+// 10ms). Props.MetricsKind opts a kind of actor into histograms of the time each
+// message waited in the mailbox and the time Receive took, and a gauge of the
+// messages waiting, under the attribute kind. Extensions take the provider from
+// System.MeterProvider. docs/operations.md lists every instrument.
+//
 // # Extension point: transports
 //
 // One part of this package is not for applications: Transport, RemoteProcess,

@@ -59,6 +59,9 @@ func (c *cell) fail(reason error) {
 		return
 	}
 	c.setLifecycle(stateSuspended)
+	if m := c.sys.metrics; m != nil {
+		m.failures.Add(1)
+	}
 	if c.parent == nil {
 		c.logger().Error("root guardian failed; stopping it", zap.Error(reason))
 		c.beginStop()
@@ -187,6 +190,9 @@ func (c *cell) restart(reason error) {
 		return
 	}
 	c.setLifecycle(stateRestarting)
+	if m := c.sys.metrics; m != nil {
+		m.restarts.Add(1)
+	}
 	if err := c.deliver(Restarting{Reason: reason}); err != nil {
 		logError(c.logger(), "panic while handling Restarting", err, zap.Error(err))
 	}
@@ -243,6 +249,9 @@ func (c *cell) finishStop() {
 	}
 	c.actor = nil
 	c.setLifecycle(stateDead)
+	if m := c.sys.metrics; m != nil && !c.isGuardian() {
+		m.stopped.Add(1)
+	}
 	self := Ref{c}
 	// The parent hears first: system messages from one sender arrive in order, so a
 	// parent that watches this child no longer lists it when Terminated arrives.

@@ -23,7 +23,16 @@ func (c *cell) spawnChild(props *Props, name string) (Ref, error) {
 		named := name // allocated only here: &name would move every call's name to the heap
 		child.name = &named
 	}
-	if props.hasCustomMailbox() {
+	m := c.sys.metrics
+	switch {
+	case m != nil && props.MetricsKind != "":
+		box, err := newTimedBox(props, m.kind(props.MetricsKind), m)
+		if err != nil {
+			return Ref{}, err
+		}
+		child.x.Store(&extras{box: box})
+		child.state.Store(stateNew | stateBox)
+	case props.hasCustomMailbox():
 		box, err := props.newMailbox()
 		if err != nil {
 			return Ref{}, err
@@ -45,6 +54,9 @@ func (c *cell) spawnChild(props *Props, name string) (Ref, error) {
 	child.id = c.sys.newID()
 	x.children.add(child)
 	x.mu.Unlock()
+	if m != nil {
+		m.spawned.Add(1)
+	}
 	c.sys.disp.submit(child) // child.sched is schedRunning, its zero value: we own it
 	return Ref{child}, nil
 }

@@ -43,6 +43,11 @@ type System struct {
 	transport atomic.Pointer[Transport]
 	addrStr   atomic.Pointer[string] // Address().String() once the transport is installed
 	temps     sync.Map               // uint64 -> *Future: futures whose path was handed out
+
+	metrics    *sysMetrics // nil while metrics are off
+	termMu     sync.Mutex
+	onTerm     []func() // OnTerminated's functions
+	terminated bool
 }
 
 // New starts an actor system. The name appears in logs and, later, in remote addresses:
@@ -71,6 +76,7 @@ func New(name string, cfg Config) (*System, error) {
 	s.deadLetters = Ref{&deadLetterSink{sys: s}}
 	s.events = newEventStream()
 	s.dl.init(cfg, s.log)
+	s.startMetrics()
 	s.shutdown = newCoordinatedShutdown(s)
 
 	guardian := &Props{Producer: func() Actor { return ReceiveFunc(func(Context) {}) }}
@@ -250,6 +256,7 @@ func (s *System) cellStopped(c *cell) {
 		s.asks.stop()
 		s.disp.close()
 		s.jan.close()
+		s.runOnTerminated()
 		close(s.rootDone)
 	}
 }

@@ -66,6 +66,8 @@ type Cluster struct {
 	leaseCtx       context.Context // ends when the node stops: lease calls in flight end too
 	leaseCancel    context.CancelFunc
 	leaseReleaseAt atomic.Int64 // Unix nanoseconds before which a held lease is kept
+
+	decisions decisionCounts // the resolver's decisions acted on, by action (metrics)
 }
 
 // JoinProgress says how joining through the seed nodes goes (see Cluster.JoinProgress).
@@ -217,6 +219,7 @@ func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {
 		c.wg.Wait()
 		return nil
 	})
+	c.startMetrics()
 	c.log.Info("cluster node started", zap.String("gossip", c.GossipAddress()))
 	return c, nil
 }

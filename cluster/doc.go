@@ -79,6 +79,12 @@
 // VM) for longer than the margin; a lease (lease-majority) removes the reliance on
 // timing for the decision itself.
 //
+// # Metrics
+//
+// With actor.Config.MeterProvider set, the node reports the members it sees by status,
+// the unreachable ones, and its split-brain resolver's decisions by strategy and
+// action (troupe.cluster.*, listed in docs/operations.md).
+//
 // # What can be lost, and when
 //
 //   - Messages to a removed member: when a member is removed (after a leave or a

@@ -76,6 +76,7 @@ func (k *core) act(ctx actor.Context, d sbr.Decision, unstable bool) {
 	} else {
 		k.c.log.Warn("split-brain resolver decided", fields...)
 	}
+	k.c.decisions.note(d.Action)
 	k.down(ctx, d.Down, true)
 }
 

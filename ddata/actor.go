@@ -169,6 +169,9 @@ func (a *replicator) Receive(ctx actor.Context) {
 	if a.storeKick {
 		a.kickStore()
 	}
+	if a.h.metrics != nil {
+		a.h.gauges.keys.Store(int64(len(a.entries)))
+	}
 }
 
 // recoverPanic keeps the replicator running after a bug: its state is the node's

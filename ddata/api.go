@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/serialization"
@@ -243,10 +244,11 @@ type readRequest[T ReplicatedData] struct {
 	reqCtx  any
 	ch      chan ReadResponse[T]
 	replyTo actor.Ref
+	start   time.Time // with metrics on
 }
 
 func (q *readRequest[T]) handle(a *replicator, sender actor.Ref) {
-	q.replyTo = sender
+	q.replyTo, q.start = sender, a.h.started()
 	a.read(q.key.id, q.level, q)
 }
 
@@ -266,6 +268,7 @@ func (q *readRequest[T]) finish(a *replicator, d ReplicatedData, err error) {
 			resp.Err = err
 		}
 	}
+	a.h.readDone(q.level.l, q.start, resp.Err)
 	if q.ch != nil {
 		q.ch <- resp
 		return
@@ -281,10 +284,11 @@ type updateRequest[T ReplicatedData] struct {
 	reqCtx  any
 	ch      chan UpdateResponse[T]
 	replyTo actor.Ref
+	start   time.Time // with metrics on
 }
 
 func (q *updateRequest[T]) handle(a *replicator, sender actor.Ref) {
-	q.replyTo = sender
+	q.replyTo, q.start = sender, a.h.started()
 	if err := q.level.Validate(); err != nil {
 		q.finish(a, err)
 		return
@@ -345,6 +349,7 @@ func (q *updateRequest[T]) handle(a *replicator, sender actor.Ref) {
 // finish replies with err (nil: success).
 func (q *updateRequest[T]) finish(a *replicator, err error) {
 	resp := UpdateResponse[T]{Key: q.key, Err: err, Context: q.reqCtx}
+	a.h.writeDone(q.level.l, q.start, err)
 	if q.ch != nil {
 		q.ch <- resp
 		return
@@ -358,10 +363,11 @@ type deleteRequest[T ReplicatedData] struct {
 	reqCtx  any
 	ch      chan DeleteResponse[T]
 	replyTo actor.Ref
+	start   time.Time // with metrics on
 }
 
 func (q *deleteRequest[T]) handle(a *replicator, sender actor.Ref) {
-	q.replyTo = sender
+	q.replyTo, q.start = sender, a.h.started()
 	if err := q.level.Validate(); err != nil {
 		q.finish(a, err)
 		return
@@ -382,6 +388,7 @@ func (q *deleteRequest[T]) handle(a *replicator, sender actor.Ref) {
 
 func (q *deleteRequest[T]) finish(a *replicator, err error) {
 	resp := DeleteResponse[T]{Key: q.key, Err: err, Context: q.reqCtx}
+	a.h.writeDone(q.level.l, q.start, err)
 	if q.ch != nil {
 		q.ch <- resp
 		return

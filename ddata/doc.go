@@ -136,6 +136,13 @@
 // replica after a concurrent remove from another node shows until gossip merges
 // the remover's state.
 //
+// # Metrics
+//
+// With actor.Config.MeterProvider set, the replicator records the duration of reads
+// and of writes (Update, Delete) and counts their failures by consistency level, and
+// reports the keys it holds, the bytes of values and deltas it sends to others, and
+// the counters of Stats (troupe.ddata.*, listed in docs/operations.md).
+//
 // # What can be lost, and when
 //
 // Values merge; nothing is dropped silently. What can be lost:

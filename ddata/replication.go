@@ -117,6 +117,9 @@ func (a *replicator) sendValues(to cluster.UniqueAddress, ref actor.Ref, keys []
 		}
 		batch = append(batch, keyedEnvelope{Key: k, Env: w})
 		size += n
+		if a.h.metrics != nil {
+			a.h.gauges.gossipBytes.Add(uint64(len(w.Data) + len(k)))
+		}
 	}
 	flush()
 }
@@ -206,6 +209,9 @@ func (a *replicator) propagateDeltas() {
 			}
 			batch = append(batch, dw)
 			size += n
+			if a.h.metrics != nil {
+				a.h.gauges.gossipBytes.Add(uint64(len(dw.Data) + len(dw.Key)))
+			}
 		}
 		if len(batch) > 0 {
 			a.send(ref, &deltasMsg{From: a.selfWire(), Deltas: batch})

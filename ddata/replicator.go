@@ -29,6 +29,8 @@ type Replicator struct {
 	cfg     Config
 	reg     *serialization.Registry
 	stats   counters
+	gauges  gauges
+	metrics *ddataMetrics // nil while metrics are off
 	stopped chan struct{} // closed when the actor has stopped
 }
 
@@ -65,6 +67,7 @@ func Start(sys *actor.System, cfg Config) (*Replicator, error) {
 		return nil, err
 	}
 	r := &Replicator{sys: sys, cfg: cfg, reg: reg, stopped: make(chan struct{})}
+	r.startMetrics()
 	if cfg.Cluster != nil {
 		r.self = cfg.Cluster.SelfUniqueAddress()
 		if cfg.Role != "" && !hasRole(cfg.Cluster.State(), r.self, cfg.Role) {

@@ -181,6 +181,25 @@ func (q *Queue[T]) Empty() bool {
 	return d == uint64(len(h.slots)) || h.slots[d].ready.Load() == 0
 }
 
+// Len returns how many elements are queued: reserved by a Push, so an element still
+// being written is counted. Only the consumer may call it. It walks the segments, so it
+// costs one step per 256 queued elements at most: meant for sampling, not for every Pop.
+func (q *Queue[T]) Len() int {
+	n := 0
+	for s := q.head.Load(); s != nil; {
+		end := min(s.enq.Load(), uint64(len(s.slots)))
+		if s.deq < end {
+			n += int(end - s.deq)
+		}
+		next := s.next.Load()
+		if next == s {
+			break // released
+		}
+		s = next
+	}
+	return n
+}
+
 // current returns the head segment after stepping the head past spent segments that
 // have a successor, or nil when the queue has no segment.
 func (q *Queue[T]) current() *segment[T] {

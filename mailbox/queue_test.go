@@ -462,3 +462,35 @@ func TestStreamReusesSpentSlots(t *testing.T) {
 		t.Errorf("%.1f bytes allocated per element streamed, want at most 4 (the segments' slots reused)", perElem)
 	}
 }
+
+func TestQueueLenCountsAcrossSegments(t *testing.T) {
+	var q Queue[int]
+	if q.Len() != 0 {
+		t.Fatalf("zero queue Len %d", q.Len())
+	}
+	for i := range 1000 { // spans segments of 4, 8, ... 256
+		q.Push(i)
+	}
+	if q.Len() != 1000 {
+		t.Fatalf("Len %d, want 1000", q.Len())
+	}
+	for i := range 700 {
+		if v, _ := q.Pop(); v != i {
+			t.Fatalf("popped %d, want %d", v, i)
+		}
+	}
+	if q.Len() != 300 {
+		t.Fatalf("Len %d after 700 pops, want 300", q.Len())
+	}
+	for range 300 {
+		q.Pop()
+	}
+	q.Shrink()
+	if q.Len() != 0 {
+		t.Fatalf("Len %d when drained, want 0", q.Len())
+	}
+	q.Push(1)
+	if q.Len() != 1 {
+		t.Fatalf("Len %d after a push on a shrunk queue, want 1", q.Len())
+	}
+}

@@ -3,6 +3,7 @@ package persistence
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // batchQueue is the protocol of the batcher, which merges the writes of all entities
@@ -24,6 +25,7 @@ type writeJob[O any] struct {
 	id     uint64 // the owner's id of the call
 	writes []AtomicWrite
 	owner  O
+	at     time.Time // when the job was submitted, with metrics on
 }
 
 // jobResult is the answer for one job: a result per atomic write, or the failure of
@@ -132,6 +134,9 @@ func (b *batcher) loop() {
 				b.p.writeFinished(j.owner.pid)
 			}
 		})
+		if m := b.p.metrics; m != nil {
+			m.callDone(jobs, writes)
+		}
 		for _, r := range split(jobs, results, err) {
 			r.owner.written(r.id, r.results, r.err)
 		}

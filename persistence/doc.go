@@ -66,6 +66,14 @@
 // call per plug-in twice a second, and calls go through again within about
 // half a second of its return.
 //
+// # Metrics
+//
+// With actor.Config.MeterProvider set, the runtime records histograms of the persist
+// latency (from an entity's write to the journal's answer), of the events per journal
+// call, and of the recovery time, and reports the counters of Stats (errors and drops
+// by kind) and the circuit breakers' states (troupe.persistence.*, listed in
+// docs/operations.md). pgjournal takes its own Config.MeterProvider.
+//
 // # What can be lost, and when
 //
 // Nothing is dropped silently: in each case below the entity or the caller

@@ -40,6 +40,7 @@ type Persistence struct {
 	drops rateLog // rate-limits the log lines of dropped commands and results
 
 	batcher *batcher
+	metrics *persistMetrics // nil while metrics are off
 
 	mu      sync.Mutex
 	live    map[string]actor.Ref
@@ -94,6 +95,7 @@ func Start(sys *actor.System, cfg Config) (*Persistence, error) {
 			return nil, err
 		}
 	}
+	p.startMetrics()
 	s.p = p
 	return p, nil
 }

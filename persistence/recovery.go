@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"go.uber.org/zap"
@@ -46,6 +47,9 @@ func (r *runner) startRecovery(ctx actor.Context) {
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
+	if r.p.metrics != nil {
+		r.recovering = time.Now()
+	}
 	if rec.Disabled {
 		_ = r.self.Tell(recoveryDone{owner: r})
 		return
@@ -211,6 +215,9 @@ func (r *runner) onRecoveryDone(ctx actor.Context, m recoveryDone) {
 	}
 	unstash := r.core.Recovered(m.highest)
 	r.live = true
+	if pm := r.p.metrics; pm != nil && !r.recovering.IsZero() {
+		pm.recovery.Record(context.Background(), time.Since(r.recovering).Seconds())
+	}
 	r.entity.Recover(&handlerContext{entityContext: r.context(ctx), msg: RecoveryCompleted{HighestSequenceNr: r.core.LastSequenceNr()}})
 	if a, ok := r.entity.(atLeastOnce); ok {
 		a.atLeastOnceDelivery().start(ctx)

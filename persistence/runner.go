@@ -17,17 +17,18 @@ import (
 // calls the core decides, runs the handlers the core releases, stashes and unstashes
 // as told, and delivers the replies of snapshots and deletes (sideops.go).
 type runner struct {
-	newEntity func() Entity
-	entity    Entity // nil when it did not start
-	live      bool   // recovered, and neither failed nor past its last lifecycle message
-	failed    bool   // recovered, then stopped by a failure: it gets only Stopping and Stopped
-	p         *Persistence
-	pid       string
-	self      actor.Ref
-	writerID  string      // the WriterID of this incarnation's records: its full path with node and uid
-	log       *zap.Logger // with the persistence id
-	claimed   bool
-	cancel    context.CancelFunc // ends the recovery goroutine
+	newEntity  func() Entity
+	entity     Entity // nil when it did not start
+	live       bool   // recovered, and neither failed nor past its last lifecycle message
+	failed     bool   // recovered, then stopped by a failure: it gets only Stopping and Stopped
+	p          *Persistence
+	pid        string
+	self       actor.Ref
+	writerID   string      // the WriterID of this incarnation's records: its full path with node and uid
+	log        *zap.Logger // with the persistence id
+	claimed    bool
+	cancel     context.CancelFunc // ends the recovery goroutine
+	recovering time.Time          // when recovery started, with metrics on
 
 	core *entityCore[invoke]
 	done writeDone // the answer of the call in flight, sent to self by pointer
@@ -226,7 +227,11 @@ func (r *runner) flush() {
 	}
 	if c, ok := r.core.Flush(); ok {
 		r.p.writeStarted(r.pid)
-		r.p.batcher.submit(writeJob[*runner]{id: c.id, writes: c.writes, owner: r})
+		j := writeJob[*runner]{id: c.id, writes: c.writes, owner: r}
+		if r.p.metrics != nil {
+			j.at = time.Now()
+		}
+		r.p.batcher.submit(j)
 	}
 }
 

@@ -96,6 +96,14 @@
 // port can send messages; use TLS (or at least the secret) on any network that is
 // not private.
 //
+// # Metrics
+//
+// With actor.Config.MeterProvider set, the transport reports messages and bytes sent
+// and received and the outbound queue per peer system (attribute peer), drops by
+// reason, reconnects, quarantines, refused handshakes, and the heartbeat round trip to
+// watched peers outside a cluster (troupe.remote.*, listed in docs/operations.md).
+// The counts are the atomics behind Stats, read when the provider collects.
+//
 // # What can be lost, and when
 //
 // Every way a message can be dropped, and how you learn of it (an error to the caller

@@ -392,6 +392,10 @@ func (in *inbound) read(fr *frameReader, br *bufio.Reader) error {
 		}
 		r.stats.msgsIn.Add(1)
 		r.stats.bytesIn.Add(uint64(len(body) + frameHeaderLen))
+		if r.metrics != nil {
+			in.p.stats.msgsIn.Add(1)
+			in.p.stats.bytesIn.Add(uint64(len(body) + frameHeaderLen))
+		}
 		switch body[0] {
 		case kindUser:
 			err = in.deliverUser(body)

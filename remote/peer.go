@@ -30,6 +30,7 @@ type peer struct {
 	unverified bool
 	admitted   time.Time
 	stats      peerCounters
+	hbSent     atomic.Int64 // Unix nanoseconds of the heartbeat awaiting an answer, with metrics on
 
 	mu        sync.Mutex
 	uid       uint64                               // incarnation last handshaken with; 0 before
@@ -273,6 +274,7 @@ func (p *peer) heartbeatFrom(uid uint64, now time.Time) {
 	defer p.mu.Unlock()
 	if p.fd != nil && uid == p.uid {
 		p.fd.heartbeat(now)
+		p.heartbeatAnswered(now)
 	}
 }
 
@@ -293,6 +295,7 @@ func (p *peer) tick(now time.Time) {
 		return
 	}
 	if !gone {
+		p.heartbeatSent(now)
 		p.sys.sendControl(kindHeartbeat)
 		return
 	}

@@ -61,6 +61,9 @@ type Remote struct {
 	uid   uint64
 	ln    net.Listener
 	stats counters
+	// metrics holds the instruments recorded as events happen; nil while metrics are
+	// off.
+	metrics *remoteMetrics
 
 	// Rate-limited logs, one per kind of event a stranger or a flood can repeat.
 	dropLog     rateLog // inbound messages that cannot be decoded or delivered
@@ -172,6 +175,7 @@ func Start(sys *actor.System, cfg Config) (*Remote, error) {
 	}
 	hooks.SetRemote(sys, hookAdapter{r})
 	extension.Get(sys).Store(r)
+	r.startMetrics()
 	r.wg.Add(2)
 	go r.acceptLoop()
 	go r.tickLoop()

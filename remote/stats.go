@@ -62,6 +62,7 @@ type counters struct {
 // peerCounters are a peer's share of the counters.
 type peerCounters struct {
 	deadLetters, overloaded, lost, refusedSenders atomic.Uint64
+	msgsOut, bytesOut, msgsIn, bytesIn            atomic.Uint64 // counted only with metrics on
 }
 
 // Stats returns the transport's counters.

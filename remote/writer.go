@@ -134,9 +134,15 @@ func (l *outLane) advanceLocked(n int) {
 	l.outOff += n
 	if n > 0 {
 		l.p.r.stats.bytesOut.Add(uint64(n))
+		if l.p.r.metrics != nil {
+			l.p.stats.bytesOut.Add(uint64(n))
+		}
 	}
 	if l.outOff == len(l.out) && l.outFrames > 0 {
 		l.p.r.stats.msgsOut.Add(uint64(l.outFrames))
+		if l.p.r.metrics != nil {
+			l.p.stats.msgsOut.Add(uint64(l.outFrames))
+		}
 		l.written += uint64(l.outFrames)
 		l.outFrames = 0
 	}

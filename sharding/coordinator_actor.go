@@ -263,6 +263,7 @@ func (c *coordShell) storeEvent(ev coordEvent) {
 		if h := c.handOffs[e.Shard]; h != nil && !h.completed {
 			h.completed = true
 			c.entry.stats.handOffsCompleted.Add(1)
+			c.ext.handOffEnded(c.entry.name, time.Since(h.start), true)
 			c.moved[e.Shard] = h
 			c.ext.sys.EventStream().Publish(ShardHandOffCompleted{
 				TypeName: c.entry.name, Shard: e.Shard, From: regionAddress(h.from), Duration: time.Since(h.start),
@@ -304,12 +305,14 @@ func (c *coordShell) trackHandOffs() {
 		}
 		if home, ok := c.core.state.shards[s]; ok && home == h.from {
 			c.entry.stats.handOffsFailed.Add(1)
+			c.ext.handOffEnded(c.entry.name, time.Since(h.start), false)
 			c.ext.sys.EventStream().Publish(ShardHandOffFailed{
 				TypeName: c.entry.name, Shard: s, From: regionAddress(h.from), Duration: time.Since(h.start),
 			})
 			continue
 		}
 		c.entry.stats.handOffsCompleted.Add(1)
+		c.ext.handOffEnded(c.entry.name, time.Since(h.start), true)
 		c.moved[s] = h
 		c.ext.sys.EventStream().Publish(ShardHandOffCompleted{
 			TypeName: c.entry.name, Shard: s, From: regionAddress(h.from), Duration: time.Since(h.start),

@@ -100,6 +100,14 @@
 // ShardHandOffStarted, ShardHandOffCompleted, ShardHandOffFailed) go to the event
 // stream of the coordinator's node; Sharding.Stats counts them and every drop.
 //
+// # Metrics
+//
+// With actor.Config.MeterProvider set, each node reports per entity type the shards
+// and entities it hosts, entities started, passivations, buffered and dropped messages,
+// and, where the coordinator runs, allocations, hand-offs started, completed and failed
+// and their durations (troupe.sharding.*, listed in docs/operations.md). No series is
+// per shard or per entity.
+//
 // # The protocol cores
 //
 // The coordinator, the region and the shard are plain state machines: they take inputs

@@ -88,6 +88,10 @@ type Stats struct {
 type typeStats struct {
 	allocated, handOffsStarted, handOffsCompleted, handOffsFailed atomic.Uint64
 	unplaceable, bufferDropped, undelivered, entitiesStarted      atomic.Uint64
+	// For the metrics, counted only while they are on: shards and entities hosted
+	// here, messages held by the type's region and shards, entities passivated.
+	shards, entities, buffered atomic.Int64
+	passivations               atomic.Uint64
 }
 
 func (s *typeStats) snapshot() Stats {

@@ -44,6 +44,8 @@ type Sharding struct {
 	// transport's reader goroutines, which decode the messages of a received batch
 	// before it reaches its region (batch.go).
 	decoders sync.Pool
+
+	metrics *shardingMetrics // nil while metrics are off
 }
 
 // typeEntry is one entity type started on this node.
@@ -100,6 +102,7 @@ func Start(sys *actor.System, cfg Config) (*Sharding, error) {
 	if !slot.CompareAndSwap(nil, s) {
 		return nil, ErrAlreadyStarted
 	}
+	s.startMetrics()
 	g, err := sys.SpawnSystem(actor.PropsOf(func() actor.Actor { return &guardian{} }), "sharding")
 	if err != nil {
 		slot.Store(nil)

@@ -16,6 +16,7 @@ import (
 // with the extractor, hosts its shards as children, talks to the coordinator and to the
 // other regions, and does what its core decides.
 type regionActor struct {
+	pub   published // what this instance added to the type's gauges
 	ext   *Sharding
 	entry *typeEntry
 	cfg   *EntityConfig
@@ -113,9 +114,12 @@ func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 	case actor.Started:
 		r.started(ctx)
 	case actor.Stopped:
+		r.unpublish()
 		r.stopped(ctx)
 		return false
-	case actor.Stopping, actor.Restarting:
+	case actor.Restarting:
+		r.unpublish() // its shards stop with this instance
+	case actor.Stopping:
 	case timerFired:
 		r.apply(ctx, r.core.timer(m.key))
 	case *msgDelivery:
@@ -334,6 +338,9 @@ func (r *regionActor) terminated(ctx actor.Context, t actor.Terminated) {
 			delete(r.shardIDs, t.Ref)
 			if r.shards[s] == t.Ref {
 				delete(r.shards, s)
+				if r.ext.metrics != nil {
+					r.entry.stats.shards.Add(-1)
+				}
 				r.retireFastPath(s)
 			}
 			left := r.leftovers[s]
@@ -562,6 +569,9 @@ func (r *regionActor) apply(ctx actor.Context, d regionDecisions[*delivery]) {
 		r.act(ctx, a)
 	}
 	r.core.recycle(d.actions)
+	if r.ext.metrics != nil {
+		r.pub.sync(r.entry.stats, int64(r.core.total), 0)
+	}
 	applyTimers(ctx, d.timers)
 	for _, x := range d.dropped {
 		r.drop(ctx, x.msg, x.err)
@@ -699,6 +709,9 @@ func (r *regionActor) startShard(ctx actor.Context, s ShardID) {
 	}
 	ctx.Watch(ref)
 	r.shards[s] = ref
+	if r.ext.metrics != nil {
+		r.entry.stats.shards.Add(1)
+	}
 	r.shardIDs[ref] = s
 	r.fast[s] = fp
 	r.entry.fast.Store(s, fp) // for EntityRefs
@@ -747,4 +760,14 @@ func (r *regionActor) liveHomes(m msgShardHomes) msgShardHomes {
 		}
 	}
 	return out
+}
+
+// unpublish takes back what this instance added to its type's gauges: it is stopping
+// or restarting, and its shards stop with it.
+func (r *regionActor) unpublish() {
+	if r.ext.metrics == nil {
+		return
+	}
+	r.entry.stats.shards.Add(-int64(len(r.shards)))
+	r.pub.sync(r.entry.stats, 0, r.pub.passivations)
 }

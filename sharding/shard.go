@@ -182,18 +182,19 @@ type shardCore[M any] struct {
 	cfg   shardSettings[M]
 	phase shardPhase
 
-	entities map[EntityID]*entity[M]
-	held     map[*entity[M]][]queued[M] // messages for entities' next incarnations
-	lru      lruList[M]                 // active entities, most recently used at the front
-	live     int                        // incarnations running (active or passivating)
-	buffered int                        // messages held, in all
-	seq      uint64
-	early    []queued[M]           // messages that came while loading
-	extra    []queued[M]           // messages for unknown entities during a hand-off
-	earlyIDs map[uint64]EntityID   // entity of each early message
-	writing  *entityStoreOp        // the store write in flight
-	starts   map[EntityID]struct{} // starts to record in the next write
-	stops    map[EntityID]struct{} // stops to record in the next write
+	entities   map[EntityID]*entity[M]
+	held       map[*entity[M]][]queued[M] // messages for entities' next incarnations
+	lru        lruList[M]                 // active entities, most recently used at the front
+	live       int                        // incarnations running (active or passivating)
+	buffered   int                        // messages held, in all
+	passivated uint64                     // entities stopped by passivation (not by hand-off), for the metrics
+	seq        uint64
+	early      []queued[M]           // messages that came while loading
+	extra      []queued[M]           // messages for unknown entities during a hand-off
+	earlyIDs   map[uint64]EntityID   // entity of each early message
+	writing    *entityStoreOp        // the store write in flight
+	starts     map[EntityID]struct{} // starts to record in the next write
+	stops      map[EntityID]struct{} // stops to record in the next write
 
 	timers timerSet
 	out    shardDecisions[M]
@@ -550,6 +551,9 @@ func (s *shardCore[M]) flush(now time.Time, e *entity[M]) {
 
 // stopEntity sends msg to the active entity e, which should then stop.
 func (s *shardCore[M]) stopEntity(e *entity[M], msg M) {
+	if s.phase == shardRunning {
+		s.passivated++
+	}
 	e.state = entPassivating
 	s.unlink(e)
 	s.act(shardAction[M]{kind: shardStopEntity, entity: e.id, msg: msg})

@@ -16,6 +16,7 @@ import (
 // /system/sharding/<type>/<shard>, with its entities as children (named by their
 // encoded IDs). With remember-entities it also runs the shard's store as a child.
 type shardActor struct {
+	pub    published // what this instance added to the type's gauges
 	ext    *Sharding
 	entry  *typeEntry
 	cfg    *EntityConfig
@@ -134,7 +135,10 @@ func (s *shardActor) Receive(ctx actor.Context) {
 	case leaseLost:
 		s.log.Error("sharding: the shard lost its lease; stopping it with its entities", zap.Error(m.err))
 		_ = ctx.Stop(s.self)
+	case actor.Restarting:
+		s.unpublish() // its entities stop with this instance
 	case actor.Stopped:
+		s.unpublish()
 		s.fast.setOpen(false)
 		s.releaseLease()
 		if s.core != nil && s.core.phase != shardStopped {
@@ -177,6 +181,9 @@ func (s *shardActor) terminated(ctx actor.Context, ref actor.Ref) {
 		return
 	}
 	s.fast.remove(id)
+	if s.ext.metrics != nil {
+		s.entry.stats.entities.Add(-1)
+	}
 	s.apply(ctx, s.core.entityTerminated(time.Now(), id))
 }
 
@@ -193,6 +200,9 @@ func (s *shardActor) apply(ctx actor.Context, d shardDecisions[*delivery]) {
 		s.act(ctx, a)
 	}
 	s.core.recycle(d.actions)
+	if s.ext.metrics != nil {
+		s.pub.sync(s.entry.stats, int64(s.core.buffered), s.core.passivated)
+	}
 	// Entities spawned by these decisions have had what waited for them: those still
 	// active may be reached directly from now on.
 	for _, id := range s.spawned {
@@ -241,6 +251,9 @@ func (s *shardActor) act(ctx actor.Context, a shardAction[*delivery]) {
 		s.fast.add(a.entity, ref)
 		s.spawned = append(s.spawned, a.entity)
 		s.entry.stats.entitiesStarted.Add(1)
+		if s.ext.metrics != nil {
+			s.entry.stats.entities.Add(1)
+		}
 	case shardDeliver:
 		ref, ok := s.fast.entities[a.entity]
 		if !ok {
@@ -381,4 +394,13 @@ func (l *leaseSlot) close() Lease {
 	h := l.held
 	l.held = nil
 	return h
+}
+
+// unpublish takes back what this instance added to its type's gauges when it stops.
+func (s *shardActor) unpublish() {
+	if s.ext.metrics == nil {
+		return
+	}
+	s.entry.stats.entities.Add(-int64(len(s.fast.entities)))
+	s.pub.sync(s.entry.stats, 0, s.pub.passivations)
 }

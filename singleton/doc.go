@@ -93,6 +93,13 @@
 // End) and whether the singleton runs here; Manager.AwaitStatus waits for a status.
 // Dropped counts the messages the system's managers and proxies dropped.
 //
+// # Metrics
+//
+// With actor.Config.MeterProvider set, each member reports whether each singleton runs
+// there, the messages its proxies buffer, the drops, and histograms of hand-over
+// durations (on the member leaving) and take-over durations (on the member becoming
+// the oldest), by singleton name (troupe.singleton.*, listed in docs/operations.md).
+//
 // # What can be lost, and when
 //
 // Every message that does not reach the singleton is published as an Undelivered

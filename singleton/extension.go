@@ -36,10 +36,16 @@ type extension struct {
 	proxies   int // proxies started, for their names
 
 	dropped atomic.Uint64
+
+	buffered map[string]*atomic.Int64 // messages the proxies hold, by singleton name (metrics); guarded by mu
+	metrics  *singletonMetrics        // nil while metrics are off
 }
 
 var ext = actor.NewExtensionID("troupe.singleton", func(sys *actor.System) *extension {
-	return &extension{sys: sys, managers: make(map[string]*Manager), guardians: make(map[string]actor.Ref)}
+	e := &extension{sys: sys, managers: make(map[string]*Manager), guardians: make(map[string]actor.Ref),
+		buffered: make(map[string]*atomic.Int64)}
+	e.startMetrics()
+	return e
 })
 
 func extensionOf(sys *actor.System) *extension { return ext.Get(sys) }

@@ -49,6 +49,8 @@ const (
 )
 
 type managerActor struct {
+	metrics *singletonMetrics // nil while metrics are off
+	times   transitions
 	m       *Manager
 	cfg     Config
 	c       *cluster.Cluster
@@ -84,11 +86,12 @@ type managerActor struct {
 	clusterUp chan struct{} // closed when the manager stops: ends the cluster watcher
 }
 
-func managerProps(m *Manager, cfg Config, c *cluster.Cluster, reg *serialization.Registry, res serialization.RefResolver) *actor.Props {
+func managerProps(m *Manager, cfg Config, c *cluster.Cluster, reg *serialization.Registry, res serialization.RefResolver,
+	metrics *singletonMetrics) *actor.Props {
 	failed := new(atomic.Bool)
 	return &actor.Props{
 		Producer: func() actor.Actor {
-			return &managerActor{m: m, cfg: cfg, c: c, reg: reg, res: res, failed: failed}
+			return &managerActor{m: m, cfg: cfg, c: c, reg: reg, res: res, failed: failed, metrics: metrics}
 		},
 		// The singleton is stopped when it fails; the manager starts a new one after a
 		// backoff (see onChildTerminated). Other children (the event adapter) never fail.
@@ -261,6 +264,7 @@ func (a *managerActor) run(ctx actor.Context, ds []core.Decision) {
 			a.drop(d.Payload, d.Reason)
 		case core.StateChanged:
 			s := d.Status
+			a.times.changed(a.metrics, a.cfg.Name, State(s.State), s.ChildRunning, s.Finished, time.Now())
 			a.m.update(func(st *Status) {
 				st.State, st.Oldest, st.Running, st.Finished = State(s.State), s.Oldest, s.ChildRunning, s.Finished
 			})

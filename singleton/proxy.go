@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -50,7 +51,8 @@ func Proxy(sys *actor.System, cfg ProxyConfig) (actor.Ref, error) {
 		return actor.Ref{}, err
 	}
 	e := extensionOf(sys)
-	props := actor.PropsOf(func() actor.Actor { return &proxyActor{cfg: cfg, c: c, reg: reg, res: res} })
+	count := e.proxyBuffered(cfg.Name)
+	props := actor.PropsOf(func() actor.Actor { return &proxyActor{cfg: cfg, c: c, reg: reg, res: res, count: count} })
 	ref, err := e.spawn(proxyGuardian, props, e.nextProxyName(cfg.Name))
 	if err != nil {
 		return actor.Ref{}, fmt.Errorf("singleton %q: starting a proxy: %w", cfg.Name, err)
@@ -95,6 +97,7 @@ type proxyActor struct {
 	core  *core.ProxyCore
 
 	buffered int
+	count    *atomic.Int64 // the buffered messages of the singleton's proxies on this member
 	drainers []actor.Ref
 
 	out        outbox // the messages taken since the last flush
@@ -123,6 +126,8 @@ func (p *proxyActor) Receive(ctx actor.Context) {
 	case actor.Started:
 		p.start(ctx)
 	case actor.Stopped, actor.Restarting:
+		p.count.Add(-int64(p.buffered)) // what it holds is dropped
+		p.buffered = 0
 	case clusterEvent:
 		p.flush(ctx)
 		for _, ev := range coreEvents(msg.ev, p.c.SelfUniqueAddress()) {
@@ -250,6 +255,7 @@ func (p *proxyActor) run(ctx actor.Context, ev core.Event) {
 			p.kept = true // its payload may be the dead letter
 			p.drops.drop(decodeForDeadLetter(p.codec, d.Payload), d.Payload.Sender, d.Reason)
 		case core.ProxyStateChanged:
+			p.count.Add(int64(d.Status.Buffered - p.buffered))
 			p.buffered = d.Status.Buffered
 			if p.buffered == 0 {
 				for _, r := range p.drainers {

@@ -130,7 +130,7 @@ func Start(sys *actor.System, cfg Config) (*Manager, error) {
 		e.mu.Unlock()
 		return nil, err
 	}
-	props := managerProps(m, cfg, c, reg, res)
+	props := managerProps(m, cfg, c, reg, res, e.metrics)
 	ref, err := e.spawn(managerGuardian, props, cfg.Name)
 	if err != nil {
 		return fail(fmt.Errorf("singleton %q: starting its manager: %w", cfg.Name, err))

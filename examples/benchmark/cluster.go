@@ -25,7 +25,7 @@ type clusterNode struct {
 const stableAfter = 1400 * time.Millisecond
 
 func startClusterNode(i int, seed string) (*clusterNode, error) {
-	sys, err := actor.New(fmt.Sprintf("node%d", i), actor.Config{})
+	sys, err := actor.New(fmt.Sprintf("node%d", i), baseConfig())
 	if err != nil {
 		return nil, err
 	}

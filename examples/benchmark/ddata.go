@@ -44,7 +44,7 @@ func startDdataCluster(n int, cfg ddata.Config) ([]*ddataNode, error) {
 		}
 	}
 	for i := range n {
-		sys, err := actor.New(fmt.Sprintf("node%d", i), actor.Config{})
+		sys, err := actor.New(fmt.Sprintf("node%d", i), baseConfig())
 		if err != nil {
 			stop()
 			return nil, err

@@ -6,6 +6,7 @@
 //
 //	go run ./examples/benchmark -scenario all
 //	go run ./examples/benchmark -scenario tell -n 2000000
+//	go run ./examples/benchmark -scenario tell -metrics   # with the OpenTelemetry SDK and a Prometheus exporter
 package main
 
 import (
@@ -114,9 +115,13 @@ func main() {
 			os.Exit(1)
 		}
 		r["scenario"] = s
+		if *withMetrics {
+			r["metrics"] = true
+		}
 		line, _ := json.Marshal(r)
 		fmt.Println(string(line))
 	}
+	scrapeMetrics()
 }
 
 // writeAllocs writes the allocation profile to path.

@@ -15,7 +15,7 @@ import (
 // payload is the message of every scenario: a pointer, as in real code.
 type payload struct{ _ [100]byte }
 
-func newSystem() (*actor.System, error) { return actor.New("bench", actor.Config{}) }
+func newSystem() (*actor.System, error) { return actor.New("bench", baseConfig()) }
 
 func shutdown(sys *actor.System) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

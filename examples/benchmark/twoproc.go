@@ -644,7 +644,7 @@ func wireRegistry() *serialization.Registry {
 // streamWindow messages in flight, about what the default outbound queue holds: with
 // backpressure a full queue makes the sender wait instead of failing.
 func startWireSystem(name string) (*actor.System, *remote.Remote, error) {
-	sys, err := actor.New(name, actor.Config{})
+	sys, err := actor.New(name, baseConfig())
 	if err != nil {
 		return nil, nil, err
 	}

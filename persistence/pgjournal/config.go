@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/stderrlog"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 )
 
@@ -129,6 +130,12 @@ type Config struct {
 	// Logger receives the store's log lines. Default: warnings and errors to
 	// standard error; zap.NewNop() silences the store on purpose.
 	Logger *zap.Logger
+
+	// MeterProvider, when set, receives the store's metrics (troupe.pgjournal.*,
+	// listed in docs/operations.md). A store is opened apart from any actor system,
+	// so it does not take the system's: pass the same provider (sys.MeterProvider()).
+	// Nil: no metrics.
+	MeterProvider metric.MeterProvider
 
 	// Set by tests: the bounds of one statement of a group commit
 	// (defaults maxChunkBytes, maxChunkEvents), the size from which the

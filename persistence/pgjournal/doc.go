@@ -92,6 +92,12 @@
 // quicker restart each would otherwise fail a call of its own. Later calls open
 // new connections, and succeed again once the server is back.
 //
+// # Metrics
+//
+// Config.MeterProvider, when set, receives the counters of Stats: group commits by
+// outcome, writes, events, sequence conflicts and reruns (troupe.pgjournal.*, listed
+// in docs/operations.md).
+//
 // # What can be lost, and when
 //
 // Nothing acknowledged: a write is answered only after its transaction

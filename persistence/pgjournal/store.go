@@ -34,6 +34,8 @@ type Store struct {
 
 	w     *writer
 	stats counters
+	// unregister ends the metrics callback (a no-op without a MeterProvider).
+	unregister func()
 }
 
 var (
@@ -109,6 +111,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{pool: pool, cfg: cfg, log: cfg.Logger}
 	s.w = startWriter(s)
+	s.unregister = s.startMetrics()
 	return s, nil
 }
 
@@ -242,6 +245,7 @@ func (s *Store) Close() error {
 	s.inflight.Wait()
 	s.w.stop()
 	s.pool.Close()
+	s.unregister()
 	return nil
 }
 

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/troupe-go/troupe/actor"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+)
+
+// withMetrics is the -metrics flag: every system of the run gets the OpenTelemetry
+// SDK's MeterProvider with a Prometheus exporter attached, so that a scenario can be
+// compared with and without metrics (-scenario tell -metrics against -scenario tell).
+var withMetrics = flag.Bool("metrics", false, "turn metrics on: the OpenTelemetry SDK's MeterProvider with a Prometheus exporter, scraped once at the end")
+
+// meters holds the provider and the registry it exports to, once -metrics made them,
+// and the scraper that gathers the registry every second while the run lasts (as a
+// Prometheus server would, more often than its usual 15s).
+var meters struct {
+	mp   *sdkmetric.MeterProvider
+	reg  *prometheus.Registry
+	stop chan struct{}
+	done chan struct{}
+	mu   sync.Mutex
+	most int // the most series one scrape found
+}
+
+// baseConfig returns the actor.Config every system of the run starts from: with
+// -metrics, the shared MeterProvider.
+func baseConfig() actor.Config {
+	if !*withMetrics {
+		return actor.Config{}
+	}
+	if meters.mp == nil {
+		meters.reg = prometheus.NewRegistry()
+		exp, err := otelprom.New(otelprom.WithRegisterer(meters.reg))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchmark: prometheus exporter:", err)
+			os.Exit(1)
+		}
+		meters.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+		meters.stop, meters.done = make(chan struct{}), make(chan struct{})
+		go scrapeEverySecond()
+	}
+	return actor.Config{MeterProvider: meters.mp}
+}
+
+// scrapeEverySecond gathers the registry every second until scrapeMetrics stops it.
+func scrapeEverySecond() {
+	defer close(meters.done)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-meters.stop:
+			return
+		case <-t.C:
+			scrapeOnce()
+		}
+	}
+}
+
+// scrapeOnce gathers the registry, as a Prometheus scrape would.
+func scrapeOnce() {
+	families, err := meters.reg.Gather()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchmark: scraping the metrics:", err)
+	}
+	series := 0
+	for _, f := range families {
+		series += len(f.GetMetric())
+	}
+	meters.mu.Lock()
+	meters.most = max(meters.most, series)
+	meters.mu.Unlock()
+}
+
+// scrapeMetrics stops the scraper, reports on standard error the most series a
+// scrape found, and shuts the provider down.
+func scrapeMetrics() {
+	if meters.mp == nil {
+		return
+	}
+	close(meters.stop)
+	<-meters.done
+	scrapeOnce()
+	fmt.Fprintf(os.Stderr, "benchmark: metrics on: at most %d series in a scrape (every second)\n", meters.most)
+	_ = meters.mp.Shutdown(context.Background())
+}
