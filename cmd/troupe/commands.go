@@ -75,7 +75,8 @@ func (s *session) memberAddress(ctx context.Context, arg string) (string, error)
 			return m.Node, nil
 		}
 	}
-	return "", &notFoundError{fmt.Sprintf("no member at %s among the %d members %s knows", arg, len(r.Value.Members), s.client.base)}
+	return "", &notFoundError{fmt.Sprintf("no member at %s (the node at %s knows %d members: troupe members lists them)",
+		arg, s.client.base, len(r.Value.Members))}
 }
 
 func cmdShards(ctx context.Context, s *session, args []string) error {

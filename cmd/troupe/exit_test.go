@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -335,4 +339,27 @@ func TestEventsUntilInterrupted(t *testing.T) {
 	if code := <-done; code != exitOK {
 		t.Fatalf("events ended with %d after an interrupt, want 0", code)
 	}
+}
+
+// -cacert trusts a server's certificate authority; without it the certificate is
+// refused (exit code 3), and -insecure skips the check.
+func TestTLS(t *testing.T) {
+	t.Setenv(envURL, "")
+	srv := httptest.NewUnstartedServer(&canned{routes: map[string]cannedAnswer{"GET /cluster/members": {200, membersJSON}}})
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake
+	srv.StartTLS()
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	runCLI(ctx, "-url", srv.URL, "-cacert", ca, "members").expect(t, "-cacert", exitOK)
+	runCLI(ctx, "-url", srv.URL, "members").expect(t, "an unknown authority", exitUnreachable, "certificate")
+	runCLI(ctx, "-url", srv.URL, "-insecure", "members").expect(t, "-insecure", exitOK)
+	empty := filepath.Join(t.TempDir(), "empty.pem")
+	if err := os.WriteFile(empty, []byte("nothing"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runCLI(ctx, "-url", srv.URL, "-cacert", empty, "members").expect(t, "no certificate in -cacert", exitUsage, "no PEM certificate")
 }
