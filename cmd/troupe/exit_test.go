@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/testkit"
 )
 
 // The exit codes and messages, against a stand-in server with canned answers.
@@ -306,7 +308,7 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 // await returns the next line written that contains want.
 func (w *syncWriter) await(t *testing.T, want string) string {
 	t.Helper()
-	timeout := time.After(20 * time.Second)
+	timeout := time.After(testkit.Dilated(30 * time.Second))
 	for {
 		select {
 		case l := <-w.lines:
