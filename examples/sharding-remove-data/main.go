@@ -6,6 +6,9 @@
 //
 // Stop every node of the cluster first: never run it while sharding runs.
 //
+// The troupe command does the same (troupe remove-sharding-data -dir DIR TYPE...); this
+// program is its core, small enough to adapt (to a PostgreSQL journal, say).
+//
 //	go run ./examples/sharding-remove-data -dir troupe-data/journal -types Counter,Cart
 //	go run ./examples/sharding-remove-data -dir troupe-data/journal -types Counter -shards 100
 package main
