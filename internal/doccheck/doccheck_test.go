@@ -50,6 +50,11 @@ var knownPackages = map[string]string{
 	"pglease":       "github.com/troupe-go/troupe/lease/pglease",
 	"management":    "github.com/troupe-go/troupe/management",
 	"zap":           "go.uber.org/zap",
+	"prometheus":    "github.com/prometheus/client_golang/prometheus",
+	"promhttp":      "github.com/prometheus/client_golang/prometheus/promhttp",
+	"otelprom":      "go.opentelemetry.io/otel/exporters/prometheus",
+	"sdkmetric":     "go.opentelemetry.io/otel/sdk/metric",
+	"http":          "net/http",
 	"context":       "context",
 	"errors":        "errors",
 	"fmt":           "fmt",
@@ -213,7 +218,7 @@ func assemble(code string, extra []string) (string, error) {
 	var f strings.Builder
 	f.WriteString("package doc\n\n")
 	for _, name := range usedPackages(code) {
-		fmt.Fprintf(&f, "import %q\n", knownPackages[name])
+		fmt.Fprintf(&f, "import %s %q\n", name, knownPackages[name])
 	}
 	f.WriteString(decls)
 	for _, e := range extra {
