@@ -42,6 +42,22 @@
 //     events (on the node where the type's coordinator runs) and singleton moves, as
 //     Event values named by the Event* constants; ?type=a,b keeps only those types.
 //   - GET /metrics: Config.Metrics, when set (a Prometheus exporter's handler).
+//   - GET /config: whether the routes that change the cluster are enabled, and the
+//     event types (ConfigView); never the token.
+//   - GET / and GET /page/{file}: the live cluster page, for people.
+//
+// # The live cluster page
+//
+// A browser pointed at the server's URL gets a page (HTML, CSS and plain JavaScript
+// embedded in the binary; no build step, nothing fetched from elsewhere) that shows
+// the members (status, roles, reachability, the oldest marked), the shards of each
+// entity type per node as bars, where each singleton runs, and a running log of the
+// event stream. It redraws what an event says changed, and everything every 10
+// seconds, without a reload. With EnableWrites it shows Leave and Down buttons and
+// asks for the token in a dialog when one is pressed; the token stays in the page's
+// memory and is sent as a bearer token. The page reads the same routes as any client
+// and renders what they answer as text only; it is served with a
+// Content-Security-Policy that allows its own files and routes and nothing else.
 //
 // # Safe by default
 //

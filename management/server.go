@@ -12,8 +12,8 @@ import (
 // errNoHostPort is the error of a member address without a host or port.
 var errNoHostPort = errors.New("a member's address needs a host and a port")
 
-// routes returns the server's handler: every route, behind the body limit and the
-// recovery from a panic.
+// routes returns the server's handler: every route and the live cluster page (page.go),
+// behind the body limit and the recovery from a panic. Anything else is a JSON 404.
 func (m *Management) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /alive", m.handleAlive)
@@ -28,6 +28,9 @@ func (m *Management) routes() http.Handler {
 	mux.HandleFunc("GET /cluster/singletons", m.handleSingletons)
 	mux.HandleFunc("GET /cluster/events", m.handleEvents)
 	mux.HandleFunc("GET /metrics", m.handleMetrics)
+	mux.HandleFunc("GET /config", m.handleConfig)
+	mux.HandleFunc("GET /{$}", m.handlePage)
+	mux.HandleFunc("GET /page/{file}", m.handlePageFile)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path)
 	})
