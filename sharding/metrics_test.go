@@ -88,6 +88,12 @@ func TestMetricsCountShardsEntitiesBufferAndPassivations(t *testing.T) {
 	for _, msg := range []string{"m1", "m2", "m3"} {
 		probe.ExpectMsg(note{Entity: "a", Incarnation: 4, Msg: msg})
 	}
+	// The entity may handle the messages before the shard, which sent them, has counted
+	// its buffer empty: a stats query the shard answers after that handler orders the
+	// two.
+	if _, err := actor.Ask[ShardRegionStats](ctx, region, GetShardRegionStats{}); err != nil {
+		t.Fatal(err)
+	}
 	ms = m.collect()
 	for _, c := range []struct {
 		name, unit string
