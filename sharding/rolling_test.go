@@ -45,6 +45,7 @@ func TestRollingRestartPausePerShard(t *testing.T) {
 		failures int
 		answers  int
 	}
+	var inFlight [3]atomic.Int64 // the asks through each node (see restartInTurn)
 	stop := make(chan struct{})
 	results := make(chan result, len(perShard))
 	var clients sync.WaitGroup
@@ -66,14 +67,14 @@ func TestRollingRestartPausePerShard(t *testing.T) {
 				default:
 				}
 				i++
-				node, regions, ok := live.pickRoundRobin(i)
+				node, regions, ok := live.pickRoundRobinCounting(i, inFlight[:])
 				if !ok {
 					continue
 				}
-				_ = node
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 				_, err := actor.Ask[int](ctx, regions[0], Envelope{EntityID: id, Message: GetCount{}})
 				cancel()
+				inFlight[node].Add(-1)
 				if err != nil {
 					r.failures++
 					continue
@@ -88,21 +89,7 @@ func TestRollingRestartPausePerShard(t *testing.T) {
 		}()
 	}
 	for _, i := range []int{2, 1, 0} {
-		t.Logf("%s: restarting node %d", time.Now().Format("15:04:05.000"), i)
-
-		live.markLeaving(i, true)
-		ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(20*time.Second))
-		err := sc.nodes[i].System.Shutdown(ctx)
-		cancel()
-		if err != nil {
-			t.Fatalf("graceful leave of node %d: %v", i, err)
-		}
-		live.remove(i)
-		sc.mc.Restart(i)
-		sc.startSharding(i)
-		sc.mc.AwaitAllUp(testkit.Dilated(20 * time.Second))
-		live.set(i, [2]actor.Ref{sc.nodes[i].region}, streamNode{})
-		t.Logf("%s: node %d back", time.Now().Format("15:04:05.000"), i)
+		restartInTurn(t, sc, live, i, inFlight[:], nil)
 	}
 	close(stop)
 	clients.Wait()
@@ -119,9 +106,38 @@ func TestRollingRestartPausePerShard(t *testing.T) {
 	t.Logf("longest pause per shard: %v", report)
 }
 
-// pickRoundRobinCounting is pickRoundRobin that also counts an ask in flight through
-// the node picked, in the same step as the pick (so that a node marked leaving after
-// it sees the ask).
+// restartInTurn restarts node i as a rolling restart does: the clients stop sending
+// through it, the asks already sent through it end (a reply comes back to the node an
+// ask went through, as a service drains its requests before it stops), it leaves
+// gracefully, and it starts again with the same configuration. check, if not nil, runs
+// once every node is Up again, before the clients use node i again.
+func restartInTurn(t *testing.T, sc *shardCluster, live *liveRegions, i int, inFlight []atomic.Int64, check func()) {
+	t.Helper()
+	t.Logf("%s: restarting node %d", time.Now().Format("15:04:05.000"), i)
+	live.markLeaving(i, true)
+	for inFlight[i].Load() > 0 {
+		<-time.After(5 * time.Millisecond) // polling a counter of the test's clients
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(20*time.Second))
+	err := sc.nodes[i].System.Shutdown(ctx)
+	cancel()
+	if err != nil {
+		t.Fatalf("graceful leave of node %d: %v", i, err)
+	}
+	live.remove(i)
+	sc.mc.Restart(i)
+	sc.startSharding(i)
+	sc.mc.AwaitAllUp(testkit.Dilated(20 * time.Second))
+	if check != nil {
+		check()
+	}
+	live.set(i, [2]actor.Ref{sc.nodes[i].region}, streamNode{})
+	t.Logf("%s: node %d back", time.Now().Format("15:04:05.000"), i)
+}
+
+// pickRoundRobinCounting returns the i-th usable node, round robin, and counts an ask
+// in flight through it, in the same step as the pick (so that a node marked leaving
+// after it sees the ask).
 func (l *liveRegions) pickRoundRobinCounting(i int, inFlight []atomic.Int64) (int, [2]actor.Ref, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -132,13 +148,7 @@ func (l *liveRegions) pickRoundRobinCounting(i int, inFlight []atomic.Int64) (in
 	return n, r, ok
 }
 
-// pickRoundRobin returns the i-th usable node, round robin.
-func (l *liveRegions) pickRoundRobin(i int) (int, [2]actor.Ref, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.pickLocked(i)
-}
-
+// pickLocked returns the i-th usable node (not leaving), round robin; l.mu is held.
 func (l *liveRegions) pickLocked(i int) (int, [2]actor.Ref, bool) {
 	var ids []int
 	for n := range 8 {
@@ -229,28 +239,13 @@ func TestRollingRestartWithTheSameSeedsOnEveryNode(t *testing.T) {
 	}
 	start := time.Now()
 	for i := range nodes {
-		t.Logf("%s: restarting node %d", time.Now().Format("15:04:05.000"), i)
-		live.markLeaving(i, true)
-		for inFlight[i].Load() > 0 {
-			<-time.After(5 * time.Millisecond) // polling a counter of the test's clients
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(20*time.Second))
-		err := sc.nodes[i].System.Shutdown(ctx)
-		cancel()
-		if err != nil {
-			t.Fatalf("graceful leave of node %d: %v", i, err)
-		}
-		live.remove(i)
-		sc.mc.Restart(i)
-		sc.startSharding(i)
-		sc.mc.AwaitAllUp(testkit.Dilated(20 * time.Second))
-		for j := range nodes {
-			if got := sc.mc.Node(j).Cluster.ClusterID(); got != id {
-				t.Fatalf("after restarting node %d, node %d is in cluster %q, want %q", i, j, got, id)
+		restartInTurn(t, sc, live, i, inFlight[:], func() {
+			for j := range nodes {
+				if got := sc.mc.Node(j).Cluster.ClusterID(); got != id {
+					t.Fatalf("after restarting node %d, node %d is in cluster %q, want %q", i, j, got, id)
+				}
 			}
-		}
-		live.set(i, [2]actor.Ref{sc.nodes[i].region}, streamNode{})
-		t.Logf("%s: node %d back", time.Now().Format("15:04:05.000"), i)
+		})
 	}
 	close(stop)
 	clients.Wait()
