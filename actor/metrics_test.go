@@ -4,28 +4,29 @@ import (
 	"testing"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/metrictest"
 	"github.com/troupe-go/troupe/testkit"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 // counts reads the runtime's counters of a collection.
-func counts(t *testing.T, m *meterReader, ms map[string]metricdata.Metrics) map[string]int64 {
+func counts(t *testing.T, m *metrictest.Reader, ms map[string]metricdata.Metrics) map[string]int64 {
 	t.Helper()
 	out := make(map[string]int64)
 	for _, c := range []struct{ name, unit string }{
 		{"troupe.actor.live", "{actor}"}, {"troupe.actor.spawned", "{actor}"}, {"troupe.actor.stopped", "{actor}"},
 		{"troupe.actor.restarts", "{restart}"}, {"troupe.actor.failures", "{failure}"},
 	} {
-		v, ok := intValue(m.metric(ms, c.name, c.unit))
+		v, ok := metrictest.IntValue(m.Metric(ms, c.name, c.unit))
 		if !ok {
 			t.Fatalf("%s has no point", c.name)
 		}
 		out[c.name] = v
 	}
-	dl := m.metric(ms, "troupe.actor.dead_letters", "{message}")
+	dl := m.Metric(ms, "troupe.actor.dead_letters", "{message}")
 	for _, r := range []string{"recipient_stopped", "mailbox_full", "no_recipient", "late_reply", "dead_letters", "other"} {
-		v, ok := intValue(dl, attribute.String("reason", r))
+		v, ok := metrictest.IntValue(dl, attribute.String("reason", r))
 		if !ok {
 			t.Fatalf("troupe.actor.dead_letters has no point for reason %s", r)
 		}
@@ -35,10 +36,10 @@ func counts(t *testing.T, m *meterReader, ms map[string]metricdata.Metrics) map[
 }
 
 func TestMetricsCountLifecycleAndDeadLetters(t *testing.T) {
-	m := newMeterReader(t)
-	sys := testkit.NewSystem(t, actor.Config{MeterProvider: m.mp})
+	m := metrictest.NewReader(t)
+	sys := testkit.NewSystem(t, actor.Config{MeterProvider: m.Provider})
 	probe := testkit.NewProbe(t, sys)
-	before := counts(t, m, m.collect())
+	before := counts(t, m, m.Collect())
 
 	// Three actors; one fails once and is restarted; one is stopped.
 	var refs []actor.Ref
@@ -66,7 +67,7 @@ func TestMetricsCountLifecycleAndDeadLetters(t *testing.T) {
 	_ = sys.DeadLetters().Tell(3)
 	sys.EventStream().Publish(actor.DeadLetter{}) // published only: not counted
 
-	after := counts(t, m, m.collect())
+	after := counts(t, m, m.Collect())
 	want := map[string]int64{
 		"troupe.actor.spawned": 3, "troupe.actor.stopped": 1, "troupe.actor.live": 2,
 		"troupe.actor.restarts": 1, "troupe.actor.failures": 1,
@@ -80,8 +81,8 @@ func TestMetricsCountLifecycleAndDeadLetters(t *testing.T) {
 }
 
 func TestMetricsKindRecordsMailboxAndProcessingTime(t *testing.T) {
-	m := newMeterReader(t)
-	sys := testkit.NewSystem(t, actor.Config{MeterProvider: m.mp})
+	m := metrictest.NewReader(t)
+	sys := testkit.NewSystem(t, actor.Config{MeterProvider: m.Provider})
 	probe := testkit.NewProbe(t, sys)
 	release := make(chan struct{})
 	props := actor.PropsFunc(func(ctx actor.Context) {
@@ -101,8 +102,8 @@ func TestMetricsKindRecordsMailboxAndProcessingTime(t *testing.T) {
 		_ = ref.Tell(i)
 	}
 	kind := attribute.String("kind", "worker")
-	ms := m.collect()
-	if v, _ := intValue(m.metric(ms, "troupe.actor.mailbox.queued", "{message}"), kind); v != 9 {
+	ms := m.Collect()
+	if v, _ := metrictest.IntValue(m.Metric(ms, "troupe.actor.mailbox.queued", "{message}"), kind); v != 9 {
 		t.Errorf("queued while blocked: %d, want 9", v)
 	}
 	close(release)
@@ -116,15 +117,15 @@ func TestMetricsKindRecordsMailboxAndProcessingTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	probe.ExpectTerminated(ref)
-	ms = m.collect()
-	if v, ok := intValue(m.metric(ms, "troupe.actor.mailbox.queued", "{message}"), kind); !ok || v != 0 {
+	ms = m.Collect()
+	if v, ok := metrictest.IntValue(m.Metric(ms, "troupe.actor.mailbox.queued", "{message}"), kind); !ok || v != 0 {
 		t.Errorf("queued after: %d (%v), want 0", v, ok)
 	}
-	wait, ok := histPoint[float64](m.metric(ms, "troupe.actor.mailbox.time", "s"), kind)
+	wait, ok := metrictest.HistPoint[float64](m.Metric(ms, "troupe.actor.mailbox.time", "s"), kind)
 	if !ok || wait.Count != 10 {
 		t.Errorf("mailbox time: %d points (%v), want 10", wait.Count, ok)
 	}
-	proc, ok := histPoint[float64](m.metric(ms, "troupe.actor.processing.time", "s"), kind)
+	proc, ok := metrictest.HistPoint[float64](m.Metric(ms, "troupe.actor.processing.time", "s"), kind)
 	if !ok || proc.Count != 10 {
 		t.Errorf("processing time: %d points (%v), want 10", proc.Count, ok)
 	}
@@ -135,8 +136,8 @@ func TestMetricsKindRecordsMailboxAndProcessingTime(t *testing.T) {
 }
 
 func TestMetricsMailboxDepthIsSampled(t *testing.T) {
-	m := newMeterReader(t)
-	sys := testkit.NewSystem(t, actor.Config{MeterProvider: m.mp})
+	m := metrictest.NewReader(t)
+	sys := testkit.NewSystem(t, actor.Config{MeterProvider: m.Provider})
 	probe := testkit.NewProbe(t, sys)
 	release := make(chan struct{})
 	const n = 1000
@@ -160,7 +161,7 @@ func TestMetricsMailboxDepthIsSampled(t *testing.T) {
 	}
 	close(release)
 	probe.ExpectMsg("done")
-	p, ok := histPoint[int64](m.metric(m.collect(), "troupe.actor.mailbox.depth", "{message}"))
+	p, ok := metrictest.HistPoint[int64](m.Metric(m.Collect(), "troupe.actor.mailbox.depth", "{message}"))
 	if !ok || p.Count == 0 {
 		t.Fatalf("no depth sample (%v)", ok)
 	}
@@ -182,7 +183,7 @@ func TestTellAllocatesNothingWithOrWithoutMetrics(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := actor.Config{}
 			if tc.provider {
-				cfg.MeterProvider = newMeterReader(t).mp
+				cfg.MeterProvider = metrictest.NewReader(t).Provider
 			}
 			sys := testkit.NewSystem(t, cfg)
 			done := make(chan struct{}, 1)

@@ -6,27 +6,28 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/metrictest"
 	"github.com/troupe-go/troupe/testkit"
 	"github.com/troupe-go/troupe/testkit/multinode"
 	"go.opentelemetry.io/otel/attribute"
 )
 
 func TestMetricsCountMembersByStatusAndDowningDecisions(t *testing.T) {
-	readers := []*meterReader{newMeterReader(t), newMeterReader(t), newMeterReader(t)}
+	readers := []*metrictest.Reader{metrictest.NewReader(t), metrictest.NewReader(t), metrictest.NewReader(t)}
 	c := multinode.Start(t, multinode.Options{Nodes: 3, StableAfter: 1400 * time.Millisecond,
-		ConfigureSystem: func(i int, ac *actor.Config) { ac.MeterProvider = readers[i].mp }})
+		ConfigureSystem: func(i int, ac *actor.Config) { ac.MeterProvider = readers[i].Provider }})
 	status := func(s string) attribute.KeyValue { return attribute.String("status", s) }
 	for i, m := range readers {
-		ms := m.collect()
-		members := m.metric(ms, "troupe.cluster.members", "{member}")
+		ms := m.Collect()
+		members := m.Metric(ms, "troupe.cluster.members", "{member}")
 		for s, want := range map[string]int64{"up": 3, "joining": 0, "leaving": 0, "exiting": 0, "down": 0} {
-			if got, ok := intValue(members, status(s)); !ok || got != want {
+			if got, ok := metrictest.IntValue(members, status(s)); !ok || got != want {
 				t.Errorf("node %d: %s members %d (%v), want %d", i, s, got, ok, want)
 			}
 		}
 		// A loaded machine may make a member unreachable for a moment: only the point
 		// is checked.
-		if _, ok := intValue(m.metric(ms, "troupe.cluster.members.unreachable", "{member}")); !ok {
+		if _, ok := metrictest.IntValue(m.Metric(ms, "troupe.cluster.members.unreachable", "{member}")); !ok {
 			t.Errorf("node %d: no unreachable members point", i)
 		}
 	}
@@ -42,18 +43,18 @@ func TestMetricsCountMembersByStatusAndDowningDecisions(t *testing.T) {
 	}
 	decided := int64(0)
 	for i, m := range readers[:2] {
-		ms := m.collect()
-		if got, _ := intValue(m.metric(ms, "troupe.cluster.members", "{member}"), status("up")); got != 2 {
+		ms := m.Collect()
+		if got, _ := metrictest.IntValue(m.Metric(ms, "troupe.cluster.members", "{member}"), status("up")); got != 2 {
 			t.Errorf("node %d: %d members up after the crash, want 2", i, got)
 		}
-		d := m.metric(ms, "troupe.cluster.downing.decisions", "{decision}")
-		n, ok := intValue(d, action("down-unreachable")...)
+		d := m.Metric(ms, "troupe.cluster.downing.decisions", "{decision}")
+		n, ok := metrictest.IntValue(d, action("down-unreachable")...)
 		if !ok {
 			t.Errorf("node %d: no down-unreachable point", i)
 		}
 		decided += n
 		for _, a := range []string{"down-reachable", "down-all"} {
-			if got, _ := intValue(d, action(a)...); got != 0 {
+			if got, _ := metrictest.IntValue(d, action(a)...); got != 0 {
 				t.Errorf("node %d: %d %s decisions", i, got, a)
 			}
 		}

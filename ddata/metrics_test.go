@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/metrictest"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/testkit"
 	"github.com/troupe-go/troupe/testkit/multinode"
@@ -14,8 +15,8 @@ import (
 )
 
 func TestMetricsTimeReadsAndWritesByLevel(t *testing.T) {
-	m := newMeterReader(t)
-	sys := testkit.NewSystem(t, actor.Config{MeterProvider: m.mp})
+	m := metrictest.NewReader(t)
+	sys := testkit.NewSystem(t, actor.Config{MeterProvider: m.Provider})
 	r, err := Start(sys, Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +38,7 @@ func TestMetricsTimeReadsAndWritesByLevel(t *testing.T) {
 		t.Fatalf("read of a missing key: %v", err)
 	}
 	lvl := func(l string) attribute.KeyValue { return attribute.String("level", l) }
-	ms := m.collect()
+	ms := m.Collect()
 	for _, c := range []struct {
 		name, level string
 		want        uint64
@@ -46,30 +47,30 @@ func TestMetricsTimeReadsAndWritesByLevel(t *testing.T) {
 		{"troupe.ddata.write.duration", "majority", 1},
 		{"troupe.ddata.read.duration", "local", 2},
 	} {
-		if p, ok := histPoint[float64](m.metric(ms, c.name, "s"), lvl(c.level)); !ok || p.Count != c.want {
+		if p, ok := metrictest.HistPoint[float64](m.Metric(ms, c.name, "s"), lvl(c.level)); !ok || p.Count != c.want {
 			t.Errorf("%s %s: %d (%v), want %d", c.name, c.level, p.Count, ok, c.want)
 		}
 	}
-	if got, ok := intValue(m.metric(ms, "troupe.ddata.reads.failed", "{read}"), lvl("local")); !ok || got != 1 {
+	if got, ok := metrictest.IntValue(m.Metric(ms, "troupe.ddata.reads.failed", "{read}"), lvl("local")); !ok || got != 1 {
 		t.Errorf("failed local reads %d (%v), want 1", got, ok)
 	}
 	if _, ok := ms["troupe.ddata.writes.failed"]; ok {
 		t.Error("failed writes counted")
 	}
-	if got, ok := intValue(m.metric(ms, "troupe.ddata.keys", "{key}")); !ok || got != 2 {
+	if got, ok := metrictest.IntValue(m.Metric(ms, "troupe.ddata.keys", "{key}")); !ok || got != 2 {
 		t.Errorf("keys %d (%v), want 2", got, ok)
 	}
-	if got, ok := intValue(m.metric(ms, "troupe.ddata.errors", "{error}"), attribute.String("kind", "invalid_data")); !ok || got != 0 {
+	if got, ok := metrictest.IntValue(m.Metric(ms, "troupe.ddata.errors", "{error}"), attribute.String("kind", "invalid_data")); !ok || got != 0 {
 		t.Errorf("invalid data %d (%v), want 0", got, ok)
 	}
 }
 
 func TestMetricsCountGossipBytes(t *testing.T) {
-	readers := []*meterReader{newMeterReader(t), newMeterReader(t)}
+	readers := []*metrictest.Reader{metrictest.NewReader(t), metrictest.NewReader(t)}
 	reg := serialization.NewRegistry()
 	tc := &testCluster{t: t, reg: reg, cfg: func(int) Config { return fastConfig() }}
 	tc.c = multinode.Start(t, multinode.Options{Nodes: 2, Registry: reg,
-		ConfigureSystem: func(i int, c *actor.Config) { c.MeterProvider = readers[i].mp }})
+		ConfigureSystem: func(i int, c *actor.Config) { c.MeterProvider = readers[i].Provider }})
 	for i := range 2 {
 		tc.startReplicator(i)
 	}
@@ -80,7 +81,7 @@ func TestMetricsCountGossipBytes(t *testing.T) {
 	self := tc.r(0).SelfUniqueAddress()
 	update(t, tc.r(0), key, WriteLocal(), func(c *GCounter) (*GCounter, error) { c.Increment(self, 5); return c, nil })
 	awaitValue(tc, 1, key, 10*time.Second, "the counter at 5", counterIs(5))
-	if got, _ := intValue(readers[0].metric(readers[0].collect(), "troupe.ddata.gossip.bytes", "By")); got <= 0 {
+	if got, _ := metrictest.IntValue(readers[0].Metric(readers[0].Collect(), "troupe.ddata.gossip.bytes", "By")); got <= 0 {
 		t.Errorf("node 0 sent %d gossip bytes, want some", got)
 	}
 }

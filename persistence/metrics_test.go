@@ -5,14 +5,15 @@ import (
 	"testing"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/metrictest"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/testkit"
 	"go.opentelemetry.io/otel/attribute"
 )
 
 func TestMetricsRecordPersistRecoveryAndErrors(t *testing.T) {
-	m := newMeterReader(t)
-	sys := testkit.NewSystem(t, actor.Config{MeterProvider: m.mp})
+	m := metrictest.NewReader(t)
+	sys := testkit.NewSystem(t, actor.Config{MeterProvider: m.Provider})
 	store := setup(t, sys)
 	probe := testkit.NewProbe(t, sys)
 	ref, _ := sys.Spawn(counterProps("metered", probe), "c")
@@ -29,30 +30,30 @@ func TestMetricsRecordPersistRecoveryAndErrors(t *testing.T) {
 		t.Fatalf("Persist of an unregistered type: %v", err)
 	}
 
-	ms := m.collect()
-	rec, ok := histPoint[float64](m.metric(ms, "troupe.persistence.recovery.duration", "s"))
+	ms := m.Collect()
+	rec, ok := metrictest.HistPoint[float64](m.Metric(ms, "troupe.persistence.recovery.duration", "s"))
 	if !ok || rec.Count != 1 {
 		t.Errorf("recoveries recorded: %d (%v), want 1", rec.Count, ok)
 	}
-	lat, ok := histPoint[float64](m.metric(ms, "troupe.persistence.persist.duration", "s"))
+	lat, ok := metrictest.HistPoint[float64](m.Metric(ms, "troupe.persistence.persist.duration", "s"))
 	if !ok || lat.Count != 4 {
 		t.Errorf("writes timed: %d (%v), want 4", lat.Count, ok)
 	}
-	batch, ok := histPoint[int64](m.metric(ms, "troupe.persistence.batch.size", "{event}"))
+	batch, ok := metrictest.HistPoint[int64](m.Metric(ms, "troupe.persistence.batch.size", "{event}"))
 	if !ok || batch.Count != 4 || batch.Sum != 5 {
 		t.Errorf("journal calls: %d with %d events (%v), want 4 with 5", batch.Count, batch.Sum, ok)
 	}
 	kind := func(k string) attribute.KeyValue { return attribute.String("kind", k) }
-	errs := m.metric(ms, "troupe.persistence.errors", "{error}")
-	if got, _ := intValue(errs, kind("events_rejected")); got != 1 {
+	errs := m.Metric(ms, "troupe.persistence.errors", "{error}")
+	if got, _ := metrictest.IntValue(errs, kind("events_rejected")); got != 1 {
 		t.Errorf("events rejected %d, want 1", got)
 	}
 	for _, p := range []string{"journal", "snapshot"} {
-		if got, ok := intValue(m.metric(ms, "troupe.persistence.breaker.state", "1"), attribute.String("plugin", p)); !ok || got != 0 {
+		if got, ok := metrictest.IntValue(m.Metric(ms, "troupe.persistence.breaker.state", "1"), attribute.String("plugin", p)); !ok || got != 0 {
 			t.Errorf("%s breaker %d (%v), want 0 (closed)", p, got, ok)
 		}
 	}
-	if got, ok := intValue(m.metric(ms, "troupe.persistence.drops", "{message}"), kind("commands_dropped")); !ok || got != 0 {
+	if got, ok := metrictest.IntValue(m.Metric(ms, "troupe.persistence.drops", "{message}"), kind("commands_dropped")); !ok || got != 0 {
 		t.Errorf("commands dropped %d (%v), want 0", got, ok)
 	}
 
@@ -61,7 +62,7 @@ func TestMetricsRecordPersistRecoveryAndErrors(t *testing.T) {
 	store.InjectWriteFailure(errors.New("disk on fire"))
 	_ = ref.Tell(increment{by: 1})
 	probe.ExpectTerminated(ref)
-	if got, _ := intValue(m.metric(m.collect(), "troupe.persistence.errors", "{error}"), kind("writes_failed")); got != 1 {
+	if got, _ := metrictest.IntValue(m.Metric(m.Collect(), "troupe.persistence.errors", "{error}"), kind("writes_failed")); got != 1 {
 		t.Errorf("writes failed %d, want 1", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/metrictest"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/testkit"
@@ -14,10 +15,10 @@ import (
 )
 
 // startMeteredNode is startNode with a MeterProvider.
-func startMeteredNode(t *testing.T, name string, reg *serialization.Registry, m *meterReader, tweak ...func(*remote.Config)) node {
+func startMeteredNode(t *testing.T, name string, reg *serialization.Registry, m *metrictest.Reader, tweak ...func(*remote.Config)) node {
 	t.Helper()
 	logger, stopLog := testkit.NewLogger(t, zapcore.InfoLevel)
-	sys, err := actor.New(name, actor.Config{Logger: logger, MeterProvider: m.mp})
+	sys, err := actor.New(name, actor.Config{Logger: logger, MeterProvider: m.Provider})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func startMeteredNode(t *testing.T, name string, reg *serialization.Registry, m 
 
 func TestMetricsCountMessagesAndBytesPerPeer(t *testing.T) {
 	reg := registry(t)
-	ma, mb := newMeterReader(t), newMeterReader(t)
+	ma, mb := metrictest.NewReader(t), metrictest.NewReader(t)
 	a := startMeteredNode(t, "ma", reg, ma)
 	b := startMeteredNode(t, "mb", reg, mb)
 	echo, err := b.sys.Spawn(echoProps(), "echo")
@@ -64,24 +65,24 @@ func TestMetricsCountMessagesAndBytesPerPeer(t *testing.T) {
 
 	peerB := attribute.String("peer", b.r.Address().String())
 	peerA := attribute.String("peer", a.r.Address().String())
-	msA, msB := ma.collect(), mb.collect()
+	msA, msB := ma.Collect(), mb.Collect()
 	st := a.r.Stats()
-	out, ok := intValue(ma.metric(msA, "troupe.remote.messages.sent", "{message}"), peerB)
+	out, ok := metrictest.IntValue(ma.Metric(msA, "troupe.remote.messages.sent", "{message}"), peerB)
 	if !ok || out < n || uint64(out) > st.MessagesOut {
 		t.Errorf("A's messages sent to B: %d (%v), want at least %d and at most A's total %d", out, ok, n, st.MessagesOut)
 	}
-	in, ok := intValue(mb.metric(msB, "troupe.remote.messages.received", "{message}"), peerA)
+	in, ok := metrictest.IntValue(mb.Metric(msB, "troupe.remote.messages.received", "{message}"), peerA)
 	if !ok || in < n {
 		t.Errorf("B's messages received from A: %d (%v), want at least %d", in, ok, n)
 	}
-	bytesOut, _ := intValue(ma.metric(msA, "troupe.remote.bytes.sent", "By"), peerB)
+	bytesOut, _ := metrictest.IntValue(ma.Metric(msA, "troupe.remote.bytes.sent", "By"), peerB)
 	if bytesOut <= out || uint64(bytesOut) > st.BytesOut {
 		t.Errorf("A's bytes sent to B: %d, want more than %d frames and at most A's total %d", bytesOut, out, st.BytesOut)
 	}
-	if got, _ := intValue(mb.metric(msB, "troupe.remote.bytes.received", "By"), peerA); got <= in {
+	if got, _ := metrictest.IntValue(mb.Metric(msB, "troupe.remote.bytes.received", "By"), peerA); got <= in {
 		t.Errorf("B's bytes received from A: %d, want more than %d frames", got, in)
 	}
-	if _, ok := intValue(ma.metric(msA, "troupe.remote.outbound.queued", "By"), peerB); !ok {
+	if _, ok := metrictest.IntValue(ma.Metric(msA, "troupe.remote.outbound.queued", "By"), peerB); !ok {
 		t.Error("no outbound queue figure for B")
 	}
 
@@ -89,10 +90,10 @@ func TestMetricsCountMessagesAndBytesPerPeer(t *testing.T) {
 	if err := remoteEcho.Tell(&notRegistered{X: 1}); err == nil {
 		t.Fatal("unregistered message accepted")
 	}
-	msA = ma.collect()
-	drops := ma.metric(msA, "troupe.remote.drops", "{message}")
+	msA = ma.Collect()
+	drops := ma.Metric(msA, "troupe.remote.drops", "{message}")
 	for reason, want := range map[string]int64{"other": 1, "overloaded": 0, "lost": 0, "refused_sender": 0} {
-		if got, ok := intValue(drops, attribute.String("reason", reason)); !ok || got != want {
+		if got, ok := metrictest.IntValue(drops, attribute.String("reason", reason)); !ok || got != want {
 			t.Errorf("drops %s: %d (%v), want %d", reason, got, ok, want)
 		}
 	}
@@ -101,7 +102,7 @@ func TestMetricsCountMessagesAndBytesPerPeer(t *testing.T) {
 		{"troupe.remote.quarantines", "{incarnation}"},
 		{"troupe.remote.handshakes.refused", "{connection}"},
 	} {
-		if got, ok := intValue(ma.metric(msA, c.name, c.unit)); !ok || got != 0 {
+		if got, ok := metrictest.IntValue(ma.Metric(msA, c.name, c.unit)); !ok || got != 0 {
 			t.Errorf("%s: %d (%v), want 0", c.name, got, ok)
 		}
 	}
@@ -109,7 +110,7 @@ func TestMetricsCountMessagesAndBytesPerPeer(t *testing.T) {
 
 func TestMetricsCountOverloadedSends(t *testing.T) {
 	reg := registry(t)
-	ma := newMeterReader(t)
+	ma := metrictest.NewReader(t)
 	a := startMeteredNode(t, "oa", reg, ma, func(c *remote.Config) {
 		c.OutboundQueueBytes, c.MaxFrameSize = 1024, 1024
 	})
@@ -128,18 +129,18 @@ func TestMetricsCountOverloadedSends(t *testing.T) {
 	if refused == 0 {
 		t.Fatal("the queue never filled")
 	}
-	ms := ma.collect()
-	if got, _ := intValue(ma.metric(ms, "troupe.remote.drops", "{message}"), attribute.String("reason", "overloaded")); got != 1 {
+	ms := ma.Collect()
+	if got, _ := metrictest.IntValue(ma.Metric(ms, "troupe.remote.drops", "{message}"), attribute.String("reason", "overloaded")); got != 1 {
 		t.Errorf("overloaded drops %d, want 1", got)
 	}
-	if got, _ := intValue(ma.metric(ms, "troupe.remote.outbound.queued", "By"), attribute.String("peer", ghost.String())); got <= 0 {
+	if got, _ := metrictest.IntValue(ma.Metric(ms, "troupe.remote.outbound.queued", "By"), attribute.String("peer", ghost.String())); got <= 0 {
 		t.Errorf("queued bytes for the silent peer %d, want some", got)
 	}
 }
 
 func TestMetricsRecordHeartbeatRoundTrip(t *testing.T) {
 	reg := registry(t)
-	ma := newMeterReader(t)
+	ma := metrictest.NewReader(t)
 	a := startMeteredNode(t, "ha", reg, ma, func(c *remote.Config) {
 		c.FailureDetector.HeartbeatInterval = 10 * time.Millisecond
 	})
@@ -153,9 +154,9 @@ func TestMetricsRecordHeartbeatRoundTrip(t *testing.T) {
 	peerB := attribute.String("peer", b.r.Address().String())
 	deadline := time.Now().Add(testkit.Dilated(10 * time.Second))
 	for {
-		ms := ma.collect()
+		ms := ma.Collect()
 		if _, ok := ms["troupe.remote.heartbeat.rtt"]; ok { // a histogram without points is left out
-			p, ok := histPoint[float64](ma.metric(ms, "troupe.remote.heartbeat.rtt", "s"), peerB)
+			p, ok := metrictest.HistPoint[float64](ma.Metric(ms, "troupe.remote.heartbeat.rtt", "s"), peerB)
 			if !ok || p.Count == 0 {
 				t.Fatalf("heartbeat round trips recorded, none for %v", peerB)
 			}

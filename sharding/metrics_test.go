@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/metrictest"
 	"github.com/troupe-go/troupe/testkit"
 	"github.com/troupe-go/troupe/testkit/multinode"
 	"go.opentelemetry.io/otel/attribute"
@@ -14,8 +15,8 @@ import (
 )
 
 func TestMetricsCountShardsEntitiesBufferAndPassivations(t *testing.T) {
-	m := newMeterReader(t)
-	sys := testkit.NewSystem(t, actor.Config{MeterProvider: m.mp})
+	m := metrictest.NewReader(t)
+	sys := testkit.NewSystem(t, actor.Config{MeterProvider: m.Provider})
 	probe := testkit.NewProbe(t, sys)
 	gate := make(chan struct{})
 	var once sync.Once
@@ -52,7 +53,7 @@ func TestMetricsCountShardsEntitiesBufferAndPassivations(t *testing.T) {
 	typ := attribute.String("type", "Rec")
 	get := func(ms map[string]metricdata.Metrics, name, unit string, attrs ...attribute.KeyValue) int64 {
 		t.Helper()
-		v, ok := intValue(m.metric(ms, name, unit), append([]attribute.KeyValue{typ}, attrs...)...)
+		v, ok := metrictest.IntValue(m.Metric(ms, name, unit), append([]attribute.KeyValue{typ}, attrs...)...)
 		if !ok {
 			t.Fatalf("%s has no point for %v", name, attrs)
 		}
@@ -64,7 +65,7 @@ func TestMetricsCountShardsEntitiesBufferAndPassivations(t *testing.T) {
 	if _, err := actor.Ask[ShardRegionStats](ctx, region, GetShardRegionStats{}); err != nil {
 		t.Fatal(err)
 	}
-	ms := m.collect()
+	ms := m.Collect()
 	for _, c := range []struct {
 		name, unit string
 		want       int64
@@ -94,7 +95,7 @@ func TestMetricsCountShardsEntitiesBufferAndPassivations(t *testing.T) {
 	if _, err := actor.Ask[ShardRegionStats](ctx, region, GetShardRegionStats{}); err != nil {
 		t.Fatal(err)
 	}
-	ms = m.collect()
+	ms = m.Collect()
 	for _, c := range []struct {
 		name, unit string
 		want       int64
@@ -117,9 +118,9 @@ func TestMetricsCountShardsEntitiesBufferAndPassivations(t *testing.T) {
 // A node that leaves hands its shards off; the coordinator, on the other node, counts
 // and times the hand-offs.
 func TestMetricsCountAndTimeHandOffs(t *testing.T) {
-	readers := []*meterReader{newMeterReader(t), newMeterReader(t)}
+	readers := []*metrictest.Reader{metrictest.NewReader(t), metrictest.NewReader(t)}
 	sc := startShardClusterWith(t, multinode.Options{Nodes: 2,
-		ConfigureSystem: func(i int, c *actor.Config) { c.MeterProvider = readers[i].mp }},
+		ConfigureSystem: func(i int, c *actor.Config) { c.MeterProvider = readers[i].Provider }},
 		func(int) EntityConfig { return persistentCounterConfig() })
 	for j, id := range entityIDs(20) {
 		sc.mustAsk(j%2, id, Increment{By: 1})
@@ -131,16 +132,16 @@ func TestMetricsCountAndTimeHandOffs(t *testing.T) {
 		t.Fatal("no shard on the younger node")
 	}
 	typ := attribute.String("type", sc.typeName)
-	if got, _ := intValue(readers[young].metric(readers[young].collect(), "troupe.sharding.shards", "{shard}"), typ); got != int64(moving) {
+	if got, _ := metrictest.IntValue(readers[young].Metric(readers[young].Collect(), "troupe.sharding.shards", "{shard}"), typ); got != int64(moving) {
 		t.Errorf("the younger node counts %d shards, its region has %d", got, moving)
 	}
 	m := readers[oldest]
 	handOffs := func() (started, completed int64, timed uint64) {
-		ms := m.collect()
-		started, _ = intValue(m.metric(ms, "troupe.sharding.handoffs.started", "{handoff}"), typ)
-		completed, _ = intValue(m.metric(ms, "troupe.sharding.handoffs.completed", "{handoff}"), typ)
+		ms := m.Collect()
+		started, _ = metrictest.IntValue(m.Metric(ms, "troupe.sharding.handoffs.started", "{handoff}"), typ)
+		completed, _ = metrictest.IntValue(m.Metric(ms, "troupe.sharding.handoffs.completed", "{handoff}"), typ)
 		if _, ok := ms["troupe.sharding.handoff.duration"]; ok { // left out while it has no point
-			p, _ := histPoint[float64](m.metric(ms, "troupe.sharding.handoff.duration", "s"), typ, attribute.String("outcome", "completed"))
+			p, _ := metrictest.HistPoint[float64](m.Metric(ms, "troupe.sharding.handoff.duration", "s"), typ, attribute.String("outcome", "completed"))
 			timed = p.Count
 		}
 		return started, completed, timed

@@ -4,13 +4,14 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/troupe-go/troupe/internal/metrictest"
 	"github.com/troupe-go/troupe/persistence"
 	"go.opentelemetry.io/otel/attribute"
 )
 
 func TestMetricsCountCommitsWritesEventsAndConflicts(t *testing.T) {
-	m := newMeterReader(t)
-	s, _ := openFresh(t, func(c *Config) { c.MeterProvider = m.mp })
+	m := metrictest.NewReader(t)
+	s, _ := openFresh(t, func(c *Config) { c.MeterProvider = m.Provider })
 	ctx := testContext(t)
 	results, err := s.WriteMessages(ctx, []persistence.AtomicWrite{aw("a", 1, 2), aw("b", 1, 3)})
 	if err != nil || len(results) != 2 || results[0] != nil || results[1] != nil {
@@ -22,7 +23,7 @@ func TestMetricsCountCommitsWritesEventsAndConflicts(t *testing.T) {
 		t.Fatalf("conflicting write: %v %v", results, err)
 	}
 	st := s.Stats()
-	ms := m.collect()
+	ms := m.Collect()
 	for _, c := range []struct {
 		name, unit string
 		attrs      []attribute.KeyValue
@@ -35,7 +36,7 @@ func TestMetricsCountCommitsWritesEventsAndConflicts(t *testing.T) {
 		{"troupe.pgjournal.conflicts", "{write}", nil, 1},
 		{"troupe.pgjournal.reruns", "{commit}", nil, st.Reruns},
 	} {
-		if got, ok := intValue(m.metric(ms, c.name, c.unit), c.attrs...); !ok || got != c.want {
+		if got, ok := metrictest.IntValue(m.Metric(ms, c.name, c.unit), c.attrs...); !ok || got != c.want {
 			t.Errorf("%s %v: %d (%v), want %d", c.name, c.attrs, got, ok, c.want)
 		}
 	}

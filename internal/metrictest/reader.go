@@ -1,4 +1,4 @@
-package persistence_test
+package metrictest
 
 import (
 	"context"
@@ -9,23 +9,25 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
-// meterReader is a MeterProvider with a manual reader, and the readings of its
-// collections.
-type meterReader struct {
-	t  testing.TB
-	r  *sdkmetric.ManualReader
-	mp *sdkmetric.MeterProvider
+// Reader is a MeterProvider with a manual reader: give Provider to the systems under
+// test (actor.Config.MeterProvider), then Collect what they recorded.
+type Reader struct {
+	t testing.TB
+	r *sdkmetric.ManualReader
+	// Provider is the MeterProvider to record into; it is shut down when the test ends.
+	Provider *sdkmetric.MeterProvider
 }
 
-func newMeterReader(t testing.TB) *meterReader {
+// NewReader returns a Reader whose provider is shut down when t ends.
+func NewReader(t testing.TB) *Reader {
 	r := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	return &meterReader{t: t, r: r, mp: mp}
+	return &Reader{t: t, r: r, Provider: mp}
 }
 
-// collect returns the metrics by name.
-func (m *meterReader) collect() map[string]metricdata.Metrics {
+// Collect returns the metrics recorded so far, by name.
+func (m *Reader) Collect() map[string]metricdata.Metrics {
 	m.t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := m.r.Collect(context.Background(), &rm); err != nil {
@@ -40,8 +42,9 @@ func (m *meterReader) collect() map[string]metricdata.Metrics {
 	return out
 }
 
-// metric returns the named metric of a collection, checking its unit.
-func (m *meterReader) metric(ms map[string]metricdata.Metrics, name, unit string) metricdata.Metrics {
+// Metric returns the named metric of a collection, failing the test when it is missing
+// or its unit is not unit.
+func (m *Reader) Metric(ms map[string]metricdata.Metrics, name, unit string) metricdata.Metrics {
 	m.t.Helper()
 	mm, ok := ms[name]
 	if !ok {
@@ -53,9 +56,9 @@ func (m *meterReader) metric(ms map[string]metricdata.Metrics, name, unit string
 	return mm
 }
 
-// intValue returns the value of the int64 sum or gauge point whose attributes are
+// IntValue returns the value of the int64 sum or gauge point whose attributes are
 // exactly attrs, and whether there is one.
-func intValue(mm metricdata.Metrics, attrs ...attribute.KeyValue) (int64, bool) {
+func IntValue(mm metricdata.Metrics, attrs ...attribute.KeyValue) (int64, bool) {
 	want := attribute.NewSet(attrs...)
 	var pts []metricdata.DataPoint[int64]
 	switch d := mm.Data.(type) {
@@ -72,8 +75,9 @@ func intValue(mm metricdata.Metrics, attrs ...attribute.KeyValue) (int64, bool) 
 	return 0, false
 }
 
-// histPoint returns the histogram point whose attributes are exactly attrs.
-func histPoint[N int64 | float64](mm metricdata.Metrics, attrs ...attribute.KeyValue) (metricdata.HistogramDataPoint[N], bool) {
+// HistPoint returns the histogram point whose attributes are exactly attrs, and
+// whether there is one.
+func HistPoint[N int64 | float64](mm metricdata.Metrics, attrs ...attribute.KeyValue) (metricdata.HistogramDataPoint[N], bool) {
 	want := attribute.NewSet(attrs...)
 	if d, ok := mm.Data.(metricdata.Histogram[N]); ok {
 		for _, p := range d.DataPoints {
