@@ -2,14 +2,13 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync/atomic"
 
 	"github.com/troupe-go/troupe/internal/sbr"
+	"github.com/troupe-go/troupe/internal/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.uber.org/zap"
 )
 
 // MeterName is the instrumentation scope of the cluster's metrics.
@@ -58,7 +57,7 @@ func (c *Cluster) startMetrics() {
 	for a := range numActions {
 		actionOpts[a] = metric.WithAttributes(strategy, attribute.String("action", sbr.Action(a).String()))
 	}
-	reg, err := mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	errs = append(errs, telemetry.Observe(c.sys.OnTerminated, mt, func(_ context.Context, o metric.Observer) error {
 		st := c.State()
 		counts := make([]int64, len(memberStatuses))
 		for _, m := range st.Members {
@@ -76,12 +75,6 @@ func (c *Cluster) startMetrics() {
 			o.ObserveInt64(decisions, int64(c.decisions[a].Load()), actionOpts[a])
 		}
 		return nil
-	}, members, unreachable, decisions)
-	errs = append(errs, err)
-	if reg != nil {
-		c.sys.OnTerminated(func() { _ = reg.Unregister() })
-	}
-	if err := errors.Join(errs...); err != nil {
-		c.log.Warn("some cluster metrics are unavailable", zap.Error(err))
-	}
+	}, members, unreachable, decisions))
+	telemetry.Report(c.log, "cluster", errs)
 }

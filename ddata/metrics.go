@@ -2,14 +2,12 @@ package ddata
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.uber.org/zap"
 )
 
 // MeterName is the instrumentation scope of the replicator's metrics.
@@ -94,21 +92,15 @@ func (r *Replicator) startMetrics() {
 		{kind("too_large"), &c.tooLarge}, {kind("store_failures"), &c.storeFailures},
 		{kind("load_failures"), &c.loadFailures}, {kind("panics"), &c.panics},
 	}
-	reg, err := mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	errs = append(errs, telemetry.Observe(r.sys.OnTerminated, mt, func(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(keys, r.gauges.keys.Load())
 		o.ObserveInt64(gossip, int64(r.gauges.gossipBytes.Load()))
 		for _, k := range kinds {
 			o.ObserveInt64(failures, int64(k.n.Load()), k.opt)
 		}
 		return nil
-	}, keys, gossip, failures)
-	errs = append(errs, err)
-	if reg != nil {
-		r.sys.OnTerminated(func() { _ = reg.Unregister() })
-	}
-	if err := errors.Join(errs...); err != nil {
-		r.sys.Logger().Warn("some ddata metrics are unavailable", zap.Error(err))
-	}
+	}, keys, gossip, failures))
+	telemetry.Report(r.sys.Logger(), "ddata", errs)
 	r.metrics = m
 }
 

@@ -2,13 +2,11 @@ package persistence
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.uber.org/zap"
 )
 
 // MeterName is the instrumentation scope of the persistence runtime's metrics.
@@ -76,7 +74,7 @@ func (p *Persistence) startMetrics() {
 	}
 	journal := metric.WithAttributes(attribute.String("plugin", "journal"))
 	snapshot := metric.WithAttributes(attribute.String("plugin", "snapshot"))
-	reg, err := mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	errs = append(errs, telemetry.Observe(p.sys.OnTerminated, mt, func(_ context.Context, o metric.Observer) error {
 		for _, k := range errKinds {
 			o.ObserveInt64(failures, int64(k.n()), k.opt)
 		}
@@ -86,14 +84,8 @@ func (p *Persistence) startMetrics() {
 		o.ObserveInt64(breaker, int64(p.calls.jb.state()), journal)
 		o.ObserveInt64(breaker, int64(p.calls.sb.state()), snapshot)
 		return nil
-	}, failures, drops, breaker)
-	errs = append(errs, err)
-	if reg != nil {
-		p.sys.OnTerminated(func() { _ = reg.Unregister() })
-	}
-	if err := errors.Join(errs...); err != nil {
-		p.sys.Logger().Warn("some persistence metrics are unavailable", zap.Error(err))
-	}
+	}, failures, drops, breaker))
+	telemetry.Report(p.sys.Logger(), "persistence", errs)
 	p.metrics = m
 }
 

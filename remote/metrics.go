@@ -2,13 +2,11 @@ package remote
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.uber.org/zap"
 )
 
 // MeterName is the instrumentation scope of the transport's metrics.
@@ -78,7 +76,7 @@ func (r *Remote) startMetrics() {
 		metric.WithDescription("Round trip of the transport's heartbeats to peers with watched actors, outside a cluster (in a cluster, the membership layer probes members)."),
 		metric.WithExplicitBucketBoundaries(telemetry.SecondsBuckets...))
 	check(err)
-	reg, err := mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	check(telemetry.Observe(r.sys.OnTerminated, mt, func(_ context.Context, o metric.Observer) error {
 		c := &r.stats
 		for _, p := range r.peerList() {
 			at := metric.WithAttributes(peerAttr(p))
@@ -98,14 +96,8 @@ func (r *Remote) startMetrics() {
 		o.ObserveInt64(quarantines, int64(c.quarantines.Load()))
 		o.ObserveInt64(refused, int64(c.rejected.Load()))
 		return nil
-	}, msgsOut, bytesOut, msgsIn, bytesIn, queued, drops, reconnects, quarantines, refused)
-	check(err)
-	if reg != nil {
-		r.sys.OnTerminated(func() { _ = reg.Unregister() })
-	}
-	if err := errors.Join(errs...); err != nil {
-		r.log.Warn("some remote metrics are unavailable", zap.Error(err))
-	}
+	}, msgsOut, bytesOut, msgsIn, bytesIn, queued, drops, reconnects, quarantines, refused))
+	telemetry.Report(r.log, "remote", errs)
 	r.metrics = m
 }
 

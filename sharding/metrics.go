@@ -2,13 +2,11 @@ package sharding
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.uber.org/zap"
 )
 
 // MeterName is the instrumentation scope of sharding's metrics.
@@ -62,7 +60,7 @@ func (s *Sharding) startMetrics() {
 		metric.WithDescription("Duration of the shard hand-offs the coordinator on this node ran, by entity type and outcome (completed, failed)."),
 		metric.WithExplicitBucketBoundaries(telemetry.SecondsBuckets...))
 	errs = append(errs, err)
-	reg, err := mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	errs = append(errs, telemetry.Observe(s.sys.OnTerminated, mt, func(_ context.Context, o metric.Observer) error {
 		s.mu.Lock()
 		entries := make([]*typeEntry, 0, len(s.types))
 		for _, e := range s.types {
@@ -87,14 +85,8 @@ func (s *Sharding) startMetrics() {
 			o.ObserveInt64(hoFailed, int64(st.handOffsFailed.Load()), at)
 		}
 		return nil
-	}, shards, entities, buffered, started, passivations, drops, allocated, hoStarted, hoCompleted, hoFailed)
-	errs = append(errs, err)
-	if reg != nil {
-		s.sys.OnTerminated(func() { _ = reg.Unregister() })
-	}
-	if err := errors.Join(errs...); err != nil {
-		s.log.Warn("some sharding metrics are unavailable", zap.Error(err))
-	}
+	}, shards, entities, buffered, started, passivations, drops, allocated, hoStarted, hoCompleted, hoFailed))
+	telemetry.Report(s.log, "sharding", errs)
 	s.metrics = m
 }
 

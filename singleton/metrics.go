@@ -2,14 +2,12 @@ package singleton
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.uber.org/zap"
 )
 
 // MeterName is the instrumentation scope of the singleton package's metrics.
@@ -49,7 +47,7 @@ func (e *extension) startMetrics() {
 		metric.WithDescription("On the member that becomes the oldest: time from learning it is the oldest to the singleton running (waiting for the previous oldest's hand-over or removal, and the lease), by singleton name."),
 		metric.WithExplicitBucketBoundaries(telemetry.SecondsBuckets...))
 	errs = append(errs, err)
-	reg, err := mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	errs = append(errs, telemetry.Observe(e.sys.OnTerminated, mt, func(_ context.Context, o metric.Observer) error {
 		e.mu.Lock()
 		managers := make([]*Manager, 0, len(e.managers))
 		for _, m := range e.managers {
@@ -76,14 +74,8 @@ func (e *extension) startMetrics() {
 		}
 		o.ObserveInt64(dropped, int64(e.dropped.Load()))
 		return nil
-	}, running, buffered, dropped)
-	errs = append(errs, err)
-	if reg != nil {
-		e.sys.OnTerminated(func() { _ = reg.Unregister() })
-	}
-	if err := errors.Join(errs...); err != nil {
-		e.sys.Logger().Warn("some singleton metrics are unavailable", zap.Error(err))
-	}
+	}, running, buffered, dropped))
+	telemetry.Report(e.sys.Logger(), "singleton", errs)
 	e.metrics = m
 }
 
