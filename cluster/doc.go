@@ -104,6 +104,10 @@
 //   - Gossip this node cannot use (malformed or oversized reachability gossip, a
 //     malformed down notice, a member with malformed tags) is dropped, counted and
 //     logged the same way.
+//   - A member of another cluster (another ClusterID in its tags) that reaches this
+//     node's serf: it is never admitted (a member this node knew under that name is
+//     downed), and the first time it is seen it is logged as an error naming both
+//     clusters. Clusters never merge; its nodes must restart and join this one.
 //
 // # Pure cores
 //

@@ -55,8 +55,15 @@ type node struct {
 
 func startNode(t testing.TB, name string, reg *serialization.Registry, tweak ...func(*remote.Config)) node {
 	t.Helper()
+	return startNodeWith(t, name, reg, actor.Config{}, tweak...)
+}
+
+// startNodeWith is startNode with the system's configuration (its Logger is the test's).
+func startNodeWith(t testing.TB, name string, reg *serialization.Registry, sysCfg actor.Config, tweak ...func(*remote.Config)) node {
+	t.Helper()
 	logger, stopLog := testkit.NewLogger(t, zapcore.InfoLevel)
-	sys, err := actor.New(name, actor.Config{Logger: logger})
+	sysCfg.Logger = logger
+	sys, err := actor.New(name, sysCfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,30 +11,12 @@ import (
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/testkit"
 	"go.opentelemetry.io/otel/attribute"
-	"go.uber.org/zap/zapcore"
 )
 
 // startMeteredNode is startNode with a MeterProvider.
 func startMeteredNode(t *testing.T, name string, reg *serialization.Registry, m *metrictest.Reader, tweak ...func(*remote.Config)) node {
 	t.Helper()
-	logger, stopLog := testkit.NewLogger(t, zapcore.InfoLevel)
-	sys, err := actor.New(name, actor.Config{Logger: logger, MeterProvider: m.Provider})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := remote.Config{Registry: reg, ReconnectBackoffMin: 10 * time.Millisecond, ReconnectBackoffMax: 200 * time.Millisecond}
-	for _, f := range tweak {
-		f(&cfg)
-	}
-	r, err := remote.Start(sys, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		shutdown(t, sys)
-		stopLog()
-	})
-	return node{sys: sys, r: r}
+	return startNodeWith(t, name, reg, actor.Config{MeterProvider: m.Provider}, tweak...)
 }
 
 func TestMetricsCountMessagesAndBytesPerPeer(t *testing.T) {
