@@ -11,7 +11,6 @@ import (
 	"github.com/troupe-go/troupe/mailbox"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.uber.org/zap"
 )
 
 // MeterName is the instrumentation scope of the runtime's metrics.
@@ -161,7 +160,7 @@ func newSysMetrics(s *System, mp metric.MeterProvider) (*sysMetrics, error) {
 		metric.WithDescription("Time Receive took per message, for the actor kinds that opt in (Props.MetricsKind), by kind."),
 		metric.WithExplicitBucketBoundaries(telemetry.SecondsBuckets...))
 	check(err)
-	reg, err := mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	check(telemetry.Observe(s.OnTerminated, mt, func(_ context.Context, o metric.Observer) error {
 		sp, st := int64(m.spawned.Load()), int64(m.stopped.Load())
 		o.ObserveInt64(spawned, sp)
 		o.ObserveInt64(stopped, st)
@@ -177,11 +176,7 @@ func newSysMetrics(s *System, mp metric.MeterProvider) (*sysMetrics, error) {
 			}
 		}
 		return nil
-	}, live, spawned, stopped, restarts, failures, dead, m.queued)
-	check(err)
-	if reg != nil {
-		s.OnTerminated(func() { _ = reg.Unregister() })
-	}
+	}, live, spawned, stopped, restarts, failures, dead, m.queued))
 	return m, errors.Join(errs...)
 }
 
@@ -231,9 +226,7 @@ func (s *System) startMetrics() {
 		return
 	}
 	m, err := newSysMetrics(s, s.cfg.MeterProvider)
-	if err != nil {
-		s.log.Warn("some actor metrics are unavailable", zap.Error(err))
-	}
+	telemetry.Report(s.log, "actor", []error{err})
 	s.metrics = m
 }
 
