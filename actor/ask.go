@@ -16,7 +16,13 @@ func (r Ref) Ask(ctx context.Context, msg any) *Future {
 		return failedFuture(ErrNoRecipient)
 	}
 	f := newFuture(r.p.system())
-	if err := r.Send(msg, Ref{f}); err != nil {
+	var err error
+	if sc := f.startAsk(ctx, r, msg); sc.IsValid() && msg != nil {
+		err = r.sendTraced(msg, Ref{f}, sc)
+	} else {
+		err = r.Send(msg, Ref{f})
+	}
+	if err != nil {
 		f.complete(nil, err)
 		return f
 	}
@@ -69,7 +75,7 @@ func (f *Future) await(ctx context.Context, target Ref, msg any) (any, error) {
 // worker, since it would only wait. A caller with a cancellable ctx watches it itself,
 // so the future needs a deadline only when ctx has none.
 func (r Ref) ask(ctx context.Context, msg any) *Future {
-	c, f, owned := r.queueAsk(msg)
+	c, f, owned := r.queueAsk(ctx, msg)
 	if f == nil {
 		return r.Ask(ctx, msg)
 	}
@@ -91,7 +97,7 @@ func (r Ref) ask(ctx context.Context, msg any) *Future {
 // lock that orders the message before an entity's stop message, and runs the entity
 // after releasing it.
 func (r Ref) askDeferred(ctx context.Context, msg any, watch bool) (*Future, func()) {
-	c, f, owned := r.queueAsk(msg)
+	c, f, owned := r.queueAsk(ctx, msg)
 	if f == nil {
 		return r.Ask(ctx, msg), nil
 	}
@@ -108,7 +114,7 @@ func (r Ref) askDeferred(ctx context.Context, msg any, watch bool) (*Future, fun
 // starting or running, with a new future as its sender, and takes its cell when it was
 // idle (owned: the caller must run it, runAsked). A nil future means the recipient is
 // not such an actor: the caller sends through Ask.
-func (r Ref) queueAsk(msg any) (c *cell, f *Future, owned bool) {
+func (r Ref) queueAsk(ctx context.Context, msg any) (c *cell, f *Future, owned bool) {
 	c, local := r.p.(*cell)
 	if !local || msg == nil {
 		return nil, nil, false
@@ -118,6 +124,9 @@ func (r Ref) queueAsk(msg any) (c *cell, f *Future, owned bool) {
 		return nil, nil, false
 	}
 	f = newFuture(c.sys)
+	if sc := f.startAsk(ctx, r, msg); sc.IsValid() {
+		msg = &traced{msg: msg, sc: sc}
+	}
 	c.userq.Push(envelope{msg: msg, sender: Ref{f}})
 	return c, f, c.acquire()
 }

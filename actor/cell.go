@@ -118,6 +118,8 @@ type extras struct {
 	timers   map[any]*timer
 	timerGen uint64
 	rt       receiveTimeout
+
+	trace current // the trace of the message being handled, while tracing is on
 }
 
 func (c *cell) extras() *extras {
@@ -420,6 +422,10 @@ func (c *cell) nextUser() (envelope, bool) {
 
 // invoke handles one user-lane message. A panic in Receive propagates to runUser.
 func (c *cell) invoke(env envelope) {
+	var t *traced
+	if m, ok := env.msg.(*traced); ok {
+		t, env.msg = m, m.msg
+	}
 	switch m := env.msg.(type) {
 	case PoisonPill:
 		c.beginStop()
@@ -462,13 +468,22 @@ func (c *cell) invoke(env envelope) {
 		}
 	}
 	c.cur = env
+	if t != nil || c.props.Trace && c.sys.tracer != nil {
+		c.receiveTraced(t)
+	} else {
+		c.receiveMaybeMeasured()
+	}
+	// c.cur is cleared when the drain ends, not after every message: one write less per
+	// message.
+}
+
+// receiveMaybeMeasured is receive, measured when the actor's kind opts into metrics.
+func (c *cell) receiveMaybeMeasured() {
 	if c.props.MetricsKind == "" {
 		c.receive()
 	} else {
 		c.receiveMeasured()
 	}
-	// c.cur is cleared when the drain ends, not after every message: one write less per
-	// message.
 }
 
 // receive runs the current behavior on c.cur. It does not recover: its callers do.

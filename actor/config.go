@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
 
@@ -43,6 +44,14 @@ type Config struct {
 	// docs/operations.md. Nil, the default, turns metrics off, and then they cost
 	// nothing but a nil check.
 	MeterProvider metric.MeterProvider
+	// TracerProvider, when set, turns tracing on: a message sent while handling a
+	// traced message, or with SendContext, Ask or a sharded EntityRef from a context
+	// with a span, carries its W3C trace context (to other nodes too), every ask is a
+	// client span (troupe.ask <Type>), and the actors whose Props set Trace handle
+	// each message in a span (troupe.receive <Type>), the child of the span that sent
+	// it. Nil, the default, turns tracing off: nothing is added to messages or to the
+	// wire.
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultConfig returns a Config with every default filled in.

@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -44,6 +45,11 @@ type MessageContext interface {
 	Message() any
 	// Sender is the sender of the current message, or the zero Ref if none.
 	Sender() Ref
+	// TraceContext returns a context.Context carrying the trace of the current
+	// message (see Config.TracerProvider and Props.Trace): pass it to Ask and to the
+	// calls the actor makes so that they join the trace. It is
+	// context.Background() when the message has no trace.
+	TraceContext() context.Context
 }
 
 // SenderContext sends messages with this actor as the sender. Every send returns an
@@ -132,7 +138,7 @@ func (c *cell) Sender() Ref                { return c.cur.sender }
 func (c *cell) Self() Ref                  { return Ref{c} }
 func (c *cell) System() *System            { return c.sys }
 func (c *cell) Logger() *zap.Logger        { return c.logger() }
-func (c *cell) Send(to Ref, msg any) error { return to.Send(msg, Ref{c}) }
+func (c *cell) Send(to Ref, msg any) error { return c.send(to, msg, Ref{c}) }
 
 func (c *cell) Parent() Ref {
 	if c.parent == nil {
@@ -170,11 +176,11 @@ func (c *cell) Respond(msg any) error {
 		c.sys.deadLetter(Ref{}, msg, Ref{c}, err)
 		return err
 	}
-	return c.cur.sender.Send(msg, Ref{c})
+	return c.send(c.cur.sender, msg, Ref{c})
 }
 
 func (c *cell) Forward(to Ref) error {
-	return to.Send(c.cur.msg, c.cur.sender)
+	return c.send(to, c.cur.msg, c.cur.sender)
 }
 
 func (c *cell) Spawn(props *Props, name string) (Ref, error) {
@@ -225,7 +231,11 @@ func (c *cell) Stash() error {
 	if len(x.stash) >= c.stashCapacity() {
 		return ErrStashFull
 	}
-	x.stash = append(x.stash, c.cur)
+	env := c.cur
+	if x.trace.sc.IsValid() { // the context comes back with the message
+		env.msg = &traced{msg: env.msg, sc: x.trace.sc}
+	}
+	x.stash = append(x.stash, env)
 	return nil
 }
 

@@ -29,6 +29,7 @@ type DeadLetter struct {
 // waiting on it. A batch of users' messages (actorstate.Batch) is as many dead letters,
 // each with its own sender.
 func (s *System) deadLetter(recipient Ref, msg any, sender Ref, reason error) {
+	msg = untraced(msg)
 	if b, ok := msg.(actorstate.Batch); ok {
 		b.EachUserMessage(func(m, from any) {
 			r, _ := from.(Ref)

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Future is the pending result of an Ask. It completes once, with the first reply or an
@@ -34,6 +36,7 @@ type Future struct {
 	stop     func() bool   // unregisters the context watch, when there is one
 	pipes    []Ref
 	watchers []Ref
+	span     trace.Span // an ask's client span, while tracing is on
 }
 
 // closedDone is the Done channel of every completed future that nobody waited on.
@@ -74,6 +77,9 @@ func (f *Future) complete(res any, err error) bool {
 		res, err = nil, fl.Err
 	}
 	f.res, f.err = res, err
+	if f.span != nil {
+		endSpan(f.span, err)
+	}
 	f.state.Store(2)
 	if f.named.Load() {
 		f.sys.temps.Delete(f.uid())

@@ -252,7 +252,7 @@ func newTimedBox(p *Props, k *kindMetrics, m *sysMetrics) (*timedBox, error) {
 	switch {
 	case p.Priority != nil:
 		prio := p.Priority
-		inner, err := mailbox.NewPriority(func(t timed) int { return prio(t.env.msg) })
+		inner, err := mailbox.NewPriority(func(t timed) int { return prio(untraced(t.env.msg)) })
 		if err != nil {
 			return nil, err
 		}

@@ -43,6 +43,15 @@ type Props struct {
 	// each name is a series. Costs a clock reading per message, and only for these
 	// actors.
 	MetricsKind string
+
+	// Trace, when the system has a TracerProvider, makes each message this kind of
+	// actor handles a span, troupe.receive followed by the message's type, with the
+	// actor's path, the message type and the sender as attributes: the child of the
+	// span that sent the message, or a new trace (which the provider's sampler may
+	// drop) for a message sent outside any. Actors without it make no spans; the
+	// messages they send while handling a traced message carry its context on, so
+	// that a trace stays whole through them.
+	Trace bool
 }
 
 // PropsOf returns Props that create actors with producer.
@@ -81,7 +90,7 @@ func (p *Props) hasCustomMailbox() bool {
 func (p *Props) newMailbox() (mailbox.Mailbox[envelope], error) {
 	if p.Priority != nil {
 		prio := p.Priority
-		return mailbox.NewPriority(func(e envelope) int { return prio(e.msg) })
+		return mailbox.NewPriority(func(e envelope) int { return prio(untraced(e.msg)) })
 	}
 	return mailbox.NewBounded[envelope](p.MailboxCapacity, p.Overflow)
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
 
@@ -44,7 +45,8 @@ type System struct {
 	addrStr   atomic.Pointer[string] // Address().String() once the transport is installed
 	temps     sync.Map               // uint64 -> *Future: futures whose path was handed out
 
-	metrics    *sysMetrics // nil while metrics are off
+	metrics    *sysMetrics  // nil while metrics are off
+	tracer     trace.Tracer // nil while tracing is off
 	termMu     sync.Mutex
 	onTerm     []func() // OnTerminated's functions
 	terminated bool
@@ -77,6 +79,9 @@ func New(name string, cfg Config) (*System, error) {
 	s.events = newEventStream()
 	s.dl.init(cfg, s.log)
 	s.startMetrics()
+	if cfg.TracerProvider != nil {
+		s.tracer = cfg.TracerProvider.Tracer(TracerName)
+	}
 	s.shutdown = newCoordinatedShutdown(s)
 
 	guardian := &Props{Producer: func() Actor { return ReceiveFunc(func(Context) {}) }}

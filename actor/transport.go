@@ -3,6 +3,8 @@ package actor
 import (
 	"fmt"
 	"strconv"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // This file is the runtime's one extension point: the seam between a System and a
@@ -31,6 +33,10 @@ type RemoteProcess interface {
 	// error means the message was not sent; the transport has also published it as a
 	// dead letter.
 	Send(msg any, sender Ref) error
+	// SendTraced is Send for a message that carries the trace context sc (valid), to
+	// be handed over with it by the other system's TransportHost.SendTraced. The
+	// runtime calls it only while tracing is on.
+	SendTraced(msg any, sender Ref, sc trace.SpanContext) error
 	// Watch asks the actor to report its termination to watcher, a local actor.
 	Watch(watcher Ref)
 	// Unwatch withdraws Watch.

@@ -29,7 +29,7 @@ func TestAnAskReplyAddressTravelsAsALiteralSpelledAsItsURI(t *testing.T) {
 	future := <-senders
 
 	q := userQueue{self: r.addr, selfStr: r.self}
-	q.add(localWire("/temp/$9", 9), future, "m", []byte{1})
+	q.add(localWire("/temp/$9", 9), future, "m", []byte{1}, nil)
 	var f userFields
 	eachFrame(q.buf, func(body []byte) {
 		var ok bool
@@ -63,7 +63,7 @@ func TestAnAskReplyAddressTravelsAsALiteralSpelledAsItsURI(t *testing.T) {
 	otherAsked.Ask(ctx, "and now?")
 	foreignFuture := <-senders
 	q = userQueue{self: r.addr, selfStr: r.self}
-	q.add("/user/x", foreignFuture, "m", []byte{1})
+	q.add("/user/x", foreignFuture, "m", []byte{1}, nil)
 	eachFrame(q.buf, func(body []byte) { f, _ = readBack(body, make([]string, dictSize)) })
 	if f.sender != foreignFuture.URI() {
 		t.Errorf("another system's ask: sender %q, want %q", f.sender, foreignFuture.URI())

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/troupe-go/troupe/actor"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // User frames carry three header fields before the payload: the recipient (its path
@@ -277,13 +278,19 @@ type userFields struct {
 	rcpt, sender, manifest string
 	temp                   bool // the sender is a literal that defined no entry
 	payload                []byte
+	trace                  []byte // the trace block of a traced frame, else nil
 }
 
 // readBack parses a user frame body that this side wrote, resolving its fields with
 // table (the entries as they were when it was written) and applying its definitions
 // to table. ok is false for a body that is not a well-formed user frame.
 func readBack(body []byte, table []string) (f userFields, ok bool) {
-	d := decoder{b: body[1:]}
+	block, fields, ok := userFieldsAt(body)
+	if !ok {
+		return f, false
+	}
+	f.trace = block
+	d := decoder{b: fields}
 	size := uint64(len(table))
 	var out [3]string
 	for k := range 3 {
@@ -388,12 +395,24 @@ func (d *decDict) read(dec *decoder, k int, what string) *decEntry {
 type userHeader struct {
 	rcpt, sender, manifest *decEntry
 	payload                []byte
+	trace                  trace.SpanContext // of a traced frame; invalid otherwise
 }
 
 func parseUser(body []byte, dict *decDict) (userHeader, error) {
-	d := decoder{b: body[1:]}
-	dict.n = 0
+	block, fields, ok := userFieldsAt(body)
+	if !ok {
+		return userHeader{}, fmt.Errorf("%w: traced frame shorter than its trace block", errMalformed)
+	}
 	h := userHeader{}
+	if block != nil {
+		sc, err := parseTraceBlock(block)
+		if err != nil {
+			return userHeader{}, err
+		}
+		h.trace = sc
+	}
+	d := decoder{b: fields}
+	dict.n = 0
 	h.rcpt = dict.read(&d, 0, "recipient")
 	h.sender = dict.read(&d, 1, "sender")
 	h.manifest = dict.read(&d, 2, "manifest")

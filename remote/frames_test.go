@@ -32,6 +32,9 @@ func newPipe(t testing.TB, size uint32) *pipe {
 func (p *pipe) send(rcpt, sender, manifest string, temp bool) {
 	f := userFields{rcpt: rcpt, sender: sender, manifest: manifest, temp: temp && sender != "",
 		payload: []byte(strconv.Itoa(len(p.sent)))}
+	if len(p.sent)%3 == 1 { // every third frame is traced: restarts keep its context
+		f.trace = appendTraceBlock(nil, testSpanContext(len(p.sent), len(p.sent)%2 == 0))
+	}
 	p.q.buf = p.q.addFields(p.q.buf, f)
 	p.q.frames++
 	p.sent = append(p.sent, f)
@@ -99,11 +102,14 @@ func (p *pipe) deliver(b []byte) {
 		}
 		want := p.sent[p.next]
 		got := userFields{rcpt: h.rcpt.s, manifest: h.manifest.s, payload: h.payload}
+		if h.trace.IsValid() {
+			got.trace = appendTraceBlock(nil, &h.trace)
+		}
 		if h.sender != nil {
 			got.sender, got.temp = h.sender.s, h.sender.temp
 		}
 		if got.rcpt != want.rcpt || got.sender != want.sender || got.manifest != want.manifest ||
-			got.temp != want.temp || string(got.payload) != string(want.payload) {
+			got.temp != want.temp || string(got.payload) != string(want.payload) || string(got.trace) != string(want.trace) {
 			p.t.Fatalf("frame %d arrived as %+v, sent as %+v", p.next, got, want)
 		}
 		p.next++
@@ -116,7 +122,7 @@ func (p *pipe) deliver(b []byte) {
 func framesBefore(b []byte, n int) int {
 	frames := 0
 	for off := 0; off < n && off+frameHeaderLen <= len(b); {
-		if b[off+frameHeaderLen] == kindUser {
+		if isUserKind(b[off+frameHeaderLen]) {
 			frames++
 		}
 		off += frameHeaderLen + int(binary.BigEndian.Uint32(b[off:]))

@@ -397,7 +397,7 @@ func (in *inbound) read(fr *frameReader, br *bufio.Reader) error {
 			in.p.stats.bytesIn.Add(uint64(len(body) + frameHeaderLen))
 		}
 		switch body[0] {
-		case kindUser:
+		case kindUser, kindTraced:
 			err = in.deliverUser(body)
 		case kindSystem:
 			err = in.deliverSystem(body)
@@ -497,6 +497,10 @@ func (in *inbound) deliverUser(body []byte) error {
 	}
 	// A local delivery error means a full bounded mailbox, which has already handled
 	// the message as its policy says; a missing recipient publishes a dead letter.
+	if h.trace.IsValid() {
+		_ = in.r.host.SendTraced(rcpt, msg, sender, h.trace)
+		return nil
+	}
 	_ = rcpt.Send(msg, sender)
 	return nil
 }

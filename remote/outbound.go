@@ -12,6 +12,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/syslane"
 	"github.com/troupe-go/troupe/serialization"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
 
@@ -128,8 +129,8 @@ const frameOverhead = 32
 
 // sendUser encodes a user message into the queue. When the queue is full it fails
 // with ErrOverloaded, unless it may wait: until ctx ends when ctx is not nil, or for
-// Config.BackpressureTimeout.
-func (l *outLane) sendUser(rr remoteRef, msg any, sender actor.Ref, ctx context.Context) error {
+// Config.BackpressureTimeout. A message with a trace context sc goes as a traced frame.
+func (l *outLane) sendUser(rr remoteRef, msg any, sender actor.Ref, ctx context.Context, sc *trace.SpanContext) error {
 	r := l.p.r
 	var (
 		waiting bool
@@ -163,7 +164,11 @@ func (l *outLane) sendUser(rr remoteRef, msg any, sender actor.Ref, ctx context.
 			r.refuse(rr, msg, sender, err)
 			return err
 		}
-		if size, ok := fits(r.cfg.MaxFrameSize, rr.wire, sender, manifest, payload); !ok {
+		extra := 0
+		if sc != nil {
+			extra = traceBlockMin + 2 + len(sc.TraceState().String())
+		}
+		if size, ok := fits(r.cfg.MaxFrameSize-extra, rr.wire, sender, manifest, payload); !ok {
 			l.mu.Unlock()
 			err := fmt.Errorf("%w: %d bytes for %s%s (maximum %d)", ErrFrameTooLarge, size, l.p.self, rr.wire, r.cfg.MaxFrameSize)
 			r.refuse(rr, msg, sender, err)
@@ -171,7 +176,7 @@ func (l *outLane) sendUser(rr remoteRef, msg any, sender actor.Ref, ctx context.
 		}
 		used := len(l.q.buf) + l.inflight
 		if used == 0 || used+len(payload)+len(rr.wire)+len(manifest)+frameOverhead <= r.cfg.OutboundQueueBytes {
-			l.q.add(rr.wire, sender, manifest, payload)
+			l.q.add(rr.wire, sender, manifest, payload, sc)
 			l.queued()
 			return nil
 		}

@@ -56,7 +56,7 @@ func (rr remoteRef) Send(msg any, sender actor.Ref) error {
 		rr.peer.r.deadLetter(rr, msg, sender, err)
 		return err
 	}
-	return live.peer.user.sendUser(live, msg, sender, nil)
+	return live.peer.user.sendUser(live, msg, sender, nil, nil)
 }
 
 // Watch asks the peer to report the actor's termination to watcher; when the peer

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/troupe-go/troupe/actor"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // userQueue is a user lane's queue: frames encoded for the connection the writer
@@ -25,10 +26,17 @@ type userQueue struct {
 	takenLog int // undo records that belong to the batch the writer took last
 }
 
-// add appends a frame.
-func (q *userQueue) add(rcpt string, sender actor.Ref, manifest string, payload []byte) {
+// add appends a frame: a traced one when sc is not nil.
+func (q *userQueue) add(rcpt string, sender actor.Ref, manifest string, payload []byte, sc *trace.SpanContext) {
 	q.reserve(frameOverhead + len(rcpt) + len(manifest) + len(payload))
-	buf, start := beginFrame(q.buf, kindUser)
+	var buf []byte
+	var start int
+	if sc == nil {
+		buf, start = beginFrame(q.buf, kindUser)
+	} else {
+		buf, start = beginFrame(q.buf, kindTraced)
+		buf = appendTraceBlock(buf, sc)
+	}
 	q.dict.startFrame()
 	buf = q.dict.appendRcpt(buf, rcpt)
 	buf = q.dict.appendRef(buf, sender, q.self, q.selfStr)
@@ -62,7 +70,14 @@ func (q *userQueue) reserve(n int) {
 // addFields appends a frame whose sender is given as a string (read back from an
 // earlier frame).
 func (q *userQueue) addFields(dst []byte, f userFields) []byte {
-	buf, start := beginFrame(dst, kindUser)
+	var buf []byte
+	var start int
+	if f.trace == nil {
+		buf, start = beginFrame(dst, kindUser)
+	} else {
+		buf, start = beginFrame(dst, kindTraced)
+		buf = append(buf, f.trace...)
+	}
 	q.dict.startFrame()
 	buf = q.dict.appendRcpt(buf, f.rcpt)
 	switch {
@@ -106,7 +121,7 @@ func (q *userQueue) restart(batch []byte, written int) (lost int) {
 	off := 0
 	for off < written && off+frameHeaderLen <= len(batch) {
 		n := frameHeaderLen + int(binary.BigEndian.Uint32(batch[off:]))
-		if body := batch[off+frameHeaderLen : off+n]; body[0] == kindUser {
+		if body := batch[off+frameHeaderLen : off+n]; isUserKind(body[0]) {
 			readBack(body, table) // its definitions count for the rest
 			lost++
 		}
@@ -160,7 +175,7 @@ func eachFrame(frames []byte, f func(body []byte)) {
 		if n > len(frames) {
 			return
 		}
-		if body := frames[frameHeaderLen:n]; len(body) > 0 && body[0] == kindUser {
+		if body := frames[frameHeaderLen:n]; len(body) > 0 && isUserKind(body[0]) {
 			f(body)
 		}
 		frames = frames[n:]

@@ -15,6 +15,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/hooks"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
 
@@ -212,22 +213,30 @@ func (r *Remote) UID() uint64 { return r.uid }
 // for room until ctx ends, and then fails with an error wrapping ErrOverloaded and
 // ctx's error (the message goes to dead letters). It is the way to apply
 // backpressure with a deadline of the caller's choosing, whatever
-// Config.BackpressureTimeout says; for an actor in this system it never blocks.
+// Config.BackpressureTimeout says; for an actor in this system it never blocks. With
+// tracing on, the message carries the trace context of ctx (see
+// actor.Ref.SendContext).
 func (r *Remote) Send(ctx context.Context, to actor.Ref, msg any, sender actor.Ref) error {
 	p, ok := r.host.Remote(to)
 	if !ok || msg == nil {
-		return to.Send(msg, sender)
+		return to.SendContext(ctx, msg, sender)
 	}
 	rr, ok := p.(remoteRef)
 	if !ok {
-		return to.Send(msg, sender) // an absent local actor
+		return to.SendContext(ctx, msg, sender) // an absent local actor
 	}
 	live, err := rr.live()
 	if err != nil {
 		r.deadLetter(rr, msg, sender, err)
 		return err
 	}
-	return live.peer.user.sendUser(live, msg, sender, ctx)
+	var sc *trace.SpanContext
+	if r.sys.TracerProvider() != nil {
+		if s := trace.SpanContextFromContext(ctx); s.IsValid() {
+			sc = &s
+		}
+	}
+	return live.peer.user.sendUser(live, msg, sender, ctx, sc)
 }
 
 // transport is what the actor system sees of the Remote (actor.Transport).

@@ -15,8 +15,9 @@ import (
 // protocolVersion is exchanged in the handshake; peers with another version are
 // rejected. Version 2 added the probe lane and the rule that a frame never replaces a
 // dictionary entry it names; version 3 the flush frames of the user lane; version 4
-// the system message that says a system shuts down (opTerminating).
-const protocolVersion = 4
+// the system message that says a system shuts down (opTerminating); version 5 the
+// traced user frames (kindTraced).
+const protocolVersion = 5
 
 // frameHeaderLen is the size of a frame's length prefix.
 const frameHeaderLen = 4
@@ -34,6 +35,7 @@ const (
 	kindHeartbeatRsp byte = 14 // acceptor -> dialer: yes, with my uid
 	kindFlush        byte = 15 // dialer -> acceptor, user lane: acknowledge when all before me is delivered
 	kindFlushAck     byte = 16 // acceptor -> dialer, user lane: the flush numbered n
+	kindTraced       byte = 17 // a user message with its trace context (trace.go)
 )
 
 // Lanes: each peer gets one outbound connection per lane. A probe connection only

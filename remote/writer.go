@@ -407,7 +407,7 @@ func framesWithin(b []byte, n int) int {
 		if end > n {
 			break
 		}
-		if b[off+frameHeaderLen] == kindUser {
+		if isUserKind(b[off+frameHeaderLen]) {
 			frames++
 		}
 		off = end

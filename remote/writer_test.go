@@ -73,7 +73,7 @@ func (g *laneRig) queue(size int) {
 	payload := make([]byte, max(size, 8))
 	binary.BigEndian.PutUint64(payload, uint64(g.sent))
 	g.l.mu.Lock()
-	g.l.q.add("/user/sink#1", actor.Ref{}, "test.Seq", payload)
+	g.l.q.add("/user/sink#1", actor.Ref{}, "test.Seq", payload, nil)
 	g.l.queued()
 }
 
@@ -170,6 +170,10 @@ func TestAPartialDirectWriteIsFinishedByTheWriter(t *testing.T) {
 	}
 	g.serve()
 	g.expect(1, g.sent)
+	// The far end can read the last batch before its write has returned and been
+	// counted: stop the writer, which ends after it.
+	close(g.l.p.r.done)
+	<-g.served
 	if got, want := g.l.p.r.stats.msgsOut.Load(), uint64(g.sent); got != want {
 		t.Fatalf("%d messages counted out, want %d", got, want)
 	}

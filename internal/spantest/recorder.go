@@ -1,0 +1,136 @@
+package spantest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Recorder is a TracerProvider that keeps every ended span.
+type Recorder struct {
+	// Provider is the provider to configure systems with.
+	Provider *sdktrace.TracerProvider
+
+	t       testing.TB
+	mu      sync.Mutex
+	spans   []sdktrace.ReadOnlySpan
+	changed chan struct{} // closed and replaced when a span ends
+}
+
+// NewRecorder returns a Recorder that samples every span, shut down when the test
+// ends.
+func NewRecorder(t testing.TB) *Recorder {
+	r := &Recorder{t: t, changed: make(chan struct{})}
+	r.Provider = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSpanProcessor(r))
+	t.Cleanup(func() { _ = r.Provider.Shutdown(context.Background()) })
+	return r
+}
+
+// OnStart implements sdktrace.SpanProcessor.
+func (r *Recorder) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+
+// OnEnd implements sdktrace.SpanProcessor: it keeps s.
+func (r *Recorder) OnEnd(s sdktrace.ReadOnlySpan) {
+	r.mu.Lock()
+	r.spans = append(r.spans, s)
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// Shutdown implements sdktrace.SpanProcessor.
+func (r *Recorder) Shutdown(context.Context) error { return nil }
+
+// ForceFlush implements sdktrace.SpanProcessor.
+func (r *Recorder) ForceFlush(context.Context) error { return nil }
+
+// Spans returns the spans ended so far, in the order they ended.
+func (r *Recorder) Spans() []sdktrace.ReadOnlySpan {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]sdktrace.ReadOnlySpan(nil), r.spans...)
+}
+
+// WaitFor waits until a span named name has ended and returns the first one; the test
+// fails after timeout.
+func (r *Recorder) WaitFor(name string, timeout time.Duration) sdktrace.ReadOnlySpan {
+	r.t.Helper()
+	return r.WaitForIn(trace.TraceID{}, name, timeout)
+}
+
+// WaitForIn is WaitFor for a span of the trace id (of any trace for the zero id).
+func (r *Recorder) WaitForIn(id trace.TraceID, name string, timeout time.Duration) sdktrace.ReadOnlySpan {
+	r.t.Helper()
+	return r.Await(fmt.Sprintf("span %q", name), timeout, func(s sdktrace.ReadOnlySpan) bool {
+		return s.Name() == name && (!id.IsValid() || s.SpanContext().TraceID() == id)
+	})
+}
+
+// WaitForAt is WaitForIn for the span of the actor at path (its
+// messaging.destination.name).
+func (r *Recorder) WaitForAt(id trace.TraceID, name, path string, timeout time.Duration) sdktrace.ReadOnlySpan {
+	r.t.Helper()
+	return r.Await(fmt.Sprintf("span %q at %s", name, path), timeout, func(s sdktrace.ReadOnlySpan) bool {
+		return s.Name() == name && s.SpanContext().TraceID() == id && Attr(s, "messaging.destination.name") == path
+	})
+}
+
+// Await waits until a span that match accepts has ended and returns the first one;
+// the test fails after timeout, naming what it waited for.
+func (r *Recorder) Await(what string, timeout time.Duration, match func(sdktrace.ReadOnlySpan) bool) sdktrace.ReadOnlySpan {
+	r.t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		for _, s := range r.spans {
+			if match(s) {
+				r.mu.Unlock()
+				return s
+			}
+		}
+		changed := r.changed
+		r.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline.C:
+			r.t.Fatalf("no %s within %v; spans: %s", what, timeout, r.names())
+			return nil
+		}
+	}
+}
+
+func (r *Recorder) names() string {
+	var b strings.Builder
+	for i, s := range r.Spans() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(s.Name())
+	}
+	return b.String()
+}
+
+// ChildOf fails the test unless child's parent is parent's span.
+func ChildOf(t testing.TB, child sdktrace.ReadOnlySpan, parent trace.SpanContext) {
+	t.Helper()
+	if got := child.Parent(); got.TraceID() != parent.TraceID() || got.SpanID() != parent.SpanID() {
+		t.Fatalf("span %q has parent %s/%s, want %s/%s", child.Name(), got.TraceID(), got.SpanID(), parent.TraceID(), parent.SpanID())
+	}
+}
+
+// Attr returns the value of a span's attribute as a string, "" when it has none.
+func Attr(s sdktrace.ReadOnlySpan, key string) string {
+	for _, a := range s.Attributes() {
+		if string(a.Key) == key {
+			return fmt.Sprint(a.Value.AsInterface())
+		}
+	}
+	return ""
+}

@@ -1,0 +1,57 @@
+package remote_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/spantest"
+	"github.com/troupe-go/troupe/testkit"
+)
+
+// A message sent while handling a traced message carries its context to the other
+// node: the recipient's span there is the child of the sender's span, and the reply
+// to an ask across the nodes ends the ask's client span.
+func TestTraceCrossesNodes(t *testing.T) {
+	rec := spantest.NewRecorder(t)
+	cfg := actor.Config{TracerProvider: rec.Provider}
+	a := startNodeWith(t, "a", registry(t), cfg)
+	b := startNodeWith(t, "b", registry(t), cfg)
+	echo := echoProps()
+	echo.Trace = true
+	target, err := b.sys.Spawn(echo, "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	remoteEcho := a.remoteRef(t, target)
+	relay := actor.PropsOf(func() actor.Actor {
+		return actor.ReceiveFunc(func(ctx actor.Context) {
+			if _, ok := ctx.Message().(*ping); ok {
+				_ = ctx.Forward(remoteEcho)
+			}
+		})
+	})
+	relay.Trace = true
+	r, err := a.sys.Spawn(relay, "relay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, root := rec.Provider.Tracer("test").Start(context.Background(), "root")
+	tctx, cancel := context.WithTimeout(ctx, testkit.Dilated(5*time.Second))
+	defer cancel()
+	if _, err := actor.Ask[*pong](tctx, r, &ping{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	root.End()
+	id, wait := root.SpanContext().TraceID(), testkit.Dilated(5*time.Second)
+	ask := rec.WaitForIn(id, "troupe.ask *remote_test.ping", wait)
+	atRelay := rec.WaitForAt(id, "troupe.receive *remote_test.ping", "/user/relay", wait)
+	atEcho := rec.WaitForAt(id, "troupe.receive *remote_test.ping", "/user/echo", wait)
+	spantest.ChildOf(t, ask, root.SpanContext())
+	spantest.ChildOf(t, atRelay, ask.SpanContext())
+	spantest.ChildOf(t, atEcho, atRelay.SpanContext())
+	if got := spantest.Attr(atEcho, "messaging.destination.name"); got != "/user/echo" {
+		t.Errorf("the far span names %q", got)
+	}
+}
