@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/tracewire"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -405,9 +406,9 @@ func parseUser(body []byte, dict *decDict) (userHeader, error) {
 	}
 	h := userHeader{}
 	if block != nil {
-		sc, err := parseTraceBlock(block)
+		sc, err := tracewire.Parse(block)
 		if err != nil {
-			return userHeader{}, err
+			return userHeader{}, fmt.Errorf("%w: %w", errMalformed, err)
 		}
 		h.trace = sc
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+
+	"github.com/troupe-go/troupe/internal/tracewire"
 )
 
 // pipe drives a userQueue as an outbound lane does and decodes what it writes as the
@@ -33,7 +35,7 @@ func (p *pipe) send(rcpt, sender, manifest string, temp bool) {
 	f := userFields{rcpt: rcpt, sender: sender, manifest: manifest, temp: temp && sender != "",
 		payload: []byte(strconv.Itoa(len(p.sent)))}
 	if len(p.sent)%3 == 1 { // every third frame is traced: restarts keep its context
-		f.trace = appendTraceBlock(nil, testSpanContext(len(p.sent), len(p.sent)%2 == 0))
+		f.trace = tracewire.Append(nil, testSpanContext(len(p.sent), len(p.sent)%2 == 0))
 	}
 	p.q.buf = p.q.addFields(p.q.buf, f)
 	p.q.frames++
@@ -103,7 +105,7 @@ func (p *pipe) deliver(b []byte) {
 		want := p.sent[p.next]
 		got := userFields{rcpt: h.rcpt.s, manifest: h.manifest.s, payload: h.payload}
 		if h.trace.IsValid() {
-			got.trace = appendTraceBlock(nil, &h.trace)
+			got.trace = tracewire.Append(nil, &h.trace)
 		}
 		if h.sender != nil {
 			got.sender, got.temp = h.sender.s, h.sender.temp

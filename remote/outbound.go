@@ -11,6 +11,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/syslane"
+	"github.com/troupe-go/troupe/internal/tracewire"
 	"github.com/troupe-go/troupe/serialization"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
@@ -166,7 +167,7 @@ func (l *outLane) sendUser(rr remoteRef, msg any, sender actor.Ref, ctx context.
 		}
 		extra := 0
 		if sc != nil {
-			extra = traceBlockMin + 2 + len(sc.TraceState().String())
+			extra = 1 + tracewire.Len(sc)
 		}
 		if size, ok := fits(r.cfg.MaxFrameSize-extra, rr.wire, sender, manifest, payload); !ok {
 			l.mu.Unlock()

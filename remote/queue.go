@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/tracewire"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -35,7 +36,7 @@ func (q *userQueue) add(rcpt string, sender actor.Ref, manifest string, payload 
 		buf, start = beginFrame(q.buf, kindUser)
 	} else {
 		buf, start = beginFrame(q.buf, kindTraced)
-		buf = appendTraceBlock(buf, sc)
+		buf = tracewire.Append(buf, sc)
 	}
 	q.dict.startFrame()
 	buf = q.dict.appendRcpt(buf, rcpt)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/tracewire"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -50,10 +51,8 @@ func TestTracedFrames(t *testing.T) {
 	}
 
 	for name, body := range map[string][]byte{
-		"short":        bodies[0][:1+traceBlockMin-1],
-		"zero ids":     append([]byte{kindTraced}, make([]byte, traceBlockMin)...),
-		"long state":   append(append([]byte{kindTraced}, make([]byte, traceBlockMin-1)...), 0xff, 0x7f),
-		"state beyond": append(append([]byte{kindTraced}, bodies[0][1:26]...), 40, 'x'),
+		"short":    bodies[0][:tracewire.MinLen],
+		"zero ids": append([]byte{kindTraced}, make([]byte, tracewire.MinLen)...),
 	} {
 		if _, err := parseUser(body, &decDict{size: 64}); !errors.Is(err, errMalformed) {
 			t.Errorf("%s: %v, want malformed", name, err)
