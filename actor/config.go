@@ -46,8 +46,9 @@ type Config struct {
 	MeterProvider metric.MeterProvider
 	// TracerProvider, when set, turns tracing on: a message sent while handling a
 	// traced message, or with SendContext, Ask or a sharded EntityRef from a context
-	// with a span, carries its W3C trace context (to other nodes too), every ask is a
-	// client span (troupe.ask <Type>), and the actors whose Props set Trace handle
+	// with a span, carries its W3C trace context (to other nodes too), an ask from a
+	// context with a span is a client span (troupe.ask <Type>), and the actors whose
+	// Props set Trace handle
 	// each message in a span (troupe.receive <Type>), the child of the span that sent
 	// it. Nil, the default, turns tracing off: nothing is added to messages or to the
 	// wire.

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sync"
 
+	"github.com/troupe-go/troupe/internal/actorstate"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -166,12 +167,16 @@ func (c *cell) receiveTraced(t *traced) {
 	c.receiveMaybeMeasured()
 }
 
-// startAsk starts the client span of an ask from ctx, when tracing is on; the
-// future ends it with its outcome.
+// startAsk starts the client span of an ask from ctx, when tracing is on and ctx
+// carries a span (an ask outside any trace, such as the runtime's and the
+// extensions' own, starts none); the future ends it with its outcome.
 func (f *Future) startAsk(ctx context.Context, target Ref, msg any) trace.SpanContext {
 	tr := f.sys.tracer
-	if tr == nil {
+	if tr == nil || !trace.SpanContextFromContext(ctx).IsValid() {
 		return trace.SpanContext{}
+	}
+	if c, ok := msg.(actorstate.Carrier); ok {
+		msg = c.CarriedMessage()
 	}
 	_, span := tr.Start(ctx, spanName("troupe.ask ", msg), trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(

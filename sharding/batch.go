@@ -232,9 +232,9 @@ func (b *deliveryBatch) add(codec *serialization.Codec, d *delivery, alone int) 
 	if manifestAt < 0 {
 		size += len(manifest) + 5
 	}
-	if size > alone {
+	if size > alone || d.trace != nil { // a traced message goes alone, with its context
 		b.payloads = out[:start]
-		return &msgDelivery{Shard: d.shard, Entity: d.entity, Manifest: manifest, Payload: bytes.Clone(payload)}, nil
+		return &msgDelivery{Shard: d.shard, Entity: d.entity, Manifest: manifest, Payload: bytes.Clone(payload), Trace: d.trace}, nil
 	}
 	b.payloads = out
 	if sender < 0 {

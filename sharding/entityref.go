@@ -111,6 +111,10 @@ type refMessage struct {
 // fails with it names it (actorstate.Wrapper).
 func (m refMessage) UserMessage() any { return m.env }
 
+// CarriedMessage returns the entity's message, which an ask's span is named after
+// (actorstate.Carrier).
+func (m refMessage) CarriedMessage() any { return m.env.Message }
+
 // path returns the fast path of the entity's shard when a sender may take it now: the
 // shard has a fast path on this node and no EntityRef message for the shard is still
 // queued in the region; nil otherwise.
@@ -241,6 +245,35 @@ func (r EntityRef[M]) Send(msg M, sender actor.Ref) error {
 		return nil
 	}
 	return r.direct.shard.viaRegionSend(r.region, r.id, msg, sender)
+}
+
+// SendContext is Send in the trace context of ctx (see actor.Ref.SendContext): when
+// the system has a TracerProvider and ctx carries a span, the entity handles msg in
+// that trace, on whichever node it lives. Inside an actor, pass ctx.TraceContext().
+// A message in a context with a span goes through the region rather than straight to
+// the entity, in order with the others.
+func (r EntityRef[M]) SendContext(ctx context.Context, msg M, sender actor.Ref) error {
+	if r.region.IsZero() {
+		return actor.ErrNoRecipient
+	}
+	if !hasSpan(ctx) {
+		return r.Send(msg, sender)
+	}
+	if r.direct == nil {
+		return r.region.SendContext(ctx, Envelope{EntityID: r.id, Message: msg}, sender)
+	}
+	d := r.direct.shard
+	d.viaRegion.Add(1)
+	err := r.region.SendContext(ctx, refMessage{route: d, env: Envelope{EntityID: r.id, Message: msg}}, sender)
+	if err != nil {
+		d.viaRegion.Add(-1) // not queued
+	}
+	return err
+}
+
+// TellContext is SendContext with no sender.
+func (r EntityRef[M]) TellContext(ctx context.Context, msg M) error {
+	return r.SendContext(ctx, msg, actor.Ref{})
 }
 
 // Ask sends msg to the entity and returns the Future of its reply, without blocking

@@ -7,6 +7,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/actorstate"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // The fast path: a region hands a message for a running entity of one of its own
@@ -139,16 +140,16 @@ func (f *fastPath) reach(e *entityRoute, id EntityID) (actor.Ref, bool) {
 // tryDeliver sends d straight to its entity and reports whether it did. Only the
 // region calls it.
 func (f *fastPath) tryDeliver(d *delivery) bool {
-	return !d.start && f.handled.Load() == f.sent.Load() && f.send(d.entity, d.msg, d.sender)
+	return !d.start && f.handled.Load() == f.sent.Load() && f.send(d.entity, d.msg, d.sender, d.trace)
 }
 
-// send sends msg to entity id under mu when the region may reach it directly, and
-// reports whether it did.
-func (f *fastPath) send(id EntityID, msg any, sender actor.Ref) bool {
+// send sends msg to entity id, in the trace context tc (nil for none), under mu when
+// the region may reach it directly, and reports whether it did.
+func (f *fastPath) send(id EntityID, msg any, sender actor.Ref, tc *trace.SpanContext) bool {
 	f.mu.Lock()
 	ref, ok := f.reachable(id)
 	if ok {
-		_ = ref.Send(msg, sender)
+		_ = deliverTo(ref, msg, sender, tc)
 	}
 	f.mu.Unlock()
 	return ok

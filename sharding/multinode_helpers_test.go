@@ -93,6 +93,7 @@ func testRegistry(t testing.TB) *serialization.Registry {
 		serialization.Register[string](reg, "test.string"),
 		serialization.Register[PassivateCounter](reg, "test.PassivateCounter"),
 		serialization.Register[StopCounter](reg, "test.StopCounter"),
+		serialization.Register[TraceHop](reg, "test.TraceHop"),
 	); err != nil {
 		t.Fatal(err)
 	}

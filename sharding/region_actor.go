@@ -364,6 +364,7 @@ func (r *regionActor) place(ctx actor.Context, msg any) {
 		r.unplaceable(ctx, msg, err)
 		return
 	}
+	local.trace = traceOf(ctx)
 	r.route(ctx, &local)
 }
 
@@ -375,6 +376,7 @@ func (r *regionActor) placeEnvelope(ctx actor.Context, env Envelope) {
 		r.unplaceable(ctx, env, err)
 		return
 	}
+	local.trace = traceOf(ctx)
 	r.route(ctx, &local)
 }
 

@@ -260,7 +260,7 @@ func (s *shardActor) act(ctx actor.Context, a shardAction[*delivery]) {
 			s.drop(ctx, a.msg, fmt.Errorf("%w: entity %q has no actor", errStoppedLoss, a.entity))
 			return
 		}
-		_ = ref.Send(a.msg.msg, a.msg.sender)
+		_ = deliverTo(ref, a.msg.msg, a.msg.sender, a.msg.trace)
 	case shardStopEntity:
 		s.fast.setListed(a.entity, false) // before the stop message: see fastpath.go
 		if ref, ok := s.fast.entities[a.entity]; ok {

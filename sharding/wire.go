@@ -5,10 +5,12 @@ import (
 	"fmt"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/tracewire"
 	"github.com/troupe-go/troupe/internal/wiretypes"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // delivery is one message on its way to an entity: the envelope the region and shard
@@ -20,6 +22,9 @@ type delivery struct {
 	msg    any       // what the entity receives (the stop message for a stop)
 	sender actor.Ref // the original sender
 	start  bool      // a StartEntity: start the entity, answer StartEntityAck
+	// trace is the trace context the message was sent in, nil for none (always while
+	// tracing is off): the entity handles the message in it.
+	trace *trace.SpanContext
 }
 
 // UserMessage returns what the user sent, for a delivery that becomes a dead letter
@@ -49,6 +54,9 @@ type msgDelivery struct {
 	Sender   actor.Ref
 	Manifest string
 	Payload  []byte
+	// Trace is the trace context the message was sent in, nil for none. It is
+	// encoded as an eighth element only when there is one (internal/tracewire).
+	Trace *trace.SpanContext
 
 	local any // the message itself, within one system; never encoded
 }
@@ -60,11 +68,16 @@ const deliveryName = "troupe.sharding.Delivery.v2"
 const deliveryFields = 7
 
 // EncodeMsgpack writes m as an array of deliveryFields elements: shard, entity, start,
-// handOver, sender, manifest, payload. The sender is written as serialization writes an
-// actor.Ref (its URI, "" for the zero Ref); local is not written.
+// handOver, sender, manifest, payload, and the trace context when there is one. The
+// sender is written as serialization writes an actor.Ref (its URI, "" for the zero
+// Ref); local is not written.
 func (m msgDelivery) EncodeMsgpack(enc *msgpack.Encoder) error {
-	return errors.Join(
-		enc.EncodeArrayLen(deliveryFields),
+	n := deliveryFields
+	if m.Trace != nil {
+		n++
+	}
+	err := errors.Join(
+		enc.EncodeArrayLen(n),
 		enc.EncodeString(string(m.Shard)),
 		enc.EncodeString(string(m.Entity)),
 		enc.EncodeBool(m.Start),
@@ -73,6 +86,10 @@ func (m msgDelivery) EncodeMsgpack(enc *msgpack.Encoder) error {
 		enc.EncodeString(m.Manifest),
 		enc.EncodeBytes(m.Payload),
 	)
+	if err != nil || m.Trace == nil {
+		return err
+	}
+	return enc.EncodeBytes(tracewire.Append(nil, m.Trace))
 }
 
 // encodeSender writes ref as serialization's codec for an actor.Ref does: the zero Ref
@@ -129,7 +146,17 @@ func (m *msgDelivery) DecodeMsgpack(dec *msgpack.Decoder) error {
 		field = "payload"
 		q.Payload, err = dec.DecodeBytes()
 	}
-	for i := deliveryFields; err == nil && i < n; i++ {
+	if err == nil && n > deliveryFields {
+		field = "trace"
+		var b []byte
+		if b, err = dec.DecodeBytes(); err == nil && b != nil {
+			var sc trace.SpanContext
+			if sc, err = tracewire.Parse(b); err == nil {
+				q.Trace = &sc
+			}
+		}
+	}
+	for i := deliveryFields + 1; err == nil && i < n; i++ {
 		field = "a newer version's element"
 		err = dec.Skip()
 	}
@@ -208,7 +235,7 @@ func init() {
 // wireDelivery returns the form of d that goes to region to: as it is within this
 // system, serialized otherwise. handOver marks one message of a hand-over.
 func wireDelivery(reg *serialization.Registry, to actor.Ref, d *delivery, handOver bool) (*msgDelivery, error) {
-	m := &msgDelivery{Shard: d.shard, Entity: d.entity, Start: d.start, HandOver: handOver}
+	m := &msgDelivery{Shard: d.shard, Entity: d.entity, Start: d.start, HandOver: handOver, Trace: d.trace}
 	if handOver {
 		m.Sender = d.sender
 	}
@@ -240,7 +267,7 @@ func (r refResolver) ReceivingSystem() *actor.System { return r.sys }
 // unwire turns a received msgDelivery back into a delivery; sender is the frame's
 // sender (used unless the message carries its own).
 func unwire(reg *serialization.Registry, sys *actor.System, m *msgDelivery, sender actor.Ref) (*delivery, error) {
-	d := &delivery{shard: m.Shard, entity: m.Entity, sender: sender, start: m.Start}
+	d := &delivery{shard: m.Shard, entity: m.Entity, sender: sender, start: m.Start, trace: m.Trace}
 	if m.HandOver {
 		d.sender = m.Sender
 	}

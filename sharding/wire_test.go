@@ -11,6 +11,7 @@ import (
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/testkit"
 	"github.com/vmihailenco/msgpack/v5"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // marshalDelivery encodes m as the transport does, through a registry (which knows
@@ -50,8 +51,15 @@ func decodeDirect(data []byte) (*msgDelivery, bool, error) {
 func sameDelivery(a, b *msgDelivery) bool {
 	return a.Shard == b.Shard && a.Entity == b.Entity && a.Start == b.Start &&
 		a.HandOver == b.HandOver && a.Sender == b.Sender && a.Manifest == b.Manifest &&
-		bytes.Equal(a.Payload, b.Payload) && a.local == nil && b.local == nil
+		bytes.Equal(a.Payload, b.Payload) && a.local == nil && b.local == nil &&
+		(a.Trace == nil) == (b.Trace == nil) && (a.Trace == nil || a.Trace.Equal(b.Trace.WithRemote(a.Trace.IsRemote())))
 }
+
+// testTrace is a valid trace context.
+var testTrace = func() *trace.SpanContext {
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled, Remote: true})
+	return &sc
+}()
 
 // A msgDelivery survives the transport's encoding with each combination of fields, as
 // a compact array under the current name.
@@ -74,11 +82,17 @@ func TestWireDeliveryRoundTrip(t *testing.T) {
 		{"large payload", msgDelivery{Shard: "s", Entity: "e", Manifest: "m", Payload: bytes.Repeat([]byte{0xc1}, 70000)}},
 		{"empty IDs and manifest", msgDelivery{}},
 		{"non-ASCII IDs", msgDelivery{Shard: "ß", Entity: "entité/β", Manifest: "x.Y.v1", Payload: []byte{0xff}}},
+		{"traced", msgDelivery{Shard: "s", Entity: "e", Manifest: "m", Payload: []byte{1}, Trace: testTrace}},
+		{"traced hand-over", msgDelivery{Shard: "s", Entity: "e", HandOver: true, Sender: probe.Ref(), Manifest: "m", Trace: testTrace}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := marshalDelivery(t, reg, &tc.m)
-			if data[0] != 0x90|deliveryFields {
-				t.Fatalf("encoding starts with %#x, want an array of %d", data[0], deliveryFields)
+			fields := deliveryFields
+			if tc.m.Trace != nil {
+				fields++ // only then
+			}
+			if data[0] != 0x90|byte(fields) {
+				t.Fatalf("encoding starts with %#x, want an array of %d", data[0], fields)
 			}
 			got, err := unmarshalDelivery(reg, data, res)
 			if err != nil {
@@ -177,7 +191,7 @@ func marshalDeliveryRaw(tb testing.TB, shard, entity string, start, handOver boo
 func TestWireDeliveryNewerVersion(t *testing.T) {
 	reg := serialization.NewRegistry()
 	data := marshalDeliveryRaw(t, "s", "e", false, false, "", "m", []byte{9},
-		"more", map[string]any{"k": []any{1, 2}}, nil, 3.5)
+		nil, "more", map[string]any{"k": []any{1, 2}}, nil, 3.5) // no trace, then the newer ones
 	for _, decode := range []func() (*msgDelivery, error){
 		func() (*msgDelivery, error) { return unmarshalDelivery(reg, data, nil) },
 		func() (*msgDelivery, error) {
@@ -224,6 +238,9 @@ func TestWireDeliveryMalformed(t *testing.T) {
 		"bytes overrun":       {0x97, 0xa1, 's', 0xa1, 'e', 0xc2, 0xc2, 0xa0, 0xa0, 0xc6, 0x7f, 0xff, 0xff, 0xff},
 		"huge array":          append([]byte{0xdd, 0xff, 0xff, 0xff, 0xff}, valid[1:]...),
 		"unknown code":        {0x97, 0xc1},
+		"trace is a string":   {0x98, 0xa1, 's', 0xa1, 'e', 0xc2, 0xc2, 0xa0, 0xa0, 0xc0, 0xa1, 'x'},
+		"trace too short":     {0x98, 0xa1, 's', 0xa1, 'e', 0xc2, 0xc2, 0xa0, 0xa0, 0xc0, 0xc4, 0x01, 0x00},
+		"trace of zero ids":   append([]byte{0x98, 0xa1, 's', 0xa1, 'e', 0xc2, 0xc2, 0xa0, 0xa0, 0xc0, 0xc4, 26}, make([]byte, 26)...),
 	}
 	for i := range len(valid) {
 		bad[fmt.Sprintf("truncated to %d bytes", i)] = valid[:i]

@@ -35,6 +35,14 @@ type Wrapper interface {
 	UserMessage() any
 }
 
+// Carrier is implemented by a message that carries a user's message to the actor
+// that handles it, through an actor of a Troupe layer (sharding's EntityRef messages
+// on their way through the region): package actor names an ask's client span after
+// CarriedMessage, the message the user asked with.
+type Carrier interface {
+	CarriedMessage() any
+}
+
 // Batch is implemented by a message that carries many user messages in one (sharding's
 // batches of deliveries to a region on another node). Where package actor would
 // publish such a message as one dead letter, it publishes one for each message in it,

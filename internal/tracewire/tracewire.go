@@ -1,6 +1,7 @@
 package tracewire
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -80,4 +81,22 @@ func Parse(b []byte) (trace.SpanContext, error) {
 		return trace.SpanContext{}, fmt.Errorf("%w: a zero trace or span id", ErrMalformed)
 	}
 	return sc, nil
+}
+
+// Of returns the span context ctx carries, nil when it carries none.
+func Of(ctx context.Context) *trace.SpanContext {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return nil
+	}
+	return &sc
+}
+
+// Context returns a context carrying sc as a remote parent; context.Background()
+// for nil.
+func Context(sc *trace.SpanContext) context.Context {
+	if sc == nil {
+		return context.Background()
+	}
+	return trace.ContextWithRemoteSpanContext(context.Background(), *sc)
 }

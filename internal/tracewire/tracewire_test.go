@@ -1,6 +1,7 @@
 package tracewire_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -66,5 +67,17 @@ func TestMalformed(t *testing.T) {
 	long := spanContext(t, "k="+strings.Repeat("v", 250)+",l="+strings.Repeat("w", 250)+",m="+strings.Repeat("x", 250)+",n="+strings.Repeat("y", 250)+",o="+strings.Repeat("z", 250))
 	if got, err := tracewire.Parse(tracewire.Append(nil, &long)); err != nil || got.TraceState().Len() != 0 {
 		t.Errorf("a tracestate beyond MaxTraceState: %v, %v", got.TraceState(), err)
+	}
+}
+
+// Of and Context carry a span context in and out of a context.Context.
+func TestContext(t *testing.T) {
+	if tracewire.Of(context.Background()) != nil || tracewire.Context(nil) != context.Background() {
+		t.Fatal("no span context: nil, and the background context")
+	}
+	sc := spanContext(t, "")
+	got := tracewire.Of(tracewire.Context(&sc))
+	if got == nil || !got.Equal(sc.WithRemote(true)) {
+		t.Fatalf("read back %v, want %v", got, sc)
 	}
 }
