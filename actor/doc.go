@@ -81,6 +81,19 @@
 // messages waiting, under the attribute kind. Extensions take the provider from
 // System.MeterProvider. docs/operations.md lists every instrument.
 //
+// # Traces
+//
+// Config.TracerProvider (an OpenTelemetry trace.TracerProvider) turns tracing on. A
+// message carries the W3C trace context it was sent in: ctx.Send, ctx.Respond and
+// ctx.Forward in an actor handling a traced message, Ref.SendContext and TellContext
+// with a context.Context, Ask from a context with a span (a client span, troupe.ask
+// followed by the message type). The actors whose Props set Trace handle each message
+// in a span, troupe.receive followed by the message type, the child of the span that
+// sent it; the others pass the context on, so a trace stays whole through them.
+// ctx.TraceContext returns the current message's context for Ask and other calls.
+// Transports carry the context to other systems. Without a provider nothing is added
+// to messages and nothing is allocated.
+//
 // # Extension point: transports
 //
 // One part of this package is not for applications: Transport, RemoteProcess,

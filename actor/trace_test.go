@@ -212,3 +212,39 @@ func TestNoTracerNoTrace(t *testing.T) {
 		t.Errorf("%d spans, want the root only", len(spans))
 	}
 }
+
+// A message outside any trace costs nothing more with tracing on: a relay's ctx.Send
+// and its TraceContext allocate nothing, with or without a TracerProvider.
+func TestUntracedMessagesAllocateNothing(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(map[bool]string{false: "off", true: "on"}[on], func(t *testing.T) {
+			cfg := actor.Config{}
+			if on {
+				cfg.TracerProvider = spantest.NewRecorder(t).Provider
+			}
+			sys := testkit.NewSystem(t, cfg)
+			done := make(chan struct{}, 1)
+			sink := spawn(t, sys, actor.PropsFunc(func(ctx actor.Context) {
+				if _, ok := ctx.Message().(*int); ok {
+					done <- struct{}{}
+				}
+			}), "sink")
+			relay := spawn(t, sys, actor.PropsFunc(func(ctx actor.Context) {
+				if m, ok := ctx.Message().(*int); ok && ctx.TraceContext() == context.Background() {
+					_ = ctx.Send(sink, m)
+				}
+			}), "relay")
+			msg := new(int)
+			tell := func() {
+				_ = relay.Tell(msg)
+				<-done
+			}
+			for range 100 {
+				tell()
+			}
+			if a := testing.AllocsPerRun(1000, tell); a != 0 {
+				t.Errorf("%v allocations per relayed tell", a)
+			}
+		})
+	}
+}

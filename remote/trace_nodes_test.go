@@ -55,3 +55,28 @@ func TestTraceCrossesNodes(t *testing.T) {
 		t.Errorf("the far span names %q", got)
 	}
 }
+
+// A system without a TracerProvider sends no trace context, even for a send from a
+// context with a span: the traced actor on the other node starts a trace of its own.
+func TestNoTracerSendsNoTraceContext(t *testing.T) {
+	rec := spantest.NewRecorder(t)
+	a := startNode(t, "a", registry(t))
+	b := startNodeWith(t, "b", registry(t), actor.Config{TracerProvider: rec.Provider})
+	probe := testkit.NewProbe(t, a.sys)
+	echo := echoProps()
+	echo.Trace = true
+	target, err := b.sys.Spawn(echo, "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, root := rec.Provider.Tracer("test").Start(context.Background(), "root")
+	if err := a.remoteRef(t, target).TellContext(ctx, &ping{N: 1, ReplyTo: probe.Ref()}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.ExpectMsgType[*pong](probe)
+	root.End()
+	span := rec.WaitFor("troupe.receive *remote_test.ping", testkit.Dilated(5*time.Second))
+	if span.Parent().IsValid() || span.SpanContext().TraceID() == root.SpanContext().TraceID() {
+		t.Errorf("the far span joined the sender's trace: parent %v", span.Parent())
+	}
+}

@@ -30,6 +30,12 @@
 // hash of the ID. Replies and asks work as with any actor: the entity's ctx.Respond
 // reaches the original sender.
 //
+// With tracing on (actor.Config.TracerProvider), a message keeps the trace context it
+// was sent in through the region, the shard and other nodes to its entity: an ask from
+// a context with a span, EntityRef.TellContext and SendContext, and what an actor
+// handling a traced message sends to a region. Such a message goes through the region
+// rather than straight to a local entity, and to another node alone, not in a batch.
+//
 // # How it works
 //
 // Each message for an entity names its entity ID and, through the extractor, its shard;
@@ -54,7 +60,8 @@
 // it sent itself comes back through its mailbox, when a batch holds about 16 KiB, and before
 // it handles any message that is not a delivery, so that nothing it does later
 // overtakes a forward. A lone message waits for one mailbox step at most; a message
-// too large for a batch, a StartEntity and the messages of a hand-over travel alone.
+// too large for a batch, a traced one, a StartEntity and the messages of a hand-over
+// travel alone.
 // The receiving region handles a batch's deliveries in order, each with its sender.
 //
 // # State stores
