@@ -468,7 +468,7 @@ func (c *cell) invoke(env envelope) {
 		}
 	}
 	c.cur = env
-	if t != nil || c.props.Trace && c.sys.tracer != nil {
+	if t != nil || c.props.Trace && c.sys.tracer != nil && !isUntraced(env.msg) {
 		c.receiveTraced(t)
 	} else {
 		c.receiveMaybeMeasured()

@@ -26,6 +26,12 @@ type traced struct {
 	sc  trace.SpanContext
 }
 
+// isUntraced reports whether msg is a layer's own message (actorstate.Untraced).
+func isUntraced(msg any) bool {
+	_, ok := msg.(actorstate.Untraced)
+	return ok
+}
+
 // untraced returns the message inside a traced one, or msg.
 func untraced(msg any) any {
 	if t, ok := msg.(*traced); ok {

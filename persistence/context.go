@@ -1,9 +1,11 @@
 package persistence
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/tracewire"
 )
 
 // entityContext is the Context handed to an Entity's Receive.
@@ -36,9 +38,25 @@ func (c *entityContext) Respond(msg any) error {
 			_ = c.System().DeadLetters().Send(msg, c.Self())
 			return fmt.Errorf("%w: the persisted command had no sender to respond to", actor.ErrNoRecipient)
 		}
-		return to.Send(msg, c.Self())
+		return to.SendContext(tracewire.Context(c.r.handlerTrace), msg, c.Self())
 	}
 	return c.Context.Respond(msg)
+}
+
+// Send, inside a persist handler, sends in the trace of the handler's command.
+func (c *entityContext) Send(to actor.Ref, msg any) error {
+	if c.r.inHandler && c.r.handlerTrace != nil {
+		return to.SendContext(tracewire.Context(c.r.handlerTrace), msg, c.Self())
+	}
+	return c.Context.Send(to, msg)
+}
+
+// TraceContext, inside a persist handler, is the trace of the handler's command.
+func (c *entityContext) TraceContext() context.Context {
+	if c.r.inHandler {
+		return tracewire.Context(c.r.handlerTrace)
+	}
+	return c.Context.TraceContext()
 }
 
 func (c *entityContext) persist(events []any, single any, h handler, stashing bool, tags []string) error {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/tracewire"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
 
@@ -36,7 +38,8 @@ type runner struct {
 	hs   []invoke  // reused by persist
 	buf  []byte    // reused by marshal
 
-	handlerSender actor.Ref // the sender seen inside a persist handler
+	handlerSender actor.Ref          // the sender seen inside a persist handler
+	handlerTrace  *trace.SpanContext // and the trace of its command (nil for none)
 	inHandler     bool
 	ctx           *entityContext
 }
@@ -48,6 +51,7 @@ type invoke struct {
 	handler  handler
 	deferred func()
 	sender   actor.Ref
+	trace    *trace.SpanContext // the command's trace context, nil for none
 }
 
 // writeDone is the answer to a journal call, sent by the batcher to the runner.
@@ -170,7 +174,7 @@ func (r *runner) persist(ctx actor.Context, events []any, single any, h handler,
 	records := make([]Record, n)
 	hs := r.hs[:0]
 	now := time.Now()
-	sender := r.sender(ctx)
+	sender, tc := r.sender(ctx), r.trace(ctx)
 	for i := range n {
 		ev := single
 		if events != nil {
@@ -185,7 +189,7 @@ func (r *runner) persist(ctx actor.Context, events []any, single any, h handler,
 			return fmt.Errorf("%w: %q: %w", ErrRejected, r.pid, err)
 		}
 		records[i] = Record{Manifest: manifest, Payload: data, Tags: tags, Timestamp: now, WriterID: r.writerID}
-		hs = append(hs, invoke{event: ev, handler: h, sender: sender})
+		hs = append(hs, invoke{event: ev, handler: h, sender: sender, trace: tc})
 	}
 	err := r.core.Persist(records, hs, stashing)
 	clear(hs)
@@ -208,7 +212,7 @@ func (r *runner) marshal(v any) (manifest string, data []byte, err error) {
 
 // deferCall runs fn now, or once the invocations before it have run.
 func (r *runner) deferCall(ctx actor.Context, fn func()) {
-	if r.core == nil || r.core.Defer(invoke{deferred: fn, sender: r.sender(ctx)}) {
+	if r.core == nil || r.core.Defer(invoke{deferred: fn, sender: r.sender(ctx), trace: r.trace(ctx)}) {
 		fn()
 	}
 }
@@ -218,6 +222,18 @@ func (r *runner) sender(ctx actor.Context) actor.Ref {
 		return r.handlerSender
 	}
 	return ctx.Sender()
+}
+
+// trace returns the trace context of the command being handled (inside a handler,
+// the handler's command's); nil for none, and always while tracing is off.
+func (r *runner) trace(ctx actor.Context) *trace.SpanContext {
+	if r.inHandler {
+		return r.handlerTrace
+	}
+	if ctx.System().TracerProvider() == nil {
+		return nil
+	}
+	return tracewire.Of(ctx.TraceContext())
 }
 
 // flush submits the journal call the core decides on, if any.
@@ -270,7 +286,7 @@ func (r *runner) runSteps(ctx actor.Context) {
 		if !ok {
 			break
 		}
-		r.inHandler, r.handlerSender = true, st.h.sender
+		r.inHandler, r.handlerSender, r.handlerTrace = true, st.h.sender, st.h.trace
 		switch st.kind {
 		case runHandler:
 			if st.h.handler != nil {
@@ -282,7 +298,7 @@ func (r *runner) runSteps(ctx actor.Context) {
 			// Another incarnation of the entity (on another node, after a split
 			// brain) has written this sequence number: this one's state lacks its
 			// events, and anything it wrote now would interleave the histories.
-			r.inHandler, r.handlerSender = false, actor.Ref{}
+			r.inHandler, r.handlerSender, r.handlerTrace = false, actor.Ref{}, nil
 			r.p.stats.sequenceConflicts.Add(1)
 			r.log.Error("persistence: another writer has used this entity's next sequence number; stopping the entity",
 				zap.Uint64("sequence_nr", st.seq), zap.String("writer_id", r.writerID), zap.Error(st.err),
@@ -298,7 +314,7 @@ func (r *runner) runSteps(ctx actor.Context) {
 			hc.msg = PersistRejected{Event: st.h.event, SequenceNr: st.seq, Err: st.err}
 			r.entity.Receive(hc)
 		}
-		r.inHandler, r.handlerSender = false, actor.Ref{}
+		r.inHandler, r.handlerSender, r.handlerTrace = false, actor.Ref{}, nil
 	}
 	r.flush()
 	if r.core.Settle() {
@@ -402,3 +418,11 @@ func (r *runner) takeOps() []*sideOp {
 	r.ops = r.ops[:0]
 	return ops
 }
+
+// The journal's answers to an entity are persistence's own messages: an entity whose
+// Props set Trace makes no span for them (actorstate.Untraced).
+func (recoveryDone) UntracedMessage()      {}
+func (recoveredSnapshot) UntracedMessage() {}
+func (recoveredEvents) UntracedMessage()   {}
+func (*writeDone) UntracedMessage()        {}
+func (opDone) UntracedMessage()            {}

@@ -17,7 +17,12 @@ import (
 
 // traceOf returns the trace context of the message ctx handles; nil while tracing is
 // off and for a message without one.
-func traceOf(ctx actor.Context) *trace.SpanContext { return tracewire.Of(ctx.TraceContext()) }
+func traceOf(ctx actor.Context) *trace.SpanContext {
+	if ctx.System().TracerProvider() == nil {
+		return nil
+	}
+	return tracewire.Of(ctx.TraceContext())
+}
 
 // deliverTo sends msg to an entity's ref with sender, in the trace context tc (nil for
 // none).

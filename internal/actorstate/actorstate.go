@@ -43,6 +43,13 @@ type Carrier interface {
 	CarriedMessage() any
 }
 
+// Untraced is implemented by a layer's own messages to the actors it runs for users
+// (persistence's journal answers to an entity): an actor whose Props set Trace handles
+// them without a span of their own.
+type Untraced interface {
+	UntracedMessage()
+}
+
 // Batch is implemented by a message that carries many user messages in one (sharding's
 // batches of deliveries to a region on another node). Where package actor would
 // publish such a message as one dead letter, it publishes one for each message in it,
