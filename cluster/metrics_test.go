@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 )
 
+// The survivors of a crash count their resolver's decision, and the node that decides
+// tells its subscribers (a DowningDecision before the MemberDowned it causes).
 func TestMetricsCountMembersByStatusAndDowningDecisions(t *testing.T) {
 	readers := []*metrictest.Reader{metrictest.NewReader(t), metrictest.NewReader(t), metrictest.NewReader(t)}
 	c := multinode.Start(t, multinode.Options{Nodes: 3, StableAfter: 1400 * time.Millisecond,
@@ -32,7 +34,39 @@ func TestMetricsCountMembersByStatusAndDowningDecisions(t *testing.T) {
 		}
 	}
 
+	probes := make([]*testkit.Probe, 2)
+	for i := range probes {
+		probes[i] = testkit.NewProbe(t, c.Node(i).System)
+		if err := c.Node(i).Cluster.Subscribe(probes[i].Ref()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crashed := c.Node(2).Cluster.SelfUniqueAddress()
 	c.Crash(2)
+	published := 0
+	for i, p := range probes {
+		var decision *cluster.DowningDecision
+		p.FishForMessage(func(msg any) bool {
+			switch m := msg.(type) {
+			case cluster.DowningDecision:
+				decision = &m
+			case cluster.MemberDowned:
+				if decision != nil && m.Member.Unique == crashed {
+					published++
+					if decision.Strategy != cluster.KeepMajority || decision.Action != "down-unreachable" ||
+						len(decision.Down) != 1 || decision.Down[0] != crashed || decision.Unstable {
+						t.Errorf("node %d published %+v", i, *decision)
+					}
+				}
+			case cluster.MemberRemoved:
+				return m.Member.Unique == crashed
+			}
+			return false
+		}, testkit.Dilated(20*time.Second))
+	}
+	if published == 0 {
+		t.Error("no survivor published its downing decision before the member was downed")
+	}
 	for i := range 2 {
 		c.Await(i, testkit.Dilated(15*time.Second), "two members", func(st cluster.CurrentClusterState) bool {
 			return len(st.Members) == 2

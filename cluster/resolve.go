@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -77,6 +78,11 @@ func (k *core) act(ctx actor.Context, d sbr.Decision, unstable bool) {
 		k.c.log.Warn("split-brain resolver decided", fields...)
 	}
 	k.c.decisions.note(d.Action)
+	decision := DowningDecision{Strategy: k.c.cfg.Downing.Strategy, Action: d.Action.String(),
+		Down: slices.Clone(d.Down), Unstable: unstable}
+	for s := range k.subs {
+		k.tell(s, decision)
+	}
 	k.down(ctx, d.Down, true)
 }
 

@@ -93,6 +93,22 @@ type MemberRemoved = membership.MemberRemoved
 // Fields: Member (status Removed) and PreviousStatus (Exiting or Down).
 type RemovalMarginPassed = membership.RemovalMarginPassed
 
+// DowningDecision says this node's split-brain resolver decided to down members. It
+// goes to this node's subscribers only (the others see the MemberDowned events that
+// follow it, here and on every member that learns of the decision). Strategy is the
+// configured one; Action names the decision: down-unreachable (this side survives),
+// down-reachable (this side loses and downs itself), down-all,
+// down-indirectly-connected or reverse-down-indirectly-connected; Down lists the
+// members downed, ordered by address (this node among them when its side loses);
+// Unstable is set when reachability did not settle within the stable margin, which
+// downs everyone.
+type DowningDecision struct {
+	Strategy Strategy
+	Action   string
+	Down     []UniqueAddress
+	Unstable bool
+}
+
 // UnreachableMember says a member became unreachable: serf, or an observer's
 // heartbeats, lost contact with it. Field: Member.
 type UnreachableMember = membership.UnreachableMember

@@ -21,6 +21,7 @@ const (
 	EventUnreachableMember     = "unreachable-member"
 	EventReachableMember       = "reachable-member"
 	EventOldestChanged         = "oldest-changed"
+	EventDowningDecision       = "downing-decision"
 	EventShardAllocated        = "shard-allocated"
 	EventShardHandOffStarted   = "shard-handoff-started"
 	EventShardHandOffCompleted = "shard-handoff-completed"
@@ -33,7 +34,7 @@ func EventTypes() []string {
 	return []string{
 		EventMemberJoined, EventMemberUp, EventMemberLeft, EventMemberExited, EventMemberDowned,
 		EventMemberRemoved, EventRemovalMarginPassed, EventUnreachableMember, EventReachableMember,
-		EventOldestChanged, EventShardAllocated, EventShardHandOffStarted, EventShardHandOffCompleted,
+		EventOldestChanged, EventDowningDecision, EventShardAllocated, EventShardHandOffStarted, EventShardHandOffCompleted,
 		EventShardHandOffFailed, EventSingletonChanged,
 	}
 }
@@ -55,10 +56,26 @@ type Event struct {
 	Role string `json:"role,omitempty"`
 	// Oldest is the new oldest member of an oldest-changed event ("" when none).
 	Oldest string `json:"oldest,omitempty"`
+	// Downing is the decision of a downing-decision event.
+	Downing *DowningView `json:"downing,omitempty"`
 	// Shard is the shard of a shard-* event.
 	Shard *ShardEventView `json:"shard,omitempty"`
 	// Singleton is the singleton of a singleton-changed event.
 	Singleton *SingletonView `json:"singleton,omitempty"`
+}
+
+// DowningView is a decision of this node's split-brain resolver
+// (cluster.DowningDecision).
+type DowningView struct {
+	// Strategy is the configured strategy, such as "keep-majority".
+	Strategy string `json:"strategy"`
+	// Action is the decision: down-unreachable, down-reachable, down-all,
+	// down-indirectly-connected or reverse-down-indirectly-connected.
+	Action string `json:"action"`
+	// Down lists the members downed (addresses with their uid, addr#uid).
+	Down []string `json:"down"`
+	// Unstable is set when reachability did not settle in time, which downs everyone.
+	Unstable bool `json:"unstable,omitempty"`
 }
 
 // ShardEventView is a rebalance event of sharding (sharding.ShardEvent).
@@ -116,6 +133,12 @@ func clusterEvent(ev any, at time.Time) (Event, bool) {
 		return memberEvent(EventUnreachableMember, e.Member, at), true
 	case cluster.ReachableMember:
 		return memberEvent(EventReachableMember, e.Member, at), true
+	case cluster.DowningDecision:
+		v := DowningView{Strategy: e.Strategy.String(), Action: e.Action, Down: make([]string, len(e.Down)), Unstable: e.Unstable}
+		for i, u := range e.Down {
+			v.Down[i] = u.String()
+		}
+		return Event{Type: EventDowningDecision, Time: at, Downing: &v}, true
 	case cluster.OldestChanged:
 		out := Event{Type: EventOldestChanged, Time: at, Role: e.Role}
 		if e.Oldest != nil {

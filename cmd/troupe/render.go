@@ -218,6 +218,13 @@ func eventDetail(ev management.Event) string {
 			s = "oldest with role " + ev.Role + ": " + orDash(ev.Oldest)
 		}
 		return s
+	case ev.Downing != nil:
+		d := ev.Downing
+		s := d.Strategy + " decided " + d.Action
+		if d.Unstable {
+			s += " (reachability did not settle)"
+		}
+		return s + ": downing " + strings.Join(d.Down, ", ")
 	case ev.Shard != nil:
 		return shardDetail(*ev.Shard)
 	case ev.Singleton != nil:

@@ -247,6 +247,11 @@
       return `${ev.member.node} is ${ev.member.status}${was}`;
     }
     if (ev.type === "oldest-changed") return `oldest${ev.role ? ` with role ${ev.role}` : ""}: ${ev.oldest || "none"}`;
+    if (ev.downing) {
+      const d = ev.downing;
+      const why = d.unstable ? " (reachability did not settle)" : "";
+      return `${d.strategy} decided ${d.action}${why}: downing ${(d.down || []).join(", ") || "nobody"}`;
+    }
     if (ev.shard) {
       const s = ev.shard;
       let text = `${s.typeName} shard ${s.shard}`;
