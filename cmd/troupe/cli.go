@@ -63,6 +63,8 @@ type subFlags struct {
 	local  bool   // shards: the asked node's shards only
 	types  string // events: the event types to keep
 	dir    string // remove-sharding-data: the badger journal's folder
+	pg     string // remove-sharding-data: the PostgreSQL journal's connection string
+	schema string // remove-sharding-data: its schema
 	shards int    // remove-sharding-data: shards 0 to n-1 too
 }
 
@@ -110,9 +112,11 @@ var commands = []command{
 			fs.StringVar(&f.types, "type", "", "keep only these event types, comma-separated (member-up,member-removed,...)")
 		}},
 	{name: "remove-sharding-data", args: "TYPE...", local: true, min: 1, max: -1, run: cmdRemoveShardingData,
-		summary: "remove sharding's internal data of entity types from a stopped cluster's badger journal",
+		summary: "remove sharding's internal data of entity types from a stopped cluster's journal (badger or PostgreSQL)",
 		flags: func(fs *flag.FlagSet, f *subFlags) {
-			fs.StringVar(&f.dir, "dir", "", "the badger journal's folder (required)")
+			fs.StringVar(&f.dir, "dir", "", "the badger journal's folder (this or -postgres)")
+			fs.StringVar(&f.pg, "postgres", "", "the PostgreSQL journal's connection string, as pgjournal.Config.ConnString (keep the password in PGPASSWORD)")
+			fs.StringVar(&f.schema, "schema", "", "with -postgres: the journal's schema (default: the connection's search_path)")
 			fs.IntVar(&f.shards, "shards", 0, "also remove the remembered entities of shards 0 to n-1")
 		}},
 }

@@ -24,8 +24,10 @@
 //	events                   follow the cluster's events until interrupted
 //	                         (-type member-up,member-removed,... keeps only those)
 //	remove-sharding-data -dir DIR [-shards N] TYPE...
+//	remove-sharding-data -postgres CONNSTRING [-schema S] [-shards N] TYPE...
 //	                         remove sharding's internal data of the entity types
-//	                         from the badger journal in DIR; stop every node first
+//	                         from the badger journal in DIR, or the PostgreSQL
+//	                         journal; stop every node first
 //	help                     print the usage
 //
 // ADDR is a member's address, troupe://system@host:port, or system@host:port, or

@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/troupe-go/troupe/internal/pgtest"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/persistence/badgerjournal"
+	"github.com/troupe-go/troupe/persistence/pgjournal"
+	"go.uber.org/zap"
 )
 
 // writeHistories writes one event to each persistence id in a badger journal in dir.
@@ -96,4 +100,73 @@ func TestRemoveShardingData(t *testing.T) {
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Fatalf("the command created %s: %v", missing, err)
 	}
+}
+
+// remove-sharding-data works on a PostgreSQL journal too: it refuses one that a node
+// still uses and a database without the journal's tables, and removes only sharding's
+// histories.
+func TestRemoveShardingDataFromPostgres(t *testing.T) {
+	ctx := context.Background()
+	target, release, err := pgtest.Acquire(ctx, pgtest.Options{})
+	if errors.Is(err, pgtest.ErrNoPostgres) && !pgtest.Required() {
+		t.Skip("no PostgreSQL:", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	open := func(schema string) *pgjournal.Store {
+		t.Helper()
+		store, err := pgjournal.Open(ctx, pgjournal.Config{ConnString: target.ConnString, Schema: schema, Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return store
+	}
+	pids := []string{"/sharding/CounterShard/0", "/sharding/CartShard/0", "Counter-a"}
+	node := open("removal")
+	var writes []persistence.AtomicWrite
+	for _, pid := range pids {
+		writes = append(writes, persistence.AtomicWrite{PersistenceID: pid, Events: []persistence.Record{
+			{PersistenceID: pid, SequenceNr: 1, Manifest: "test", Payload: []byte("x")},
+		}})
+	}
+	if errs, err := node.WriteMessages(ctx, writes); err != nil || errors.Join(errs...) != nil {
+		t.Fatal(err, errs)
+	}
+	run := func(args ...string) result {
+		return runCLI(ctx, append([]string{"remove-sharding-data", "-postgres", target.ConnString}, args...)...)
+	}
+	run("-schema", "removal", "-shards", "1", "Counter").expect(t, "journal in use", exitError, "is in use")
+	if err := node.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := run("-schema", "removal", "-shards", "1", "Counter")
+	r.expect(t, "remove", exitOK)
+	checkRendered(t, "removal from PostgreSQL", r.stdout, lines("removed /sharding/CounterShard/0", "1 histories removed"))
+	store := open("removal")
+	defer store.Close()
+	for i, want := range []int{0, 1, 1} {
+		if got := countEvents(t, store, pids[i]); got != want {
+			t.Errorf("%s after the removal: %d events, want %d", pids[i], got, want)
+		}
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	run("-schema", "nothing_here", "Counter").expect(t, "no journal", exitError, "no troupe journal in that database and schema")
+	runCLI(ctx, "remove-sharding-data", "-dir", t.TempDir(), "-postgres", target.ConnString, "Counter").expect(t, "both", exitUsage, "not both")
+}
+
+// countEvents returns how many events pid has in store.
+func countEvents(t *testing.T, store *pgjournal.Store, pid string) int {
+	t.Helper()
+	n := 0
+	if err := store.ReplayMessages(context.Background(), pid, 1, persistence.MaxSequenceNr, 0, func(persistence.Record) error {
+		n++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
