@@ -10,6 +10,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/hooks"
 	core "github.com/troupe-go/troupe/internal/singletoncore"
+	"github.com/troupe-go/troupe/internal/tracewire"
 	"github.com/troupe-go/troupe/internal/wirebatch"
 	"github.com/troupe-go/troupe/internal/wiretypes"
 	"github.com/vmihailenco/msgpack/v5"
@@ -24,8 +25,12 @@ import (
 //
 // It is encoded as an array of batchFields elements: the proxy (member address, uid,
 // path), First, After, Prev (address, uid), the index (three uvarints per message),
-// the encodings, the senders' full paths ("" for none) and the manifests. Elements
-// beyond batchFields (from a newer version) are skipped.
+// the encodings, the senders' full paths ("" for none) and the manifests; and, only
+// when some message was sent in a trace context, a twelfth: the traces, a byte string
+// of a message's position in the batch (a uvarint; ascending) followed by its trace
+// context (internal/tracewire), for each traced message. Elements beyond (from a
+// newer version) are skipped, and so are the traces by a version before them: its
+// singleton gets the messages without their traces.
 type batch struct {
 	b core.Batch
 	// t holds the tables when packBatches made the batch; EncodeMsgpack builds them
@@ -62,7 +67,7 @@ func (m *batchMemory) release() {
 // batchName is batch's name on the wire.
 const batchName = "troupe.singleton.Batch.v1"
 
-// batchFields is the number of elements of batch's encoding.
+// batchFields is the number of elements of batch's encoding without traces.
 const batchFields = 11
 
 // batchOverhead bounds what a batch's encoding adds to its proxy's and Prev's
@@ -85,6 +90,8 @@ type batchTables struct {
 	senders   []string    // their full paths
 	manifests []string
 	index     []byte
+	traces    []byte // the traces element: position and context of each traced message
+	count     int    // the messages added
 	size      int
 	// The table entries of the last message added: the next one usually has the same.
 	lastSender, lastManifest int
@@ -112,8 +119,17 @@ func (t *batchTables) lookup(p core.Payload) entry {
 	if e.manifest < 0 {
 		e.size += len(p.Manifest) + 5
 	}
+	if p.Trace != nil {
+		e.size += len(p.Trace) + traceOverhead
+	}
 	return e
 }
+
+// traceOverhead bounds what a traced message adds to a batch's encoding besides its
+// trace context: its position (a uvarint of three bytes at most: a batch holds far
+// fewer than 2^21 messages) and the traces element's header (five bytes at most),
+// counted with every traced message.
+const traceOverhead = 8
 
 // add records p, whose entry is e.
 func (t *batchTables) add(p core.Payload, e entry) {
@@ -130,6 +146,11 @@ func (t *batchTables) add(p core.Payload, e entry) {
 	t.index = binary.AppendUvarint(t.index, uint64(e.sender))
 	t.index = binary.AppendUvarint(t.index, uint64(e.manifest))
 	t.index = binary.AppendUvarint(t.index, uint64(len(p.Data)))
+	if p.Trace != nil {
+		t.traces = binary.AppendUvarint(t.traces, uint64(t.count))
+		t.traces = append(t.traces, p.Trace...)
+	}
+	t.count++
 	t.size += e.size
 }
 
@@ -161,7 +182,8 @@ func packBatches(b core.Batch, limit int) []batch {
 	return append(out, batch{b: b.Slice(start, len(b.Payloads)), t: t})
 }
 
-// EncodeMsgpack writes w as an array of batchFields elements.
+// EncodeMsgpack writes w as an array of batchFields elements, and the traces when
+// some message has one.
 func (w batch) EncodeMsgpack(enc *msgpack.Encoder) error {
 	t := w.t
 	if t == nil {
@@ -171,8 +193,12 @@ func (w batch) EncodeMsgpack(enc *msgpack.Encoder) error {
 	for _, p := range w.b.Payloads {
 		n += len(p.Data)
 	}
+	fields := batchFields
+	if len(t.traces) > 0 {
+		fields++
+	}
 	if err := errors.Join(
-		enc.EncodeArrayLen(batchFields),
+		enc.EncodeArrayLen(fields),
 		enc.EncodeString(w.b.Proxy.Node.Addr),
 		enc.EncodeUint(w.b.Proxy.Node.UID),
 		enc.EncodeString(w.b.Proxy.Path),
@@ -191,14 +217,18 @@ func (w batch) EncodeMsgpack(enc *msgpack.Encoder) error {
 			return err
 		}
 	}
-	return errors.Join(wirebatch.EncodeTable(enc, t.senders), wirebatch.EncodeTable(enc, t.manifests))
+	err := errors.Join(wirebatch.EncodeTable(enc, t.senders), wirebatch.EncodeTable(enc, t.manifests))
+	if err != nil || fields == batchFields {
+		return err
+	}
+	return enc.EncodeBytes(t.traces)
 }
 
 // DecodeMsgpack reads what EncodeMsgpack wrote, and checks it: at least one message,
 // every index entry within the tables and the encodings, the encodings used up, the
-// Seqs within range. The senders are resolved with the decoder's context, a
-// serialization.RefResolver (the transport's); one that does not resolve fails the
-// whole batch.
+// Seqs within range, the traces in order, each of a message of the batch and valid.
+// The senders are resolved with the decoder's context, a serialization.RefResolver
+// (the transport's); one that does not resolve fails the whole batch.
 func (w *batch) DecodeMsgpack(dec *msgpack.Decoder) error {
 	n, err := dec.DecodeArrayLen()
 	if err != nil {
@@ -272,7 +302,13 @@ func decodePayloads(dec *msgpack.Decoder, n int, index []byte, b *core.Batch, me
 	if err != nil {
 		return fmt.Errorf("%w: %w", errBatch, err)
 	}
-	for range n - batchFields {
+	var traces []byte
+	if n > batchFields {
+		if traces, err = dec.DecodeBytes(); err != nil {
+			return fmt.Errorf("%w: traces: %w", errBatch, err)
+		}
+	}
+	for i := batchFields + 1; i < n; i++ {
 		if err := dec.Skip(); err != nil {
 			return err
 		}
@@ -297,6 +333,28 @@ func decodePayloads(dec *msgpack.Decoder, n int, index []byte, b *core.Batch, me
 	}
 	if off != len(data) {
 		return fmt.Errorf("%w: %d bytes of encodings, the index names %d", errBatch, len(data), off)
+	}
+	return decodeTraces(traces, b.Payloads)
+}
+
+// decodeTraces sets the traces of ps from a batch's traces element: each a message's
+// position, above the one before, and a valid trace context.
+func decodeTraces(traces []byte, ps []core.Payload) error {
+	next := uint64(0) // the lowest position the next trace may have
+	for len(traces) > 0 {
+		i, k := binary.Uvarint(traces)
+		if k <= 0 || i < next || i >= uint64(len(ps)) {
+			return fmt.Errorf("%w: a trace for message %d of %d, after %d", errBatch, i, len(ps), next)
+		}
+		traces = traces[k:]
+		n, err := tracewire.Split(traces)
+		if err == nil {
+			_, err = tracewire.Parse(traces[:n])
+		}
+		if err != nil {
+			return fmt.Errorf("%w: the trace of message %d: %w", errBatch, i, err)
+		}
+		ps[i].Trace, traces, next = traces[:n:n], traces[n:], i+1
 	}
 	return nil
 }

@@ -11,9 +11,11 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	core "github.com/troupe-go/troupe/internal/singletoncore"
+	"github.com/troupe-go/troupe/internal/tracewire"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // testResolver resolves the paths it knows, and refuses the others.
@@ -66,7 +68,7 @@ func sameBatch(a, b core.Batch) string {
 	}
 	for i := range a.Payloads {
 		x, y := a.Payloads[i], b.Payloads[i]
-		if x.Sender != y.Sender || x.Manifest != y.Manifest || !bytes.Equal(x.Data, y.Data) {
+		if x.Sender != y.Sender || x.Manifest != y.Manifest || !bytes.Equal(x.Data, y.Data) || !bytes.Equal(x.Trace, y.Trace) {
 			return fmt.Sprintf("payload %d: %+v, want %+v", i, x, y)
 		}
 	}
@@ -271,6 +273,7 @@ func FuzzBatch(f *testing.F) {
 	sender, res := testSender(f)
 	f.Add(marshalBatch(f, reg, batch{b: testBatch(sender)}))
 	f.Add(marshalBatch(f, reg, packBatches(testBatch(sender), 150)[0]))
+	f.Add(marshalBatch(f, reg, batch{b: tracedBatch(f, sender)}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := reg.UnmarshalContext(batchName, data, res)
 		if err != nil {
@@ -294,4 +297,166 @@ func FuzzBatch(f *testing.F) {
 			t.Fatal(diff)
 		}
 	})
+}
+
+// testTrace returns the encoding of a valid trace context whose span id is span.
+func testTrace(tb testing.TB, span byte) []byte {
+	tb.Helper()
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2}, SpanID: trace.SpanID{span}, TraceFlags: trace.FlagsSampled})
+	return tracewire.Append(nil, &sc)
+}
+
+// tracedBatch is testBatch with its second and fourth messages sent in a trace.
+func tracedBatch(tb testing.TB, sender actor.Ref) core.Batch {
+	b := testBatch(sender)
+	b.Payloads[1].Trace = testTrace(tb, 1)
+	b.Payloads[3].Trace = testTrace(tb, 3)
+	return b
+}
+
+// A batch whose messages carry traces survives the encoding with them, in a twelfth
+// element; a batch without any is the eleven elements it always was.
+func TestBatchTraces(t *testing.T) {
+	reg := serialization.NewRegistry()
+	sender, res := testSender(t)
+	for _, c := range []struct {
+		name   string
+		b      core.Batch
+		fields byte
+	}{
+		{"untraced", testBatch(sender), batchFields},
+		{"traced", tracedBatch(t, sender), batchFields + 1},
+	} {
+		for _, w := range []batch{{b: c.b}, packBatches(c.b, 1<<20)[0]} {
+			data := marshalBatch(t, reg, w)
+			if data[0] != 0x90|c.fields {
+				t.Fatalf("%s: the encoding starts with %#x, want an array of %d", c.name, data[0], c.fields)
+			}
+			back, err := reg.UnmarshalContext(batchName, data, res)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if diff := sameBatch(back.(batch).b, c.b); diff != "" {
+				t.Fatalf("%s: %s", c.name, diff)
+			}
+		}
+	}
+}
+
+// The tables the outbox builds as messages come, with their traces, encode as the
+// tables built from the batch; the trace travels with a message to a manager on
+// the same member too (the payload itself).
+func TestOutboxKeepsTraces(t *testing.T) {
+	reg := serialization.NewRegistry()
+	if err := serialization.Register[*outboxMsg](reg, "test.outboxMsg"); err != nil {
+		t.Fatal(err)
+	}
+	sender, res := testSender(t)
+	codec := reg.NewCodec(res)
+	self := core.ProxyID{Node: cluster.UniqueAddress{Addr: "troupe://a@127.0.0.1:2552", UID: 1}, Path: "/system/singleton-proxy/p"}
+	o := newOutbox(self, 4<<10)
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{9}, SpanID: trace.SpanID{8}})
+	for i := range 6 {
+		var tc *trace.SpanContext
+		if i%3 != 0 {
+			tc = &sc
+		}
+		if _, err := o.add(codec, &outboxMsg{Body: []byte{byte(i)}}, sender, tc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps, tables, _ := o.take()
+	for i, p := range ps {
+		if got, err := tracewire.Parse(p.Trace); (i%3 != 0) != (err == nil) || err == nil && !got.Equal(sc.WithRemote(true)) {
+			t.Fatalf("message %d: trace % x: %v, %v", i, p.Trace, got, err)
+		}
+	}
+	b := core.Batch{Proxy: self, First: 1, Payloads: ps}
+	if got := tablesFor(b, ps, tables, 4<<10); got != tables {
+		t.Fatal("the outbox's tables are not the batch's")
+	}
+	incremental, built := marshalBatch(t, reg, batch{b: b, t: tables}), marshalBatch(t, reg, batch{b: b})
+	if !bytes.Equal(incremental, built) {
+		t.Fatalf("the outbox's tables encode as\n% x\nthe batch's as\n% x", incremental, built)
+	}
+	back, err := reg.UnmarshalContext(batchName, built, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := sameBatch(back.(batch).b, b); diff != "" {
+		t.Fatal(diff)
+	}
+}
+
+// packBatches counts the traces: batches of traced messages stay within the limit.
+func TestPackBatchesWithTraces(t *testing.T) {
+	reg := serialization.NewRegistry()
+	sender, res := testSender(t)
+	b := testBatch(sender)
+	b.Payloads = b.Payloads[:1]
+	for i := range 40 {
+		b.Payloads = append(b.Payloads, core.Payload{Sender: sender, Manifest: "test.Msg", Data: []byte{byte(i)}, Trace: testTrace(t, byte(i+1))})
+	}
+	const limit = 400
+	bs := packBatches(b, limit)
+	n := 0
+	for _, w := range bs {
+		data := marshalBatch(t, reg, w)
+		if len(data) > limit {
+			t.Errorf("a batch of %d messages takes %d bytes", len(w.b.Payloads), len(data))
+		}
+		back, err := reg.UnmarshalContext(batchName, data, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := sameBatch(back.(batch).b, b.Slice(n, n+len(w.b.Payloads))); diff != "" {
+			t.Fatal(diff)
+		}
+		n += len(w.b.Payloads)
+	}
+	if n != len(b.Payloads) || len(bs) < 3 {
+		t.Fatalf("%d batches of %d messages", len(bs), n)
+	}
+}
+
+// A batch's traces that are not what the encoder writes are refused with an error,
+// never a panic; a nil traces element is a batch without traces.
+func TestBatchRejectsMalformedTraces(t *testing.T) {
+	reg := serialization.NewRegistry()
+	sender, res := testSender(t)
+	uri := sender.URI()
+	good := testTrace(t, 1)
+	fields := func(traces any) []byte {
+		return encodeFields(t, "troupe://a@h:1", 7, "/p", 1, 0, "", 0, []byte{0, 0, 1, 0, 0, 1}, []byte{1, 2}, []string{uri}, []string{"m"}, traces)
+	}
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	for _, c := range []struct {
+		what   string
+		traces any
+	}{
+		{"a string", "x"},
+		{"a position beyond the batch", cat([]byte{2}, good)},
+		{"the same position twice", cat([]byte{1}, good, []byte{1}, good)},
+		{"positions out of order", cat([]byte{1}, good, []byte{0}, good)},
+		{"a bad position", cat([]byte{0xff}, good)},
+		{"a position alone", cat([]byte{0}, good, []byte{1})},
+		{"a context cut short", cat([]byte{0}, good[:10])},
+		{"a context of zero ids", cat([]byte{0}, make([]byte, tracewire.MinLen))},
+		{"a tracestate beyond the element", cat([]byte{0}, good[:tracewire.MinLen-1], []byte{9, 'a'})},
+	} {
+		_, err := reg.UnmarshalContext(batchName, fields(c.traces), res)
+		if !errors.Is(err, serialization.ErrDecode) || !strings.Contains(err.Error(), "trace") {
+			t.Errorf("%s: %v", c.what, err)
+		}
+	}
+	for _, traces := range []any{nil, []byte{}, cat([]byte{1}, good)} {
+		back, err := reg.UnmarshalContext(batchName, fields(traces), res)
+		if err != nil {
+			t.Fatalf("traces %v: %v", traces, err)
+		}
+		ps := back.(batch).b.Payloads
+		if want := traces != nil && len(traces.([]byte)) > 0; ps[0].Trace != nil || (ps[1].Trace != nil) != want {
+			t.Fatalf("traces %v: decoded %+v", traces, ps)
+		}
+	}
 }

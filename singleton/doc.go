@@ -80,6 +80,13 @@
 // a lone message leaves at once. The manager decodes each message once, as it delivers
 // it.
 //
+// A message keeps the trace context it was sent to the proxy in (with
+// actor.Config.TracerProvider set: a send from an actor handling a traced message,
+// Ref.SendContext, or an Ask from a context with a span): when the singleton's Props
+// set Trace, its span for the message is the child of the sender's, on whichever
+// member it runs, also when the proxy buffered the message or the singleton moved
+// meanwhile. Nothing is added while tracing is off.
+//
 // A message sent through a proxy is serialized, even when the singleton runs on the
 // same member: its type must be registered in the registry given to remote.Start. A
 // message that cannot be serialized becomes an Undelivered dead letter with the

@@ -8,6 +8,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	core "github.com/troupe-go/troupe/internal/singletoncore"
+	"github.com/troupe-go/troupe/internal/tracewire"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/supervision"
 	"go.uber.org/zap"
@@ -368,7 +369,8 @@ func (a *managerActor) backoff(ctx actor.Context) {
 	a.restarts++
 }
 
-// deliver decodes e's payload and sends it to the singleton with its sender.
+// deliver decodes e's payload and sends it to the singleton with its sender, in the
+// trace context it was sent to the proxy in.
 func (a *managerActor) deliver(ctx actor.Context, e core.Envelope) {
 	switch a.phase {
 	case childBackoff:
@@ -390,9 +392,25 @@ func (a *managerActor) deliver(ctx actor.Context, e core.Envelope) {
 		a.drop(e.Payload, "the message does not decode here: "+err.Error())
 		return
 	}
-	if err := a.child.Send(msg, e.Payload.Sender); err != nil {
+	if err := a.sendChild(msg, e.Payload); err != nil {
 		a.drops.drop(msg, e.Payload.Sender, "the singleton refused it: "+err.Error())
 	}
+}
+
+// sendChild sends msg, the message in p, to the singleton with p's sender, and in
+// p's trace context when it has one. A trace context that does not parse (batches
+// and posts are checked as they are decoded; a hand-over's messages are not) is left
+// out, and the message sent.
+func (a *managerActor) sendChild(msg any, p core.Payload) error {
+	if p.Trace == nil {
+		return a.child.Send(msg, p.Sender)
+	}
+	sc, err := tracewire.Parse(p.Trace)
+	if err != nil {
+		a.log.Debug("singleton manager: a message's trace context does not parse; sending it without", zap.Error(err))
+		return a.child.Send(msg, p.Sender)
+	}
+	return a.child.SendContext(tracewire.Context(&sc), msg, p.Sender)
 }
 
 func (a *managerActor) dropHeld(reason string) {

@@ -3,7 +3,9 @@ package singleton
 import (
 	"github.com/troupe-go/troupe/actor"
 	core "github.com/troupe-go/troupe/internal/singletoncore"
+	"github.com/troupe-go/troupe/internal/tracewire"
 	"github.com/troupe-go/troupe/serialization"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // outbox gathers the messages a proxy takes between two flushes: their encodings in
@@ -34,9 +36,11 @@ func newOutbox(self core.ProxyID, limit int) outbox {
 	return outbox{full: max(limit-fixed, 1), dataHint: 256, pendingHint: 4}
 }
 
-// add encodes msg from sender with codec and takes it. It reports whether the outbox
-// now holds a batch's worth, or fails (taking nothing) when msg cannot be encoded.
-func (o *outbox) add(codec *serialization.Codec, msg any, sender actor.Ref) (full bool, err error) {
+// add encodes msg from sender with codec and takes it, with the trace context tc it
+// was sent in (nil for none), encoded after it in the same buffer. It reports whether
+// the outbox now holds a batch's worth, or fails (taking nothing) when msg cannot be
+// encoded.
+func (o *outbox) add(codec *serialization.Codec, msg any, sender actor.Ref, tc *trace.SpanContext) (full bool, err error) {
 	if o.tables == nil {
 		o.data = make([]byte, 0, o.dataHint)
 		o.pending = make([]core.Payload, 0, o.pendingHint)
@@ -48,8 +52,13 @@ func (o *outbox) add(codec *serialization.Codec, msg any, sender actor.Ref) (ful
 		return false, err
 	}
 	end := len(data)
-	o.data = data
 	p := core.Payload{Sender: sender, Manifest: manifest, Data: data[start:end:end]}
+	if tc != nil {
+		data = tracewire.Append(data, tc)
+		p.Trace = data[end:len(data):len(data)]
+		p.Data = data[start:end:end] // Append may have moved the buffer
+	}
+	o.data = data
 	o.pending = append(o.pending, p)
 	o.tables.add(p, o.tables.lookup(p))
 	return o.tables.size >= o.full, nil
@@ -79,7 +88,7 @@ func (o *outbox) recycle(ps []core.Payload, t *batchTables, data []byte) {
 	}
 	clear(ps)
 	clear(t.refs)
-	*t = batchTables{refs: t.refs[:0], senders: t.senders[:0], manifests: t.manifests[:0], index: t.index[:0]}
+	*t = batchTables{refs: t.refs[:0], senders: t.senders[:0], manifests: t.manifests[:0], index: t.index[:0], traces: t.traces[:0]}
 	o.pending, o.tables, o.data = ps[:0], t, data[:0]
 }
 

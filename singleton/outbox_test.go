@@ -28,7 +28,7 @@ func TestOutboxKeepsRecycledBuffers(t *testing.T) {
 	fill := func() {
 		t.Helper()
 		for {
-			full, err := o.add(codec, msg, actor.Ref{})
+			full, err := o.add(codec, msg, actor.Ref{}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	core "github.com/troupe-go/troupe/internal/singletoncore"
+	"github.com/troupe-go/troupe/internal/tracewire"
 	"github.com/troupe-go/troupe/serialization"
 	"go.uber.org/zap"
 )
@@ -25,7 +26,9 @@ import (
 // manager confirmed that it runs the singleton, and finds the new one when the
 // singleton moves. Until then it buffers messages (ProxyConfig.BufferSize; when full,
 // the oldest is dropped). Messages from one proxy reach the singleton in the order
-// they were sent to the proxy, also across a graceful hand-over.
+// they were sent to the proxy, also across a graceful hand-over. Each keeps the trace
+// context it was sent to the proxy in (see actor.Ref.SendContext): the singleton
+// handles it in that trace.
 //
 // Messages cross the wire even when the singleton runs on the same member, so their
 // types must be registered in the registry given to remote.Start. A message that
@@ -201,14 +204,15 @@ func (p *proxyActor) start(ctx actor.Context) {
 	watchCluster(self, p.c, p.stopped)
 }
 
-// send serializes a user message into the pending batch; the batch goes to the core
-// when it is full, or when the flush the proxy sends itself arrives.
+// send serializes a user message into the pending batch, with the trace context it
+// came in (none while tracing is off); the batch goes to the core when it is full, or
+// when the flush the proxy sends itself arrives.
 func (p *proxyActor) send(ctx actor.Context, msg any) {
 	if p.core == nil {
 		p.drops.drop(msg, ctx.Sender(), "the proxy did not start")
 		return
 	}
-	full, err := p.out.add(p.codec, msg, ctx.Sender())
+	full, err := p.out.add(p.codec, msg, ctx.Sender(), tracewire.Of(ctx.TraceContext()))
 	if err != nil {
 		p.drops.drop(msg, ctx.Sender(), "the message cannot be sent to the singleton: "+err.Error())
 		return

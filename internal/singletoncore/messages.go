@@ -28,7 +28,8 @@ func (id ProxyID) IsZero() bool { return id == ProxyID{} }
 // Payload is one user message on its way to the singleton, serialized by the proxy's
 // shell with the system's serialization.Registry so that managers can hold and pass it
 // on without knowing its type. Sender is the original sender, so that the singleton's
-// replies (and asks through the proxy) reach it.
+// replies (and asks through the proxy) reach it, and Trace the trace context it was
+// sent in, so that the singleton handles it in that trace.
 type Payload struct {
 	// Sender is the actor that sent the message to the proxy; zero for none.
 	Sender actor.Ref
@@ -36,6 +37,11 @@ type Payload struct {
 	Manifest string
 	// Data is the message's encoding.
 	Data []byte
+	// Trace is the W3C trace context the message was sent to the proxy in, in the
+	// shell's binary encoding (internal/tracewire); nil for none, always while
+	// tracing is off. The core only carries it; it is left out of the wire
+	// encoding when nil, so an untraced message encodes as it did without it.
+	Trace []byte `msgpack:",omitempty"`
 }
 
 // Envelope carries a Payload from a proxy to the manager that hosts the singleton (and

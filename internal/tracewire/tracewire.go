@@ -83,13 +83,16 @@ func Parse(b []byte) (trace.SpanContext, error) {
 	return sc, nil
 }
 
-// Of returns the span context ctx carries, nil when it carries none.
+// Of returns the span context ctx carries, nil when it carries none. Only a span
+// context found is copied to the heap: nil costs nothing.
 func Of(ctx context.Context) *trace.SpanContext {
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() {
 		return nil
 	}
-	return &sc
+	p := new(trace.SpanContext)
+	*p = sc
+	return p
 }
 
 // Context returns a context carrying sc as a remote parent; context.Background()

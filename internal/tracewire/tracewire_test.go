@@ -81,3 +81,13 @@ func TestContext(t *testing.T) {
 		t.Fatalf("read back %v, want %v", got, sc)
 	}
 }
+
+// Of allocates nothing for a context without a span: callers take it for every
+// message, and tracing must be free while it is off.
+func TestOfAllocatesNothingWithoutASpan(t *testing.T) {
+	ctx := context.Background()
+	var got *trace.SpanContext
+	if n := testing.AllocsPerRun(100, func() { got = tracewire.Of(ctx) }); n != 0 || got != nil {
+		t.Fatalf("Of(context.Background()): %v, %v allocations", got, n)
+	}
+}
