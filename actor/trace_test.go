@@ -66,8 +66,8 @@ func TestTraceFollowsMessagesThroughActors(t *testing.T) {
 	}
 	seen := testkit.ExpectMsgType[trace.SpanContext](probe)
 	root.End()
-	spanA := rec.WaitFor("troupe.receive actor_test.toA", spanWait)
-	spanC := rec.WaitFor("troupe.receive actor_test.toC", spanWait)
+	spanA := rec.WaitFor(t, "troupe.receive actor_test.toA", spanWait)
+	spanC := rec.WaitFor(t, "troupe.receive actor_test.toC", spanWait)
 	spantest.ChildOf(t, spanA, root.SpanContext())
 	spantest.ChildOf(t, spanC, spanA.SpanContext())
 	if !seen.Equal(spanC.SpanContext()) {
@@ -119,8 +119,8 @@ func TestAskIsAClientSpan(t *testing.T) {
 			}
 			root.End()
 			id := root.SpanContext().TraceID()
-			askSpan := rec.WaitForIn(id, "troupe.ask actor_test.question", spanWait)
-			recvSpan := rec.WaitForIn(id, "troupe.receive actor_test.question", spanWait)
+			askSpan := rec.WaitForIn(t, id, "troupe.ask actor_test.question", spanWait)
+			recvSpan := rec.WaitForIn(t, id, "troupe.receive actor_test.question", spanWait)
 			spantest.ChildOf(t, askSpan, root.SpanContext())
 			spantest.ChildOf(t, recvSpan, askSpan.SpanContext())
 			if askSpan.SpanKind() != trace.SpanKindClient || askSpan.Status().Code == codes.Error {
@@ -154,7 +154,7 @@ func TestStashKeepsTheTrace(t *testing.T) {
 	second, root2 := rootSpan(rec)
 	_ = e.TellContext(first, toA{})
 	_ = e.TellContext(second, toB{})
-	spanC := rec.WaitFor("troupe.receive actor_test.toC", spanWait)
+	spanC := rec.WaitFor(t, "troupe.receive actor_test.toC", spanWait)
 	root1.End()
 	root2.End()
 	spantest.ChildOf(t, spanC, root1.SpanContext())
@@ -177,11 +177,11 @@ func TestAFailedReceiveEndsItsSpanWithAnError(t *testing.T) {
 	_ = f.Tell(toA{})
 	_ = f.Tell(toB{})
 	probe.ExpectMsg(true)
-	failed := rec.WaitFor("troupe.receive actor_test.toA", spanWait)
+	failed := rec.WaitFor(t, "troupe.receive actor_test.toA", spanWait)
 	if failed.Status().Code != codes.Error {
 		t.Errorf("span of a failed Receive has status %v", failed.Status())
 	}
-	next := rec.WaitFor("troupe.receive actor_test.toB", spanWait)
+	next := rec.WaitFor(t, "troupe.receive actor_test.toB", spanWait)
 	if next.Parent().IsValid() || next.SpanContext().TraceID() == failed.SpanContext().TraceID() {
 		t.Errorf("a message sent outside any trace got a span in another's trace")
 	}

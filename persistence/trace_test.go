@@ -43,8 +43,8 @@ func TestAPersistHandlerRepliesInItsCommandsTrace(t *testing.T) {
 	probe.ExpectMsg(5)
 	root.End()
 	tid, wait := root.SpanContext().TraceID(), testkit.Dilated(5*time.Second)
-	command := rec.WaitForIn(tid, "troupe.receive persistence_test.increment", wait)
-	reply := rec.WaitForAt(tid, "troupe.receive int", "/user/sink", wait)
+	command := rec.WaitForIn(t, tid, "troupe.receive persistence_test.increment", wait)
+	reply := rec.WaitForAt(t, tid, "troupe.receive int", "/user/sink", wait)
 	for _, s := range rec.Spans() {
 		if s.Name() != "root" && s.Name() != "troupe.receive int" && s.Name() != command.Name() {
 			t.Errorf("a span for persistence's own message (the entity opts in, its journal answers make none): %s", s.Name())

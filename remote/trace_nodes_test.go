@@ -45,9 +45,9 @@ func TestTraceCrossesNodes(t *testing.T) {
 	}
 	root.End()
 	id, wait := root.SpanContext().TraceID(), testkit.Dilated(5*time.Second)
-	ask := rec.WaitForIn(id, "troupe.ask *remote_test.ping", wait)
-	atRelay := rec.WaitForAt(id, "troupe.receive *remote_test.ping", "/user/relay", wait)
-	atEcho := rec.WaitForAt(id, "troupe.receive *remote_test.ping", "/user/echo", wait)
+	ask := rec.WaitForIn(t, id, "troupe.ask *remote_test.ping", wait)
+	atRelay := rec.WaitForAt(t, id, "troupe.receive *remote_test.ping", "/user/relay", wait)
+	atEcho := rec.WaitForAt(t, id, "troupe.receive *remote_test.ping", "/user/echo", wait)
 	spantest.ChildOf(t, ask, root.SpanContext())
 	spantest.ChildOf(t, atRelay, ask.SpanContext())
 	spantest.ChildOf(t, atEcho, atRelay.SpanContext())
@@ -75,7 +75,7 @@ func TestNoTracerSendsNoTraceContext(t *testing.T) {
 	}
 	testkit.ExpectMsgType[*pong](probe)
 	root.End()
-	span := rec.WaitFor("troupe.receive *remote_test.ping", testkit.Dilated(5*time.Second))
+	span := rec.WaitFor(t, "troupe.receive *remote_test.ping", testkit.Dilated(5*time.Second))
 	if span.Parent().IsValid() || span.SpanContext().TraceID() == root.SpanContext().TraceID() {
 		t.Errorf("the far span joined the sender's trace: parent %v", span.Parent())
 	}

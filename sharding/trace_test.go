@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -56,7 +57,11 @@ func TestTraceCrossesShardingAndNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// An entity whose shard node 1 hosts.
+	// An entity whose shard node 1 hosts: once every region has registered, the
+	// coordinator gives each about a third of the shards.
+	for i := range 3 {
+		awaitRegistered(t, sc.nodes[i].region, 3, fmt.Sprintf("node %d's region", i))
+	}
 	var id EntityID
 	for _, cand := range entityIDs(40) {
 		sc.mustAsk(0, cand, TraceHop{To: sink})
@@ -86,9 +91,9 @@ func TestTraceCrossesShardingAndNodes(t *testing.T) {
 		probe.ExpectMsg("hop")
 		root.End()
 		tid := root.SpanContext().TraceID()
-		ask := rec.WaitForIn(tid, "troupe.ask sharding.TraceHop", wait)
-		entity := rec.WaitForIn(tid, "troupe.receive sharding.TraceHop", wait)
-		hop := rec.WaitForAt(tid, "troupe.receive string", "/user/sink", wait)
+		ask := rec.WaitForIn(t, tid, "troupe.ask sharding.TraceHop", wait)
+		entity := rec.WaitForIn(t, tid, "troupe.receive sharding.TraceHop", wait)
+		hop := rec.WaitForAt(t, tid, "troupe.receive string", "/user/sink", wait)
 		spantest.ChildOf(t, ask, root.SpanContext())
 		spantest.ChildOf(t, entity, ask.SpanContext())
 		spantest.ChildOf(t, hop, entity.SpanContext())
@@ -104,8 +109,8 @@ func TestTraceCrossesShardingAndNodes(t *testing.T) {
 		probe.ExpectMsg("hop")
 		root.End()
 		tid := root.SpanContext().TraceID()
-		entity := rec.WaitForIn(tid, "troupe.receive sharding.TraceHop", wait)
-		hop := rec.WaitForAt(tid, "troupe.receive string", "/user/sink", wait)
+		entity := rec.WaitForIn(t, tid, "troupe.receive sharding.TraceHop", wait)
+		hop := rec.WaitForAt(t, tid, "troupe.receive string", "/user/sink", wait)
 		spantest.ChildOf(t, entity, root.SpanContext())
 		spantest.ChildOf(t, hop, entity.SpanContext())
 	})

@@ -74,7 +74,7 @@ func TestTraceCrossesTheProxy(t *testing.T) {
 		root.End()
 		then()
 		h.tab.await(t, 10*time.Second, stream, func(tb *table) bool { return len(tb.streams[stream]) == 1 })
-		span := rec.WaitForIn(root.SpanContext().TraceID(), "troupe.receive singleton_test.Numbered", wait)
+		span := rec.WaitForIn(t, root.SpanContext().TraceID(), "troupe.receive singleton_test.Numbered", wait)
 		spantest.ChildOf(t, span, root.SpanContext())
 		return span
 	}
@@ -110,8 +110,8 @@ func TestTraceCrossesTheProxy(t *testing.T) {
 	}
 	root.End()
 	tid := root.SpanContext().TraceID()
-	ask := rec.WaitForIn(tid, "troupe.ask singleton_test.Ping", wait)
-	span = rec.WaitForIn(tid, "troupe.receive singleton_test.Ping", wait)
+	ask := rec.WaitForIn(t, tid, "troupe.ask singleton_test.Ping", wait)
+	span = rec.WaitForIn(t, tid, "troupe.receive singleton_test.Ping", wait)
 	spantest.ChildOf(t, ask, root.SpanContext())
 	spantest.ChildOf(t, span, ask.SpanContext())
 	onNode(t, span, h.c.Node(0).System)

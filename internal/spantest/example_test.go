@@ -17,7 +17,7 @@ func Example() {
 	_, child := r.Provider.Tracer("example").Start(ctx, "child")
 	child.End()
 	parent.End()
-	s := r.WaitFor("child", time.Second)
+	s := r.WaitFor(t, "child", time.Second)
 	fmt.Println(s.Parent().SpanID() == parent.SpanContext().SpanID())
 	// Output: true
 }

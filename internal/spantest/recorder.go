@@ -12,12 +12,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Recorder is a TracerProvider that keeps every ended span.
+// Recorder is a TracerProvider that keeps every ended span. Its waits fail the test
+// (or subtest) they are given.
 type Recorder struct {
 	// Provider is the provider to configure systems with.
 	Provider *sdktrace.TracerProvider
 
-	t       testing.TB
 	mu      sync.Mutex
 	spans   []sdktrace.ReadOnlySpan
 	changed chan struct{} // closed and replaced when a span ends
@@ -26,7 +26,7 @@ type Recorder struct {
 // NewRecorder returns a Recorder that samples every span, shut down when the test
 // ends.
 func NewRecorder(t testing.TB) *Recorder {
-	r := &Recorder{t: t, changed: make(chan struct{})}
+	r := &Recorder{changed: make(chan struct{})}
 	r.Provider = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSpanProcessor(r))
 	t.Cleanup(func() { _ = r.Provider.Shutdown(context.Background()) })
 	return r
@@ -57,34 +57,34 @@ func (r *Recorder) Spans() []sdktrace.ReadOnlySpan {
 	return append([]sdktrace.ReadOnlySpan(nil), r.spans...)
 }
 
-// WaitFor waits until a span named name has ended and returns the first one; the test
-// fails after timeout.
-func (r *Recorder) WaitFor(name string, timeout time.Duration) sdktrace.ReadOnlySpan {
-	r.t.Helper()
-	return r.WaitForIn(trace.TraceID{}, name, timeout)
+// WaitFor waits until a span named name has ended and returns the first one; t fails
+// after timeout.
+func (r *Recorder) WaitFor(t testing.TB, name string, timeout time.Duration) sdktrace.ReadOnlySpan {
+	t.Helper()
+	return r.WaitForIn(t, trace.TraceID{}, name, timeout)
 }
 
 // WaitForIn is WaitFor for a span of the trace id (of any trace for the zero id).
-func (r *Recorder) WaitForIn(id trace.TraceID, name string, timeout time.Duration) sdktrace.ReadOnlySpan {
-	r.t.Helper()
-	return r.Await(fmt.Sprintf("span %q", name), timeout, func(s sdktrace.ReadOnlySpan) bool {
+func (r *Recorder) WaitForIn(t testing.TB, id trace.TraceID, name string, timeout time.Duration) sdktrace.ReadOnlySpan {
+	t.Helper()
+	return r.Await(t, fmt.Sprintf("span %q", name), timeout, func(s sdktrace.ReadOnlySpan) bool {
 		return s.Name() == name && (!id.IsValid() || s.SpanContext().TraceID() == id)
 	})
 }
 
 // WaitForAt is WaitForIn for the span of the actor at path (its
 // messaging.destination.name).
-func (r *Recorder) WaitForAt(id trace.TraceID, name, path string, timeout time.Duration) sdktrace.ReadOnlySpan {
-	r.t.Helper()
-	return r.Await(fmt.Sprintf("span %q at %s", name, path), timeout, func(s sdktrace.ReadOnlySpan) bool {
+func (r *Recorder) WaitForAt(t testing.TB, id trace.TraceID, name, path string, timeout time.Duration) sdktrace.ReadOnlySpan {
+	t.Helper()
+	return r.Await(t, fmt.Sprintf("span %q at %s", name, path), timeout, func(s sdktrace.ReadOnlySpan) bool {
 		return s.Name() == name && s.SpanContext().TraceID() == id && Attr(s, "messaging.destination.name") == path
 	})
 }
 
 // Await waits until a span that match accepts has ended and returns the first one;
 // the test fails after timeout, naming what it waited for.
-func (r *Recorder) Await(what string, timeout time.Duration, match func(sdktrace.ReadOnlySpan) bool) sdktrace.ReadOnlySpan {
-	r.t.Helper()
+func (r *Recorder) Await(t testing.TB, what string, timeout time.Duration, match func(sdktrace.ReadOnlySpan) bool) sdktrace.ReadOnlySpan {
+	t.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
@@ -100,7 +100,7 @@ func (r *Recorder) Await(what string, timeout time.Duration, match func(sdktrace
 		select {
 		case <-changed:
 		case <-deadline.C:
-			r.t.Fatalf("no %s within %v; spans: %s", what, timeout, r.names())
+			t.Fatalf("no %s within %v; spans: %s", what, timeout, r.names())
 			return nil
 		}
 	}
