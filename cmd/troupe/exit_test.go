@@ -207,7 +207,7 @@ func TestUsageExitCodes(t *testing.T) {
 	runCLI(ctx, "-url", "https://127.0.0.1:1", "-cert", "x.pem", "members").expect(t, "-cert alone", exitUsage, "-cert and -key")
 	runCLI(ctx, "-url", "https://127.0.0.1:1", "-cacert", "/no/such/file", "members").expect(t, "missing -cacert", exitUsage, "-cacert")
 	runCLI(ctx, "shards", "-detail").expect(t, "-detail without a type", exitUsage, "need an entity type")
-	runCLI(ctx, "remove-sharding-data", "Counter").expect(t, "removal without -dir", exitUsage, "needs -dir")
+	runCLI(ctx, "remove-sharding-data", "Counter").expect(t, "removal without -dir", exitUsage, "needs the journal: -dir (badger) or -postgres")
 	runCLI(ctx, "remove-sharding-data", "-dir", t.TempDir()).expect(t, "removal without a type", exitUsage, "needs TYPE...")
 }
 

@@ -54,6 +54,7 @@ var knownPackages = map[string]string{
 	"promhttp":      "github.com/prometheus/client_golang/prometheus/promhttp",
 	"otelprom":      "go.opentelemetry.io/otel/exporters/prometheus",
 	"sdkmetric":     "go.opentelemetry.io/otel/sdk/metric",
+	"sdktrace":      "go.opentelemetry.io/otel/sdk/trace",
 	"http":          "net/http",
 	"context":       "context",
 	"errors":        "errors",
