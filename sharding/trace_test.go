@@ -10,7 +10,6 @@ import (
 	"github.com/troupe-go/troupe/internal/spantest"
 	"github.com/troupe-go/troupe/testkit"
 	"github.com/troupe-go/troupe/testkit/multinode"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -97,7 +96,7 @@ func TestTraceCrossesShardingAndNodes(t *testing.T) {
 		spantest.ChildOf(t, ask, root.SpanContext())
 		spantest.ChildOf(t, entity, ask.SpanContext())
 		spantest.ChildOf(t, hop, entity.SpanContext())
-		onNode(t, entity, sc.nodes[1].System)
+		spantest.OnNode(t, entity, sc.nodes[1].System)
 		onlyTrace(t, rec, tid, 4)
 	})
 
@@ -114,17 +113,6 @@ func TestTraceCrossesShardingAndNodes(t *testing.T) {
 		spantest.ChildOf(t, entity, root.SpanContext())
 		spantest.ChildOf(t, hop, entity.SpanContext())
 	})
-}
-
-// onNode fails unless span s is of an actor of sys (its sender names another node or
-// none; its path is sys's own).
-func onNode(t *testing.T, s sdktrace.ReadOnlySpan, sys *actor.System) {
-	t.Helper()
-	path := spantest.Attr(s, "messaging.destination.name")
-	ref, err := sys.Resolve(path)
-	if err != nil || !ref.IsLocal() {
-		t.Errorf("span %q of %s: not an actor of %s (%v)", s.Name(), path, sys.Address(), err)
-	}
 }
 
 // onlyTrace fails unless trace id has exactly n spans.

@@ -96,10 +96,10 @@ func TestTraceCrossesTheProxy(t *testing.T) {
 		h.start(0)
 		h.start(1)
 	})
-	onNode(t, span, h.c.Node(0).System)
+	spantest.OnNode(t, span, h.c.Node(0).System)
 
 	// A tell through a proxy that knows where the singleton runs.
-	onNode(t, numbered(h.proxy(1), "tell", func() {}), h.c.Node(0).System)
+	spantest.OnNode(t, numbered(h.proxy(1), "tell", func() {}), h.c.Node(0).System)
 
 	// An ask: the singleton's span is the child of the ask's.
 	ctx, root := tracer.Start(context.Background(), "root ask")
@@ -114,7 +114,7 @@ func TestTraceCrossesTheProxy(t *testing.T) {
 	span = rec.WaitForIn(t, tid, "troupe.receive singleton_test.Ping", wait)
 	spantest.ChildOf(t, ask, root.SpanContext())
 	spantest.ChildOf(t, span, ask.SpanContext())
-	onNode(t, span, h.c.Node(0).System)
+	spantest.OnNode(t, span, h.c.Node(0).System)
 
 	// During a hand-over: node 0 leaves, and its instance holds on after its
 	// termination message until the message was sent.
@@ -141,15 +141,5 @@ func TestTraceCrossesTheProxy(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	onNode(t, span, h.c.Node(1).System)
-}
-
-// onNode fails unless span s is of an actor of sys.
-func onNode(t *testing.T, s sdktrace.ReadOnlySpan, sys *actor.System) {
-	t.Helper()
-	path := spantest.Attr(s, "messaging.destination.name")
-	ref, err := sys.Resolve(path)
-	if err != nil || !ref.IsLocal() {
-		t.Errorf("span %q of %s: not an actor of %s (%v)", s.Name(), path, sys.Address(), err)
-	}
+	spantest.OnNode(t, span, h.c.Node(1).System)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-go/troupe/actor"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -133,4 +134,15 @@ func Attr(s sdktrace.ReadOnlySpan, key string) string {
 		}
 	}
 	return ""
+}
+
+// OnNode fails t unless span s is of an actor of sys: the actor its
+// messaging.destination.name names lives there.
+func OnNode(t testing.TB, s sdktrace.ReadOnlySpan, sys *actor.System) {
+	t.Helper()
+	path := Attr(s, "messaging.destination.name")
+	ref, err := sys.Resolve(path)
+	if err != nil || !ref.IsLocal() {
+		t.Errorf("span %q of %s: not an actor of %s (%v)", s.Name(), path, sys.Address(), err)
+	}
 }
