@@ -165,11 +165,11 @@ func TestOneWayCutIsResolved(t *testing.T) {
 //
 // The bound: node 4 heartbeats every other member each HeartbeatInterval (200ms with
 // TestTiming), so its next heartbeat after a member quarantined it meets that member's
-// refusal; a second covers that and a connection attempt on a loaded machine. The
-// margin (stable-after, 30s here so that no resolver decides during the test) is far
-// longer, and so is the default (20s). Before node 4 learned from the refusal, it
-// stopped only when its own resolver decided: stable-after after the others stopped
-// answering it.
+// refusal (it stopped 0 to 200ms after the removal in ten runs); the test allows ten
+// intervals, for a loaded machine under -race. The margin (stable-after, 30s here so
+// that no resolver decides during the test) is fifteen times that, and the default
+// (20s) ten times. Before node 4 learned from the refusal, it stopped only when its
+// own resolver decided: stable-after after the others stopped answering it.
 func TestMemberDownedAcrossACutLinkStopsPromptly(t *testing.T) {
 	const margin = 30 * time.Second
 	c := multinode.Start(t, multinode.Options{Nodes: 5, StableAfter: margin})
@@ -182,7 +182,7 @@ func TestMemberDownedAcrossACutLinkStopsPromptly(t *testing.T) {
 	}
 	expectEvent[cluster.MemberRemoved](t, p, victim, testkit.Dilated(5*time.Second))
 	removed := time.Now()
-	bound := testkit.Dilated(time.Second)
+	bound := testkit.Dilated(2 * time.Second)
 	if bound >= margin/2 {
 		t.Fatalf("the bound %v (dilated) is not well within the margin %v", bound, margin)
 	}
