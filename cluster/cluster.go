@@ -204,6 +204,10 @@ func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {
 		c.leaseCancel()
 		return nil, err
 	}
+	// A member that removed this one refuses its connections from then on: that tells
+	// this node it was downed when the decision itself missed it (see onQuarantinedBy).
+	core := c.core
+	c.link.OnQuarantinedBy(func(by actor.Address) { _ = core.Tell(quarantinedBy{addr: by.String()}) })
 	hooks.SetCluster(sys, crasher{c})
 	c.wg.Add(1)
 	go c.pump()

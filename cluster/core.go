@@ -32,6 +32,9 @@ type (
 	// joinedNotice says that this node is in a cluster now: it formed it (founder)
 	// or joined it.
 	joinedNotice struct{ founder bool }
+	// quarantinedBy says that the system at addr refused a connection from this
+	// incarnation because it has quarantined it.
+	quarantinedBy struct{ addr string }
 )
 
 // Keys of the core's timers.
@@ -192,6 +195,9 @@ func (k *core) Receive(ctx actor.Context) {
 		k.down(ctx, m.Down, false)
 	case leaveRequest:
 		k.leave(ctx, m.reply)
+	case quarantinedBy:
+		k.onQuarantinedBy(m.addr)
+		changed = false
 	default:
 		return
 	}
@@ -569,6 +575,34 @@ func (k *core) downSelf() {
 			defer cancel()
 			_ = sys.Shutdown(ctx)
 		}()
+	}
+}
+
+// onQuarantinedBy handles the refusal of a connection from this incarnation by the
+// system at addr, which has quarantined it. A member quarantines another when it
+// removes it, and it removes it when it is Down: by a decision of any member, which
+// every member applies. So a live member (in this node's view) that refuses this
+// incarnation has applied a Down of it that never reached this node: the decider's
+// serf user event and notice can both miss it when the decider's own path to it is
+// cut (a one-way fault). This node then downs itself at once, as Akka's cluster does
+// when another member quarantines it, well before the others' removal margin ends;
+// without this it would run on until its own resolver decided. The refusal names this
+// incarnation (its uid is what the member refused), so an old incarnation's downing
+// never stops a new one. A refusal while this node leaves is expected: the others
+// remove it when serf spreads its leave. (A transport also quarantines a peer that
+// leaves too many system messages unacknowledged; that member can no longer talk to
+// this one either, and stopping is the way out then too.)
+func (k *core) onQuarantinedBy(addr string) {
+	if k.leaving || k.downed || !k.joined {
+		return
+	}
+	for _, m := range k.ms.Members() {
+		if m.Unique.Addr == addr && m.Unique != k.c.self.Unique && m.Status != Down {
+			k.c.log.Warn("a member refuses this incarnation: it quarantined it, as it does when it removes this member from the cluster; "+
+				"the decision that downed this member did not reach it", zap.Stringer("by", m.Unique))
+			k.downSelf()
+			return
+		}
 	}
 }
 

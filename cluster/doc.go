@@ -77,7 +77,10 @@
 // as both sides' failure detection works within the detection spread (StableAfter is at
 // least twice it) and the downed node is not paused (a garbage collection, a stopped
 // VM) for longer than the margin; a lease (lease-majority) removes the reliance on
-// timing for the decision itself.
+// timing for the decision itself. A downed member that the decision itself missed
+// learns it from the others: each member that applies a Down quarantines the member's
+// incarnation, the transport refuses it from then on, and a node refused by a member it
+// counts as live downs itself, about a HeartbeatInterval after the first removal.
 //
 // # Metrics
 //
@@ -101,6 +104,11 @@
 //     letter, and the cluster counts it and logs it (at most a line every 10s, with
 //     the count of the lines left out). A subscriber that stops is unsubscribed; events
 //     that reach it before then are dead letters, counted but not logged (expected).
+//   - A Down decision on its way to the downed member: the decider's notice and serf's
+//     user event can both miss it (the decider's path to it is cut, and gossip
+//     retransmits a user event only a few times). The member then learns it from the
+//     refusal of its next connection by a member that applied the Down, and downs
+//     itself (logged as a warning naming that member).
 //   - Gossip this node cannot use (malformed or oversized reachability gossip, a
 //     malformed down notice, a member with malformed tags) is dropped, counted and
 //     logged the same way.

@@ -17,17 +17,18 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
-// testNode is a system with remoting and a cluster node, whose error lines are kept.
+// testNode is a system with remoting and a cluster node, whose log lines (info and
+// above) are kept.
 type testNode struct {
 	*cluster.Cluster
 	sys  *actor.System
 	logs *observer.ObservedLogs
 }
 
-// node starts a testNode.
+// node starts a testNode, with TestTiming unless cfg sets a Timing.
 func node(t *testing.T, name string, cfg cluster.Config) *testNode {
 	t.Helper()
-	core, logs := observer.New(zap.ErrorLevel)
+	core, logs := observer.New(zap.InfoLevel)
 	sys, err := actor.New(name, actor.Config{Logger: zap.New(core)})
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +43,9 @@ func node(t *testing.T, name string, cfg cluster.Config) *testNode {
 	if _, err := remote.Start(sys, remote.Config{Registry: serialization.NewRegistry()}); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Timing = cluster.TestTiming()
+	if cfg.Timing == (cluster.Timing{}) {
+		cfg.Timing = cluster.TestTiming()
+	}
 	cfg.Downing = cluster.DowningConfig{StableAfter: 2 * time.Second}
 	cfg.JoinRetryInterval = 20 * time.Millisecond
 	c, err := cluster.Start(sys, cfg)

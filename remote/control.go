@@ -19,8 +19,15 @@ func (h hookAdapter) Quarantine(addr actor.Address, uid uint64, reason string) {
 	h.r.quarantine(addr, uid, reason)
 }
 func (h hookAdapter) SetMembership(managed func(actor.Address) bool) { h.r.setMembership(managed) }
-func (h hookAdapter) Abort()                                         { h.r.abort() }
-func (h hookAdapter) SetBlocked(addr actor.Address, blocked bool)    { h.r.setBlocked(addr, blocked) }
+func (h hookAdapter) OnQuarantinedBy(f func(by actor.Address)) {
+	if f == nil {
+		h.r.onQuarantined.Store(nil)
+		return
+	}
+	h.r.onQuarantined.Store(&f)
+}
+func (h hookAdapter) Abort()                                      { h.r.abort() }
+func (h hookAdapter) SetBlocked(addr actor.Address, blocked bool) { h.r.setBlocked(addr, blocked) }
 func (h hookAdapter) Serialization() (*serialization.Registry, serialization.RefResolver) {
 	return h.r.cfg.Registry, localResolver(h)
 }
@@ -48,6 +55,15 @@ func (r *Remote) setMembership(managed func(actor.Address) bool) {
 		return
 	}
 	r.managed.Store(&managed)
+}
+
+// quarantinedBy reports to the cluster (OnQuarantinedBy) that the system at addr
+// refused a connection from this incarnation because it has quarantined it: for a
+// cluster member, that member removed this one from the cluster.
+func (r *Remote) quarantinedBy(addr actor.Address) {
+	if f := r.onQuarantined.Load(); f != nil {
+		(*f)(addr)
+	}
 }
 
 func (r *Remote) isManaged(addr actor.Address) bool {

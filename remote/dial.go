@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -41,6 +42,9 @@ func (l *outLane) connect() (net.Conn, *bufio.Reader, error) {
 	w, err := r.greet(conn, br, l.lane, l.p.self)
 	if err != nil {
 		_ = conn.Close()
+		if errors.Is(err, errQuarantinedThere) {
+			r.quarantinedBy(l.p.addr)
+		}
 		return nil, nil, err
 	}
 	_ = conn.SetDeadline(time.Time{})

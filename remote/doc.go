@@ -62,7 +62,8 @@
 // changes, its old incarnation is quarantined: actors watched there are reported
 // terminated, messages queued for it and messages for actors of the old incarnation
 // (Refs carry the actor's uid) are dead letters. A quarantined incarnation is refused
-// for good; it must restart. A send to an address whose incarnation has ended fails
+// for good, with a reason it recognises; it must restart (a cluster member refused so
+// by another member takes it as its downing). A send to an address whose incarnation has ended fails
 // at once with ErrQuarantined, and makes the transport look for a new one there;
 // except at the address of a cluster member (a new incarnation, since the cluster
 // quarantines one when it removes the member): there a send waits in the queue, and

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
 
@@ -88,7 +89,16 @@ func appendWelcome(dst []byte, w welcome) []byte {
 	return dst
 }
 
-// parseWelcome parses a welcome, or returns the reason of a reject as an error.
+// rejectQuarantined is the reason an acceptor gives a dialler whose incarnation it
+// has quarantined; the dialler recognises it (errQuarantinedThere).
+const rejectQuarantined = "this incarnation is quarantined; restart it"
+
+// errQuarantinedThere marks a handshake the acceptor refused because it has
+// quarantined this incarnation.
+var errQuarantinedThere = errors.New(rejectQuarantined)
+
+// parseWelcome parses a welcome, or returns the reason of a reject as an error
+// (wrapping errQuarantinedThere when the acceptor quarantined this incarnation).
 func parseWelcome(body []byte) (welcome, error) {
 	d := decoder{b: body}
 	var w welcome
@@ -96,6 +106,9 @@ func parseWelcome(body []byte) (welcome, error) {
 	case kindWelcome:
 	case kindReject:
 		reason := d.string("reason", maxStringLen)
+		if reason == rejectQuarantined {
+			return w, fmt.Errorf("%w: %w", ErrHandshakeRejected, errQuarantinedThere)
+		}
 		return w, fmt.Errorf("%w: %s", ErrHandshakeRejected, sanitize(reason))
 	default:
 		return w, fmt.Errorf("%w: expected welcome", errMalformed)

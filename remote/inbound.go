@@ -298,10 +298,11 @@ func (r *Remote) acceptHandshake(conn net.Conn, br *bufio.Reader) (hello, *peer,
 		return refuse("sender claims this system's own address")
 	case h.fromUID == 0:
 		return refuse("zero uid")
-	case r.isQuarantined(h.fromUID):
-		return refuse("this incarnation is quarantined; restart it")
 	case r.isBlocked(from):
+		// Before the quarantine's refusal: a cut link carries no answer at all.
 		return hello{}, nil, errBlocked
+	case r.isQuarantined(h.fromUID):
+		return refuse(rejectQuarantined)
 	}
 	if _, err := conn.Write(appendWelcome(nil, w)); err != nil {
 		return hello{}, nil, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/testkit"
 )
@@ -141,6 +142,37 @@ func TestQuarantineByHand(t *testing.T) {
 	remote.Quarantine(a.r, b.r.Address(), b.r.UID(), "removed from the cluster")
 	if term := probe.ExpectTerminated(ref); !term.AddressTerminated {
 		t.Error("not address terminated")
+	}
+}
+
+// A system that a peer quarantined learns it from the refusal of its next connection
+// there: the transport reports the peer's address to the hook the cluster registers
+// (a member that removed this one refuses it so).
+func TestAQuarantinedSystemLearnsItFromTheRefusal(t *testing.T) {
+	reg := registry(t)
+	a, b := startNode(t, "a", reg), startNode(t, "b", reg)
+	by := make(chan actor.Address, 1)
+	hooks.RemoteOf(b.sys).OnQuarantinedBy(func(addr actor.Address) {
+		select {
+		case by <- addr:
+		default: // reported again at each refused attempt
+		}
+	})
+	echo, err := a.sys.Spawn(echoProps(), "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Before b connects: a send on a connection a has just closed can be written
+	// before b notices, and then nothing is left to make b connect again.
+	remote.Quarantine(a.r, b.r.Address(), b.r.UID(), "removed from the cluster")
+	_ = b.remoteRef(t, echo).Tell(&ping{N: 1}) // b connects to a, and is refused
+	select {
+	case got := <-by:
+		if got != a.r.Address() {
+			t.Fatalf("quarantined by %v, want %v", got, a.r.Address())
+		}
+	case <-time.After(testkit.Dilated(5 * time.Second)):
+		t.Fatal("b was not told that a quarantined it")
 	}
 }
 

@@ -93,8 +93,9 @@ type Remote struct {
 	nUnverified int
 	closed      bool
 
-	managed atomic.Pointer[func(actor.Address) bool] // see setMembership
-	closing atomic.Bool                              // close has begun
+	managed       atomic.Pointer[func(actor.Address) bool] // see setMembership
+	onQuarantined atomic.Pointer[func(actor.Address)]      // see quarantinedBy
+	closing       atomic.Bool                              // close has begun
 
 	ctx    context.Context // ends when the transport closes: bounds dials
 	cancel context.CancelFunc

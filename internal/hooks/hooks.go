@@ -21,6 +21,11 @@ type Remote interface {
 	// SetMembership hands failure detection for the addresses where managed returns
 	// true to the cluster; nil gives every address back to the transport.
 	SetMembership(managed func(actor.Address) bool)
+	// OnQuarantinedBy registers f, which the transport calls whenever the system at an
+	// address refuses a connection from this incarnation because it has quarantined
+	// it; nil unregisters. f runs on one of the transport's goroutines and must not
+	// block.
+	OnQuarantinedBy(f func(by actor.Address))
 	// Abort stops the transport at once, as a crashed process would: nothing queued
 	// is flushed.
 	Abort()

@@ -7,7 +7,8 @@
 // Start starts N nodes on 127.0.0.1 in the test process, the first as the seed, and
 // waits until every node sees every node Up. Partition cuts two groups of nodes apart in
 // both serf's gossip (through a wrapping memberlist transport, installed with
-// internal/hooks) and the remote transport; HealPartition and Heal remove the cuts;
+// internal/hooks) and the remote transport; PartitionGossip cuts serf's gossip only;
+// HealPartition and Heal remove the cuts;
 // CutOneWay drops what one node sends another in serf's gossip and cuts their remote
 // connection (as TCP fails both ways when one direction drops). Crash kills a node
 // without a leave, and Restart starts it again on the same addresses as a new

@@ -234,6 +234,20 @@ func (c *Cluster) HealPartition(sideA, sideB []int) {
 	}
 }
 
+// PartitionGossip cuts every node of sideA off from every node of sideB in serf's
+// gossip only, both ways, until Heal or HealPartition. The remote transport between
+// them goes on, and with it the cluster's heartbeats (which watch every member of a
+// cluster of up to six) and the application's messages; serf sees each side fail on
+// the other. What the cluster spreads by serf's user events (its Down decisions) never
+// crosses the cut.
+func (c *Cluster) PartitionGossip(sideA, sideB []int) {
+	for _, i := range sideA {
+		for _, j := range sideB {
+			c.net.set(c.Node(i).gossip, c.Node(j).gossip, true)
+		}
+	}
+}
+
 // CutOneWay drops what node from sends to node to, in serf's gossip, until Heal; serf
 // routes around such a cut with its indirect probes and sees nothing. The remote
 // transport between the two is cut both ways, as a TCP connection fails both ways when

@@ -155,6 +155,54 @@ func TestOneWayCutIsResolved(t *testing.T) {
 	t.Logf("node 3 stopped: %v, node 4 stopped: %v", stopped(c, 3), stopped(c, 4))
 }
 
+// TestMemberDownedAcrossACutLinkStopsPromptly downs node 4 from node 3 while node 3's
+// path to node 4 is cut (CutOneWay) and serf's gossip between node 4 and the others is
+// cut too, so that no serf user event reaches node 4: the Down notice node 3 sends it is
+// lost, as in TestNetOneWayBlackhole's failing run (where the user event happened to
+// miss node 4). The other members apply the Down, remove node 4 and quarantine its
+// incarnation, and node 4 must stop at once rather than run on past the removal margin
+// they wait before taking its work over.
+//
+// The bound: node 4 heartbeats every other member each HeartbeatInterval (200ms with
+// TestTiming), so its next heartbeat after a member quarantined it meets that member's
+// refusal (it stopped 0 to 200ms after the removal in ten runs); the test allows ten
+// intervals, for a loaded machine under -race. The margin (stable-after, 30s here so
+// that no resolver decides during the test) is fifteen times that, and the default
+// (20s) ten times. Before node 4 learned from the refusal, it stopped only when its
+// own resolver decided: stable-after after the others stopped answering it.
+func TestMemberDownedAcrossACutLinkStopsPromptly(t *testing.T) {
+	const margin = 30 * time.Second
+	c := multinode.Start(t, multinode.Options{Nodes: 5, StableAfter: margin})
+	p := subscribe(t, c, 0)
+	c.PartitionGossip([]int{4}, []int{0, 1, 2, 3})
+	c.CutOneWay(3, 4)
+	victim := c.Node(4).Cluster.SelfUniqueAddress()
+	if err := c.Node(3).Cluster.Down(victim); err != nil {
+		t.Fatal(err)
+	}
+	expectEvent[cluster.MemberRemoved](t, p, victim, testkit.Dilated(5*time.Second))
+	removed := time.Now()
+	bound := testkit.Dilated(2 * time.Second)
+	if bound >= margin/2 {
+		t.Fatalf("the bound %v (dilated) is not well within the margin %v", bound, margin)
+	}
+	select {
+	case <-c.Node(4).Cluster.Stopped():
+		t.Logf("node 4 stopped %v after node 0 removed it (margin %v)", time.Since(removed), margin)
+	case <-time.After(bound):
+		t.Fatalf("node 4, downed and removed by the others, still runs %v after node 0 removed it", bound)
+	}
+	awaitStopped(t, c, 4, testkit.Dilated(15*time.Second))
+	for _, i := range []int{0, 1, 2, 3} {
+		c.Await(i, testkit.Dilated(10*time.Second), "four members, all reachable", func(st cluster.CurrentClusterState) bool {
+			return len(st.Members) == 4 && len(st.Unreachable) == 0
+		})
+		if stopped(c, i) {
+			t.Fatalf("node %d stopped", i)
+		}
+	}
+}
+
 // releasing wraps a lease and reports its releases.
 type releasing struct {
 	lease.Lease
