@@ -238,13 +238,6 @@ func (c *Cluster) State() CurrentClusterState {
 	return c.state
 }
 
-// Observation is one entry of the reachability table this node knows: Observer cannot
-// reach Subject (its heartbeats to it go unanswered, or serf lost it).
-type Observation struct {
-	Observer UniqueAddress
-	Subject  UniqueAddress
-}
-
 // Observations returns who cannot reach whom, as this node knows it from its own
 // observations and the others' gossip: the detail behind CurrentClusterState.Unreachable,
 // ordered by observer, then subject. Observations about members that are Down or
@@ -255,13 +248,16 @@ func (c *Cluster) Observations() []Observation {
 	return slices.Clone(c.observations)
 }
 
-// setObservations replaces the snapshot behind Observations.
-func (c *Cluster) setObservations(obs []Observation) {
+// setObservations replaces the snapshot behind Observations, and reports whether it
+// changed.
+func (c *Cluster) setObservations(obs []Observation) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !slices.Equal(obs, c.observations) {
-		c.observations = obs
+	if slices.Equal(obs, c.observations) {
+		return false
 	}
+	c.observations = obs
+	return true
 }
 
 // Subscribe sends ref the current state (a CurrentClusterState) and then every

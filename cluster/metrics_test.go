@@ -53,7 +53,7 @@ func TestMetricsCountMembersByStatusAndDowningDecisions(t *testing.T) {
 			case cluster.MemberDowned:
 				if decision != nil && m.Member.Unique == crashed {
 					published++
-					if decision.Strategy != cluster.KeepMajority || decision.Action != "down-unreachable" ||
+					if decision.Strategy != "keep-majority" || decision.Action != "down-unreachable" ||
 						len(decision.Down) != 1 || decision.Down[0] != crashed || decision.Unstable {
 						t.Errorf("node %d published %+v", i, *decision)
 					}

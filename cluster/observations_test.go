@@ -19,6 +19,10 @@ func TestObservationsNameWhoCannotReachWhom(t *testing.T) {
 		t.Fatalf("observations before any fault: %v", obs)
 	}
 	cut := c.Node(2).Cluster.SelfUniqueAddress()
+	probe := testkit.NewProbe(t, c.Node(0).System)
+	if err := self.Subscribe(probe.Ref()); err != nil {
+		t.Fatal(err)
+	}
 	c.Partition([]int{0, 1}, []int{2})
 	c.Await(0, testkit.Dilated(20*time.Second), "node 2 unreachable", func(st cluster.CurrentClusterState) bool {
 		return len(st.Unreachable) == 1
@@ -37,8 +41,20 @@ func TestObservationsNameWhoCannotReachWhom(t *testing.T) {
 	if st := self.State(); len(st.Unreachable) != 1 || st.Unreachable[0].Unique != cut {
 		t.Fatalf("Unreachable = %v, want only %v", st.Unreachable, cut)
 	}
+	// Subscribers hear each change of the table: first that node 2 is unreachable.
+	probe.FishForMessage(func(msg any) bool {
+		rc, ok := msg.(cluster.ReachabilityChanged)
+		return ok && len(rc.Observations) > 0 && rc.Observations[0].Subject == cut
+	}, testkit.Dilated(20*time.Second))
 	c.Heal()
+	// The table empties with a ReachabilityChanged even when its last rows name no
+	// member that becomes reachable here (node 2's own view of node 0, say), so the
+	// wait wakes on it.
 	c.Await(0, testkit.Dilated(20*time.Second), "everyone reachable again", func(st cluster.CurrentClusterState) bool {
 		return len(st.Unreachable) == 0 && len(self.Observations()) == 0
 	})
+	probe.FishForMessage(func(msg any) bool {
+		rc, ok := msg.(cluster.ReachabilityChanged)
+		return ok && len(rc.Observations) == 0
+	}, testkit.Dilated(20*time.Second))
 }

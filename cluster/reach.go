@@ -175,7 +175,12 @@ func (k *core) refreshReachability(ctx actor.Context, now time.Time) {
 	for _, r := range k.table.Records(k.live) {
 		obs = append(obs, Observation{Observer: r.Observer, Subject: r.Subject})
 	}
-	k.c.setObservations(obs)
+	if k.c.setObservations(obs) {
+		changed := ReachabilityChanged{Observations: obs}
+		for s := range k.subs {
+			k.tell(s, changed)
+		}
+	}
 	set := make(map[UniqueAddress]bool, len(unreachable))
 	for _, u := range unreachable {
 		set[u] = true

@@ -78,7 +78,7 @@ func (k *core) act(ctx actor.Context, d sbr.Decision, unstable bool) {
 		k.c.log.Warn("split-brain resolver decided", fields...)
 	}
 	k.c.decisions.note(d.Action)
-	decision := DowningDecision{Strategy: k.c.cfg.Downing.Strategy, Action: d.Action.String(),
+	decision := DowningDecision{Strategy: k.c.cfg.Downing.Strategy.String(), Action: d.Action.String(),
 		Down: slices.Clone(d.Down), Unstable: unstable}
 	for s := range k.subs {
 		k.tell(s, decision)

@@ -95,19 +95,25 @@ type RemovalMarginPassed = membership.RemovalMarginPassed
 
 // DowningDecision says this node's split-brain resolver decided to down members. It
 // goes to this node's subscribers only (the others see the MemberDowned events that
-// follow it, here and on every member that learns of the decision). Strategy is the
-// configured one; Action names the decision: down-unreachable (this side survives),
-// down-reachable (this side loses and downs itself), down-all,
-// down-indirectly-connected or reverse-down-indirectly-connected; Down lists the
-// members downed, ordered by address (this node among them when its side loses);
-// Unstable is set when reachability did not settle within the stable margin, which
-// downs everyone.
-type DowningDecision struct {
-	Strategy Strategy
-	Action   string
-	Down     []UniqueAddress
-	Unstable bool
-}
+// follow it, here and on every member that learns of the decision). Fields: Strategy,
+// the configured strategy's name (keep-majority, ...); Action, the decision:
+// down-unreachable (this side survives), down-reachable (this side loses and downs
+// itself), down-all, down-indirectly-connected or reverse-down-indirectly-connected;
+// Down, the members downed, ordered by address (this node among them when its side
+// loses); Unstable, set when reachability did not settle within the stable margin,
+// which downs everyone.
+type DowningDecision = membership.DowningDecision
+
+// ReachabilityChanged says the detail behind the unreachable members changed: who
+// cannot reach whom (Field: Observations, as Cluster.Observations returns it). It
+// comes before the UnreachableMember and ReachableMember events the change causes, and
+// also when only the observers of an unreachable member change.
+type ReachabilityChanged = membership.ReachabilityChanged
+
+// Observation is one entry of the reachability table this node knows: Observer cannot
+// reach Subject (its heartbeats to it go unanswered, or serf lost it). Fields:
+// Observer, Subject.
+type Observation = membership.Observation
 
 // UnreachableMember says a member became unreachable: serf, or an observer's
 // heartbeats, lost contact with it. Field: Member.

@@ -134,7 +134,7 @@ func clusterEvent(ev any, at time.Time) (Event, bool) {
 	case cluster.ReachableMember:
 		return memberEvent(EventReachableMember, e.Member, at), true
 	case cluster.DowningDecision:
-		v := DowningView{Strategy: e.Strategy.String(), Action: e.Action, Down: make([]string, len(e.Down)), Unstable: e.Unstable}
+		v := DowningView{Strategy: e.Strategy, Action: e.Action, Down: make([]string, len(e.Down)), Unstable: e.Unstable}
 		for i, u := range e.Down {
 			v.Down[i] = u.String()
 		}

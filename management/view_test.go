@@ -133,7 +133,7 @@ func TestViewsOfShardsAndEvents(t *testing.T) {
 	if !ok || ev.Type != EventMemberRemoved || ev.PreviousStatus != "Down" || ev.Member.Node != m.Unique.Addr {
 		t.Fatalf("event %+v", ev)
 	}
-	d := cluster.DowningDecision{Strategy: cluster.KeepMajority, Action: "down-unreachable", Down: []cluster.UniqueAddress{ua("2", 7)}}
+	d := cluster.DowningDecision{Strategy: "keep-majority", Action: "down-unreachable", Down: []cluster.UniqueAddress{ua("2", 7)}}
 	if ev, ok := clusterEvent(d, time.Time{}); !ok || ev.Type != EventDowningDecision || ev.Downing.Strategy != "keep-majority" ||
 		ev.Downing.Action != "down-unreachable" || len(ev.Downing.Down) != 1 || ev.Downing.Down[0] != ua("2", 7).String() {
 		t.Fatalf("downing decision event %+v", ev)

@@ -147,3 +147,34 @@ func (OldestChanged) SuppressDeadLetterLog() {}
 
 // SuppressDeadLetterLog marks the snapshot as an expected dead letter.
 func (CurrentClusterState) SuppressDeadLetterLog() {}
+
+// DowningDecision says this node's split-brain resolver decided to down members (see
+// the cluster package): the strategy's name, the action's name, the members downed,
+// and whether reachability had not settled.
+type DowningDecision struct {
+	Strategy string
+	Action   string
+	Down     []UniqueAddress
+	Unstable bool
+}
+
+// ReachabilityChanged says the reachability table changed: Observations is who
+// cannot reach whom now (empty when every member reaches every other).
+type ReachabilityChanged struct {
+	Observations []Observation
+}
+
+// Observation is one entry of the reachability table: Observer cannot reach Subject.
+type Observation struct {
+	Observer UniqueAddress
+	Subject  UniqueAddress
+}
+
+func (DowningDecision) clusterEvent()     {}
+func (ReachabilityChanged) clusterEvent() {}
+
+// SuppressDeadLetterLog marks the event as an expected dead letter.
+func (DowningDecision) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog marks the event as an expected dead letter.
+func (ReachabilityChanged) SuppressDeadLetterLog() {}
