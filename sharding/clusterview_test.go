@@ -31,6 +31,10 @@ func TestMemberViewFollowsARestartedNode(t *testing.T) {
 		{"the new one Up while the old one is down", []any{oldUp, newJoined, oldUnreachable, oldDowned, newUp, oldRemoved}},
 		{"the new one Up before the old one is downed", []any{oldUp, newJoined, oldUnreachable, newUp, oldDowned, oldRemoved}},
 		{"the old one's news after the new one's", []any{oldUp, newJoined, newUp, oldUnreachable, oldDowned, oldRemoved}},
+		{"with the resolver's news", []any{oldUp, newJoined, oldUnreachable,
+			cluster.ReachabilityChanged{Observations: []cluster.Observation{{Observer: neu, Subject: old}}},
+			cluster.DowningDecision{Strategy: "keep-majority", Action: "down-unreachable", Down: []cluster.UniqueAddress{old}},
+			oldDowned, oldRemoved, newUp}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newMemberView()
