@@ -105,5 +105,6 @@
 //
 // System.Shutdown runs coordinated shutdown: named phases in order, each with tasks
 // registered by the layers above and a timeout, then stops user actors, system actors
-// and the guardians.
+// and the guardians. System.ShutdownOnSignal runs it when the process gets SIGTERM or
+// an interrupt.
 package actor
