@@ -15,6 +15,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/hooks"
+	"github.com/troupe-go/troupe/internal/tracewire"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
@@ -233,9 +234,7 @@ func (r *Remote) Send(ctx context.Context, to actor.Ref, msg any, sender actor.R
 	}
 	var sc *trace.SpanContext
 	if r.sys.TracerProvider() != nil {
-		if s := trace.SpanContextFromContext(ctx); s.IsValid() {
-			sc = &s
-		}
+		sc = tracewire.Of(ctx)
 	}
 	return live.peer.user.sendUser(live, msg, sender, ctx, sc)
 }

@@ -145,10 +145,11 @@ func (d *directRoute) sendRemote(id EntityID, msg any, sender actor.Ref) bool {
 	return o != nil && o.sendDirect(d.shard, id, msg, sender)
 }
 
-// viaRegionSend sends msg to entity id through the region, counted on the route.
-func (d *directRoute) viaRegionSend(region actor.Ref, id EntityID, msg any, sender actor.Ref) error {
+// viaRegionSend sends msg to entity id through the region, counted on the route, in
+// the trace context of ctx.
+func (d *directRoute) viaRegionSend(ctx context.Context, region actor.Ref, id EntityID, msg any, sender actor.Ref) error {
 	d.viaRegion.Add(1)
-	err := region.Send(refMessage{route: d, env: Envelope{EntityID: id, Message: msg}}, sender)
+	err := region.SendContext(ctx, refMessage{route: d, env: Envelope{EntityID: id, Message: msg}}, sender)
 	if err != nil {
 		d.viaRegion.Add(-1) // not queued
 	}
@@ -244,7 +245,7 @@ func (r EntityRef[M]) Send(msg M, sender actor.Ref) error {
 	if r.direct.send(r.id, msg, sender) || r.direct.shard.sendRemote(r.id, msg, sender) {
 		return nil
 	}
-	return r.direct.shard.viaRegionSend(r.region, r.id, msg, sender)
+	return r.direct.shard.viaRegionSend(context.Background(), r.region, r.id, msg, sender)
 }
 
 // SendContext is Send in the trace context of ctx (see actor.Ref.SendContext): when
@@ -262,13 +263,7 @@ func (r EntityRef[M]) SendContext(ctx context.Context, msg M, sender actor.Ref) 
 	if r.direct == nil {
 		return r.region.SendContext(ctx, Envelope{EntityID: r.id, Message: msg}, sender)
 	}
-	d := r.direct.shard
-	d.viaRegion.Add(1)
-	err := r.region.SendContext(ctx, refMessage{route: d, env: Envelope{EntityID: r.id, Message: msg}}, sender)
-	if err != nil {
-		d.viaRegion.Add(-1) // not queued
-	}
-	return err
+	return r.direct.shard.viaRegionSend(ctx, r.region, r.id, msg, sender)
 }
 
 // TellContext is SendContext with no sender.
