@@ -88,8 +88,9 @@
 // # Strangers
 //
 // One bad client must not hurt anyone else. Frames are length-prefixed with a maximum
-// size; a malformed frame, an oversized frame or a failed handshake closes that
-// connection only, with a rate-limited log line. Connections still in their handshake
+// size; a malformed frame (a traced frame whose trace context is cut short or has zero
+// ids among them), an oversized frame or a failed handshake closes that connection
+// only, with a rate-limited log line (Stats.Rejected counts it). Connections still in their handshake
 // are capped in number (Config.MaxPendingConnections, oldest closed first) and in
 // memory. Systems known only from refs in received messages are bounded
 // (Config.MaxUnverifiedPeers) and dials to them too. The frame, handshake and
