@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/troupe-go/troupe/discovery"
 	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/internal/sbr"
 	"github.com/troupe-go/troupe/lease"
@@ -39,6 +40,9 @@ type Config struct {
 	// other seed nodes before it forms one, when some of them do not answer. Default
 	// 5s, as Akka's seed-node-timeout.
 	SeedNodeTimeout time.Duration
+	// Bootstrap, when its Discovery is set, finds the other nodes by discovery instead
+	// of SeedNodes (which must then be empty); see BootstrapConfig.
+	Bootstrap BootstrapConfig
 
 	// Roles and AppVersion describe the member to the others.
 	Roles      []string
@@ -63,6 +67,29 @@ type Config struct {
 	// Timing tunes gossip and failure detection; zero fields keep the defaults.
 	// TestTiming returns settings that make a test take seconds.
 	Timing Timing
+}
+
+// BootstrapConfig configures joining a cluster through discovery, as Akka's Cluster
+// Bootstrap: the node looks its contact points up (gossip addresses of the nodes of
+// its deployment), waits until the set has been the same for StableMargin and has at
+// least RequiredContactPoints, and asks each whether it belongs to a cluster. If one
+// does, the node joins that cluster; if none does, the node with the lowest address
+// forms a new cluster and the others join it.
+type BootstrapConfig struct {
+	// Discovery looks the contact points up; nil turns bootstrap off.
+	Discovery discovery.Discovery
+	// Lookup is the service looked up. A target without a port means this node's
+	// gossip port.
+	Lookup discovery.Lookup
+	// RequiredContactPoints is the least number of contact points (this node
+	// included) seen before a new cluster may be formed. Set it to the number of
+	// replicas the deployment starts with. Default 2.
+	RequiredContactPoints int
+	// StableMargin is how long the set of contact points must stay the same before a
+	// new cluster may be formed. Default 5s.
+	StableMargin time.Duration
+	// LookupInterval is the time between lookups. Default 1s.
+	LookupInterval time.Duration
 }
 
 // DowningConfig configures the split-brain resolver. The zero value is keep-majority
