@@ -91,6 +91,23 @@ func (cs *CoordinatedShutdown) AddTask(phase Phase, name string, fn ShutdownTask
 	return nil
 }
 
+// Bound returns the longest a shutdown can take with the tasks registered now: the sum
+// of the timeouts of the phases that have tasks (the last phase always has one: it
+// stops every actor). Give a process manager at least this long between its stop
+// signal and its kill (Kubernetes' terminationGracePeriodSeconds, systemd's
+// TimeoutStopSec); a shutdown normally takes far less.
+func (cs *CoordinatedShutdown) Bound() time.Duration {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	var d time.Duration
+	for _, p := range phaseOrder {
+		if len(cs.tasks[p]) > 0 || p == PhaseActorSystemTerminate {
+			d += cs.timeout(p)
+		}
+	}
+	return d
+}
+
 func (cs *CoordinatedShutdown) timeout(p Phase) time.Duration {
 	if d, ok := cs.sys.cfg.PhaseTimeouts[p]; ok {
 		return d

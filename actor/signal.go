@@ -15,7 +15,8 @@ import (
 // extensions registered run phase by phase (sharding hands its shards off, singletons
 // hand over, the member leaves the cluster, the transport flushes what is queued), and
 // then every actor stops. It takes at most the sum of the timeouts of the phases that
-// have tasks (Config.PhaseTimeout, 10s each by default, or Config.PhaseTimeouts). Wait
+// have tasks (Config.PhaseTimeout, 10s each by default, or Config.PhaseTimeouts), which
+// CoordinatedShutdown().Bound returns once the extensions have started. Wait
 // for Terminated, then exit: Shutdown called again returns the outcome. A failed or
 // overrun task is logged at error. A second signal during the shutdown is left to Go's
 // default behaviour, which ends the process at once.
