@@ -5,11 +5,9 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -53,11 +51,10 @@ func runNode(o options) error {
 		defer cancel()
 		_ = sys.Shutdown(ctx)
 	}
-	// Watch for signals before anything is announced, so a signal sent right after the
+	// SIGTERM or Ctrl-C runs the coordinated shutdown: the node leaves gracefully.
+	// Listening starts before anything is announced, so a signal sent right after the
 	// first line always means a graceful leave.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	sys.ShutdownOnSignal()
 
 	r, err := remote.Start(sys, remote.Config{
 		ListenHost: o.host,
@@ -99,18 +96,18 @@ func runNode(o options) error {
 	}
 	cl.RegisterOnMemberUp(func() { out.printf("this node is Up (RegisterOnMemberUp)") })
 
-	select {
-	case s := <-sigs:
-		signal.Stop(sigs) // a second Ctrl-C kills the process
-		out.printf("%v: leaving the cluster", s)
-		stop()
-		out.printf("stopped")
-	case <-sys.Terminated():
-		if downed.Load() {
-			out.printf("stopped: this node was downed and shut its system down")
-		} else {
-			out.printf("stopped")
+	// Say when the shutdown begins: after a signal, or after this node was downed.
+	_ = sys.CoordinatedShutdown().AddTask(actor.PhaseBeforeServiceUnbind, "announce", func(context.Context) error {
+		if !downed.Load() {
+			out.printf("leaving the cluster")
 		}
+		return nil
+	})
+	<-sys.Terminated()
+	if downed.Load() {
+		out.printf("stopped: this node was downed and shut its system down")
+	} else {
+		out.printf("stopped")
 	}
 	return nil
 }

@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -62,9 +60,7 @@ func runNode(o options) error {
 		defer cancel()
 		_ = sys.Shutdown(ctx)
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	sys.ShutdownOnSignal() // SIGTERM or Ctrl-C: the node leaves gracefully
 
 	// One registry for the transport and the replicator: the replicators' messages
 	// and the values cross the wire through it. ddata.Start registers what it needs.
@@ -140,12 +136,7 @@ func runNode(o options) error {
 		}
 	}()
 
-	select {
-	case <-sigs:
-		signal.Stop(sigs)
-		stop()
-	case <-sys.Terminated():
-	}
+	<-sys.Terminated()
 	out.printf("stopped")
 	return nil
 }

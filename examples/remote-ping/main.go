@@ -20,10 +20,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -123,13 +121,12 @@ func runPong(listen string, child bool) error {
 		return err
 	}
 	fmt.Println(r.Address().HostPort()) // the parent reads this line
-	if child {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-	} else {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		<-ctx.Done()
-		stop()
+	if !child {
+		sys.ShutdownOnSignal() // SIGTERM or Ctrl-C: flush what is queued and stop
+		<-sys.Terminated()
+		return sys.Shutdown(context.Background()) // the outcome of the shutdown it ran
 	}
+	_, _ = io.Copy(io.Discard, os.Stdin)
 	return sys.Shutdown(context.Background())
 }
 

@@ -8,9 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/troupe-go/troupe/cluster"
@@ -21,7 +19,7 @@ import (
 // runNode runs one node with the PostgreSQL journal and answers the commands read from
 // standard input, one line each. Its first line is
 // "ready <name> gossip <host:port> address <its remote address>".
-// SIGTERM or "quit" makes it leave gracefully.
+// SIGTERM, Ctrl-C or "quit" makes it leave gracefully.
 func runNode(f flags) error {
 	if f.postgres == "" {
 		return errors.New("-node needs -postgres: the journal every node shares")
@@ -58,12 +56,11 @@ func runNode(f flags) error {
 		}
 		close(lines)
 	}()
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	n.sys.ShutdownOnSignal() // SIGTERM or Ctrl-C: hand the shards off and leave
 	for {
 		select {
-		case <-sig:
-			return n.leave()
+		case <-n.sys.Terminated():
+			return n.leave() // the outcome of the shutdown the signal ran
 		case line, ok := <-lines:
 			if !ok || line == "quit" {
 				err := n.leave()

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -113,10 +111,10 @@ func runNode(o options) error {
 		defer cancel()
 		_ = sys.Shutdown(ctx)
 	}
-	// Watch for signals before the first line: a signal after it means a graceful leave.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	// SIGTERM or Ctrl-C runs the coordinated shutdown: the singleton is handed over
+	// and the node leaves. Listening starts before the first line: a signal after it
+	// means a graceful leave.
+	sys.ShutdownOnSignal()
 
 	reg := serialization.NewRegistry()
 	if err := serialization.Register[GetCount](reg, "demo.GetCount"); err != nil {
@@ -193,14 +191,12 @@ func runNode(o options) error {
 		return err
 	}
 
-	select {
-	case s := <-sigs:
-		signal.Stop(sigs) // a second Ctrl-C kills the process
-		out.printf("%v: handing over and leaving", s)
-		stop()
-	case <-sys.Terminated():
-		out.printf("downed: this node shut its system down")
-	}
+	// Say when the shutdown begins (after a signal, or after this node was downed).
+	_ = sys.CoordinatedShutdown().AddTask(actor.PhaseBeforeServiceUnbind, "announce", func(context.Context) error {
+		out.printf("shutting down: handing over and leaving")
+		return nil
+	})
+	<-sys.Terminated()
 	out.printf("stopped")
 	return nil
 }
