@@ -26,7 +26,7 @@ func TestParseTarget(t *testing.T) {
 		}
 	}
 	bad := []string{"", ":7946", "host:", "host:0", "host:65536", "host:http", "host:-1",
-		"a:b:c", "[10.0.0.1]", "[::1", "host name", "10.0.0.1:7946/x", "[::1]:x"}
+		"a:b:c", "[10.0.0.1]", "[::1", "host name", "host\x00", "h\u00a0x", "10.0.0.1:7946/x", "[::1]:x"}
 	for _, in := range bad {
 		if got, err := ParseTarget(in); err == nil {
 			t.Errorf("ParseTarget(%q) = %+v, want an error", in, got)

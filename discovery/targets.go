@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // normalize sorts targets by host, then port, and drops duplicates. It is how every
@@ -23,13 +24,13 @@ func normalize(ts []Target) []Target {
 
 // ParseTarget parses "host:port", "host", "[v6]:port", "[v6]" or a bare IPv6 address
 // into a Target. The port, when present, must be a number from 1 to 65535; the host
-// must not be empty or contain spaces.
+// must not be empty or contain spaces, control characters or slashes.
 func ParseTarget(s string) (Target, error) {
 	if s == "" {
 		return Target{}, fmt.Errorf("discovery: empty address")
 	}
-	if strings.ContainsAny(s, " \t\r\n/") {
-		return Target{}, fmt.Errorf("discovery: address %q: unexpected space or slash", s)
+	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == '/' }) >= 0 {
+		return Target{}, fmt.Errorf("discovery: address %q: unexpected space, control character or slash", s)
 	}
 	if host, port, err := net.SplitHostPort(s); err == nil {
 		if host == "" {
