@@ -16,9 +16,9 @@ type Lookup struct {
 	// Service is the service's name: a DNS name for DNS, a key of the static table,
 	// the value the label selector is formatted with for Kubernetes.
 	Service string
-	// PortName and Protocol, when both are set, ask for a named port: DNS looks up the
-	// SRV records _PortName._Protocol.Service, Kubernetes takes the container port of
-	// that name. Optional.
+	// PortName and Protocol ask for a named port, optionally: DNS looks up the SRV
+	// records _PortName._Protocol.Service when both are set; Kubernetes takes the
+	// container port named PortName when that is set (Protocol is not used there).
 	PortName string
 	Protocol string
 }
