@@ -37,7 +37,9 @@
 // not to be trusted: a snapshot or delete asked there is refused). An event
 // that cannot be serialised is rejected (ErrRejected) and the entity keeps
 // running; a write the journal rejects for what it is (too large, invalid) is
-// reported as PersistRejected and the entity keeps running; a failure during
+// reported as PersistRejected and the entity keeps running (its command's sender
+// receives actor.Failure wrapping ErrRejected, unless the entity answers it there);
+// a failure during
 // recovery stops the entity (an entity receives Stopping and Stopped only once
 // its recovery has completed). A snapshot that is corrupt or no longer
 // decodes is logged and skipped for the next older one (up to three), or for
@@ -82,9 +84,12 @@
 //
 //   - An event that cannot be serialised, or is persisted before recovery has
 //     completed or after the entity stopped: Persist returns an error wrapping
-//     ErrRejected; nothing is written; warn log; Stats.EventsRejected.
+//     ErrRejected, which the entity answers its command with (see Persist);
+//     nothing is written; warn log; Stats.EventsRejected.
 //   - A write the journal rejects (too large, invalid): not stored; the
-//     entity receives PersistRejected in the handler's place; warn log;
+//     entity receives PersistRejected in the handler's place, and the
+//     command's sender receives actor.Failure wrapping ErrRejected and the
+//     journal's error unless the entity answers it there; warn log;
 //     Stats.EventsRejected. Its sequence number goes to the next event,
 //     unless a later write of the same journal call was stored (see
 //     PersistRejected).
