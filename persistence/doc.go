@@ -27,6 +27,12 @@
 // handler's event's number, and elsewhere the last event handled, so a
 // snapshot (SaveSnapshot) covers exactly the events applied to the state.
 //
+// An entity answers a command from the persist handler, once the event is stored,
+// or with the error Persist returns (ctx.Respond(actor.Failure{Err: err}): an Ask
+// fails with it); when the journal then rejects or fails the write, the runtime
+// answers the command's sender with actor.Failure, as below. So an Ask of a command
+// whose persist failed gets the error at once, not a timeout at its deadline.
+//
 // A failed write stops the entity, because its state may no longer match its
 // journal, and so does a sequence-number conflict (ErrSequenceConflict: another
 // incarnation of the entity, on another node after a split brain, has written
