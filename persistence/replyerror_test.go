@@ -168,9 +168,9 @@ func TestAskGetsPersistErrorsBadger(t *testing.T) {
 
 // scribe persists one Noted per line (all of a scribble's lines atomically) and
 // answers with the last sequence number once they are stored. On PersistRejected it
-// does what its mode says: nothing ("" , the documented pattern), answer the sender
-// itself ("answer"), or persist a shorter note instead ("retry"), whose handler
-// answers.
+// does what its mode says: nothing ("", the documented pattern), answer the sender
+// itself ("answer" with Respond, "send" with Send to Sender), or persist a shorter
+// note instead ("retry"), whose handler answers.
 type scribe struct {
 	mode string
 }
@@ -197,6 +197,8 @@ func (s *scribe) Receive(ctx persistence.Context) {
 		switch s.mode {
 		case "answer":
 			_ = ctx.Respond(m)
+		case "send":
+			_ = ctx.Send(ctx.Sender(), m)
 		case "retry":
 			_ = persistence.Persist(ctx, Noted{S: "short"}, func(Noted) {
 				_ = ctx.Respond(ctx.LastSequenceNr())
@@ -214,7 +216,7 @@ func (s *scribe) Receive(ctx persistence.Context) {
 // case waited until its deadline.
 func TestRejectedWriteAnsweredOnce(t *testing.T) {
 	long := strings.Repeat("x", 100)
-	for _, mode := range []string{"", "answer", "retry"} {
+	for _, mode := range []string{"", "answer", "send", "retry"} {
 		t.Run("mode="+mode, func(t *testing.T) {
 			sys := testkit.NewSystem(t)
 			store := memjournal.New()
@@ -242,7 +244,7 @@ func TestRejectedWriteAnsweredOnce(t *testing.T) {
 					t.Fatalf("got %#v, want actor.Failure", got)
 				}
 				expectError(t, f.Err, persistence.ErrRejected, persistence.ErrTooLarge)
-			case "answer": // the entity answers each of its two PersistRejected itself
+			case "answer", "send": // the entity answers each of its two PersistRejected itself
 				for i, got := range append([]any{got}, probe.ReceiveN(1)[0]) {
 					if r, ok := got.(persistence.PersistRejected); !ok || !errors.Is(r.Err, persistence.ErrTooLarge) || r.SequenceNr != uint64(i+1) {
 						t.Fatalf("got %#v, want the entity's own answer, PersistRejected #%d", got, i+1)
