@@ -32,6 +32,7 @@ func (c *entityContext) Sender() actor.Ref {
 
 func (c *entityContext) Respond(msg any) error {
 	if c.r.inHandler {
+		c.r.answered = true
 		to := c.r.handlerSender
 		if to.IsZero() {
 			// As actor.Context.Respond does without a sender: a dead letter and an error.
@@ -43,8 +44,12 @@ func (c *entityContext) Respond(msg any) error {
 	return c.Context.Respond(msg)
 }
 
-// Send, inside a persist handler, sends in the trace of the handler's command.
+// Send, inside a persist handler, sends in the trace of the handler's command; a
+// message to the command's sender answers it (see runner.answerRejected).
 func (c *entityContext) Send(to actor.Ref, msg any) error {
+	if c.r.inHandler && to == c.r.handlerSender {
+		c.r.answered = true
+	}
 	if c.r.inHandler && c.r.handlerTrace != nil {
 		return to.SendContext(tracewire.Context(c.r.handlerTrace), msg, c.Self())
 	}

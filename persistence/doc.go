@@ -27,6 +27,12 @@
 // handler's event's number, and elsewhere the last event handled, so a
 // snapshot (SaveSnapshot) covers exactly the events applied to the state.
 //
+// An entity answers a command from the persist handler, once the event is stored,
+// or with the error Persist returns (ctx.Respond(actor.Failure{Err: err}): an Ask
+// fails with it); when the journal then rejects or fails the write, the runtime
+// answers the command's sender with actor.Failure, as below. So an Ask of a command
+// whose persist failed gets the error at once, not a timeout at its deadline.
+//
 // A failed write stops the entity, because its state may no longer match its
 // journal, and so does a sequence-number conflict (ErrSequenceConflict: another
 // incarnation of the entity, on another node after a split brain, has written
@@ -37,7 +43,9 @@
 // not to be trusted: a snapshot or delete asked there is refused). An event
 // that cannot be serialised is rejected (ErrRejected) and the entity keeps
 // running; a write the journal rejects for what it is (too large, invalid) is
-// reported as PersistRejected and the entity keeps running; a failure during
+// reported as PersistRejected and the entity keeps running (its command's sender
+// receives actor.Failure wrapping ErrRejected, unless the entity answers it there);
+// a failure during
 // recovery stops the entity (an entity receives Stopping and Stopped only once
 // its recovery has completed). A snapshot that is corrupt or no longer
 // decodes is logged and skipped for the next older one (up to three), or for
@@ -82,9 +90,12 @@
 //
 //   - An event that cannot be serialised, or is persisted before recovery has
 //     completed or after the entity stopped: Persist returns an error wrapping
-//     ErrRejected; nothing is written; warn log; Stats.EventsRejected.
+//     ErrRejected, which the entity answers its command with (see Persist);
+//     nothing is written; warn log; Stats.EventsRejected.
 //   - A write the journal rejects (too large, invalid): not stored; the
-//     entity receives PersistRejected in the handler's place; warn log;
+//     entity receives PersistRejected in the handler's place, and the
+//     command's sender receives actor.Failure wrapping ErrRejected and the
+//     journal's error unless the entity answers it there; warn log;
 //     Stats.EventsRejected. Its sequence number goes to the next event,
 //     unless a later write of the same journal call was stored (see
 //     PersistRejected).

@@ -92,6 +92,14 @@ type RecoveryCompleted struct {
 // that persisted the event. A sequence-number conflict (ErrSequenceConflict) is not
 // reported this way: another writer has used the number, and the entity stops.
 //
+// Unless the entity answers the command's sender while handling it (Respond, or Send
+// to Sender) or persists or defers there (that handler then answers), the runtime
+// answers the sender with actor.Failure wrapping ErrRejected and Err, once per
+// write: an Ask of the command fails with it at once. An entity that answered the
+// command before (say, before a PersistAsync) and stays silent here lets that
+// Failure reach its sender as a second message (for an Ask, a late reply in dead
+// letters).
+//
 // SequenceNr is the number the event had. When the rejected write was the last of its
 // journal call, the number is free again: the events persisted since (and the next
 // one) move down to take it, and LastSequenceNr does not count it, so the entity's

@@ -34,14 +34,20 @@ func (c *tally) Recover(ctx persistence.Context) {
 	}
 }
 
-// Receive persists an event per command and applies it once it is stored.
+// Receive persists an event per command and applies it once it is stored. It
+// answers the command from the handler, or with the error Persist returns (an Ask
+// fails with it); if the journal then rejects or fails the write, the runtime
+// answers with the error.
 func (c *tally) Receive(ctx persistence.Context) {
 	switch m := ctx.Message().(type) {
 	case add:
-		_ = persistence.Persist(ctx, Added{N: m.n}, func(ev Added) {
+		err := persistence.Persist(ctx, Added{N: m.n}, func(ev Added) {
 			c.sum += ev.N // runs once the event is in the journal
 			ctx.Respond(c.sum)
 		})
+		if err != nil {
+			ctx.Respond(actor.Failure{Err: err}) // not serialisable: nothing written
+		}
 	case total:
 		ctx.Respond(c.sum)
 	}

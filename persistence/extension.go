@@ -24,8 +24,10 @@ var ErrPersistenceIDInUse = errors.New("persistence: persistence id already in u
 var errShortResults = errors.New("persistence: journal returned the wrong number of results")
 
 // ErrRejected is returned by Persist and its variants when an event cannot be
-// serialised (or is persisted before recovery has completed). Nothing is written and
-// the actor keeps running.
+// serialised (or is persisted before recovery has completed or after the entity
+// stopped), and wrapped, with the journal's error, by the actor.Failure the runtime
+// answers a command with when the journal rejects its write (see PersistRejected).
+// Nothing is written and the actor keeps running.
 var ErrRejected = errors.New("persistence: event rejected")
 
 // Persistence is the persistence extension of one system: its plug-ins, the bounds and

@@ -56,10 +56,21 @@ func typed[E any](h func(E)) handler {
 //
 // It returns an error wrapping ErrRejected, and writes nothing, when event cannot be
 // serialised (its type is not registered) or recovery has not completed; the entity
-// keeps running. When the journal rejects the write, the entity receives
-// PersistRejected instead of the handler call and keeps running; when the journal
-// call fails, times out or is refused by the circuit breaker, the entity stops,
-// since its state may no longer match its journal.
+// keeps running, and answers the command with the error if it is to be answered:
+//
+//	err := persistence.Persist(ctx, ev, func(ev E) { ctx.Respond(reply) })
+//	if err != nil {
+//		ctx.Respond(actor.Failure{Err: err}) // an Ask fails with err
+//	}
+//
+// When the journal rejects the write, the entity receives PersistRejected instead of
+// the handler call and keeps running; unless it answers the command there, the
+// runtime answers the command's sender with actor.Failure wrapping ErrRejected and
+// the journal's error. When the journal call fails, times out or is refused by the
+// circuit breaker, the entity stops, since its state may no longer match its
+// journal, and the runtime answers the command's sender with actor.Failure with the
+// error. So an Ask of the command gets the handler's reply or the error, never a
+// timeout for a persist that failed.
 func Persist[E any](ctx Context, event E, handler func(E), opts ...PersistOption) error {
 	return ctx.persist(nil, event, typed(handler), true, tagsOf(opts))
 }

@@ -42,6 +42,12 @@ type runner struct {
 	handlerTrace  *trace.SpanContext // and the trace of its command (nil for none)
 	inHandler     bool
 	ctx           *entityContext
+
+	// What answers the command behind a rejected write (see answerRejected).
+	writes        uint64 // persist calls so far: each one's invocations carry its count
+	answered      bool   // inside a handler: the entity answered the command's sender
+	carried       bool   // inside a handler: the entity persisted or deferred for the command
+	rejectedWrite uint64 // the write whose rejection was last answered
 }
 
 // invoke is what the runner needs to run one step: a persist handler with its event,
@@ -52,6 +58,7 @@ type invoke struct {
 	deferred func()
 	sender   actor.Ref
 	trace    *trace.SpanContext // the command's trace context, nil for none
+	write    uint64             // the persist call that made it (0 for a deferred call)
 }
 
 // writeDone is the answer to a journal call, sent by the batcher to the runner.
@@ -175,6 +182,7 @@ func (r *runner) persist(ctx actor.Context, events []any, single any, h handler,
 	hs := r.hs[:0]
 	now := time.Now()
 	sender, tc := r.sender(ctx), r.trace(ctx)
+	r.writes++
 	for i := range n {
 		ev := single
 		if events != nil {
@@ -189,11 +197,14 @@ func (r *runner) persist(ctx actor.Context, events []any, single any, h handler,
 			return fmt.Errorf("%w: %q: %w", ErrRejected, r.pid, err)
 		}
 		records[i] = Record{Manifest: manifest, Payload: data, Tags: tags, Timestamp: now, WriterID: r.writerID}
-		hs = append(hs, invoke{event: ev, handler: h, sender: sender, trace: tc})
+		hs = append(hs, invoke{event: ev, handler: h, sender: sender, trace: tc, write: r.writes})
 	}
 	err := r.core.Persist(records, hs, stashing)
 	clear(hs)
 	r.hs = hs[:0]
+	if err == nil && r.inHandler {
+		r.carried = true
+	}
 	return err
 }
 
@@ -214,6 +225,10 @@ func (r *runner) marshal(v any) (manifest string, data []byte, err error) {
 func (r *runner) deferCall(ctx actor.Context, fn func()) {
 	if r.core == nil || r.core.Defer(invoke{deferred: fn, sender: r.sender(ctx), trace: r.trace(ctx)}) {
 		fn()
+		return
+	}
+	if r.inHandler {
+		r.carried = true
 	}
 }
 
@@ -312,7 +327,9 @@ func (r *runner) runSteps(ctx actor.Context) {
 				hc = &handlerContext{entityContext: r.context(ctx)}
 			}
 			hc.msg = PersistRejected{Event: st.h.event, SequenceNr: st.seq, Err: st.err}
+			r.answered, r.carried = false, false
 			r.entity.Receive(hc)
+			r.answerRejected(st)
 		}
 		r.inHandler, r.handlerSender, r.handlerTrace = false, actor.Ref{}, nil
 	}
@@ -320,6 +337,24 @@ func (r *runner) runSteps(ctx actor.Context) {
 	if r.core.Settle() {
 		ctx.UnstashAll()
 	}
+}
+
+// answerRejected answers the sender of the command behind a write the journal
+// rejected with actor.Failure wrapping ErrRejected and the journal's error, once per
+// write (a PersistAll gets a PersistRejected per event), unless the entity has
+// answered it while handling PersistRejected, or persisted or deferred there (that
+// handler answers). Without it, an Ask of an entity that has no PersistRejected case
+// would wait until its deadline for a handler that will not run. A command without a
+// sender, or sent by the entity itself, gets nothing.
+func (r *runner) answerRejected(st step[invoke]) {
+	first := st.h.write != r.rejectedWrite
+	r.rejectedWrite = st.h.write
+	to := st.h.sender
+	if !first || r.answered || r.carried || to.IsZero() || to == r.self {
+		return
+	}
+	err := fmt.Errorf("%w: %q: the journal refused event %d: %w", ErrRejected, r.pid, st.seq, st.err)
+	_ = to.SendContext(tracewire.Context(st.h.trace), actor.Failure{Err: err}, r.self)
 }
 
 // fail stops the entity after a failure (err): a failed write or recovery. Its state

@@ -382,6 +382,9 @@ type gatedJournal struct {
 	blocked atomic.Bool
 	open    chan struct{} // closed when unblocked; replaced when blocked
 	mu      sync.Mutex
+	// fault, when set before the nodes start, answers a call in the journal's
+	// place when it reports ok: a failure of the call, or a result per write.
+	fault func(writes []persistence.AtomicWrite) (results []error, err error, ok bool)
 }
 
 // block makes writes wait (until their context ends) until unblock.
@@ -422,6 +425,11 @@ func (j *gatedJournal) WriteMessages(ctx context.Context, writes []persistence.A
 		case <-open:
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		}
+	}
+	if j.fault != nil {
+		if results, err, ok := j.fault(writes); ok {
+			return results, err
 		}
 	}
 	return j.Store.WriteMessages(ctx, writes)

@@ -55,13 +55,49 @@ func (r *persistRig) close() {
 }
 
 // writer persists count events one after the other (Persist, then the next from the
-// handler), recording each persist-to-handler latency if lat is set.
+// handler), recording each persist-to-handler latency if lat is set. A persist that
+// fails ends it, and done reports the error.
 type writer struct {
-	id     string
-	count  int
-	done   *sync.WaitGroup
-	lat    []time.Duration
-	record bool
+	id       string
+	count    int
+	done     *writers
+	finished bool
+	lat      []time.Duration
+	record   bool
+}
+
+// writers is what the writers of a scenario share: the count of those still writing
+// and the first error one of them met.
+type writers struct {
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	err error
+}
+
+func newWriters(n int) *writers {
+	ws := &writers{}
+	ws.wg.Add(n)
+	return ws
+}
+
+// finish records that a writer is done, with the error that ended it, if any.
+func (ws *writers) finish(err error) {
+	if err != nil {
+		ws.mu.Lock()
+		if ws.err == nil {
+			ws.err = err
+		}
+		ws.mu.Unlock()
+	}
+	ws.wg.Done()
+}
+
+// wait waits until every writer is done, and returns the first error.
+func (ws *writers) wait() error {
+	ws.wg.Wait()
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.err
 }
 
 type startWriting struct{}
@@ -74,17 +110,29 @@ func (w *writer) PersistenceID() string { return w.id }
 func (w *writer) Recover(persistence.Context) {}
 
 func (w *writer) Receive(ctx persistence.Context) {
-	switch ctx.Message().(type) {
+	switch m := ctx.Message().(type) {
 	case startWriting:
 		w.next(ctx)
 	case recovered:
 		_ = ctx.Respond(recovered{})
+	case persistence.PersistRejected:
+		w.finish(fmt.Errorf("%s: the journal rejected event %d: %w", w.id, m.SequenceNr, m.Err))
+	case actor.Stopped: // a failed write stops the entity (the log says why)
+		w.finish(fmt.Errorf("%s: stopped before it had written its events", w.id))
+	}
+}
+
+// finish ends the writer, once.
+func (w *writer) finish(err error) {
+	if !w.finished {
+		w.finished = true
+		w.done.finish(err)
 	}
 }
 
 func (w *writer) next(ctx persistence.Context) {
 	if w.count == 0 {
-		w.done.Done()
+		w.finish(nil)
 		return
 	}
 	w.count--
@@ -96,7 +144,7 @@ func (w *writer) next(ctx persistence.Context) {
 		w.next(ctx)
 	})
 	if err != nil {
-		panic(err)
+		w.finish(fmt.Errorf("%s: %w", w.id, err))
 	}
 }
 
@@ -109,13 +157,12 @@ func runPersist(n int) (result, error) {
 	defer rig.close()
 	const entities = 1000
 	per := max(1, n/entities)
-	var done sync.WaitGroup
-	done.Add(entities)
+	done := newWriters(entities)
 	refs := make([]actor.Ref, entities)
 	for i := range refs {
 		id := fmt.Sprintf("writer-%d", i)
 		ref, err := rig.sys.Spawn(persistence.Props(func() persistence.Entity {
-			return &writer{id: id, count: per, done: &done}
+			return &writer{id: id, count: per, done: done}
 		}), id)
 		if err != nil {
 			return nil, err
@@ -126,8 +173,7 @@ func runPersist(n int) (result, error) {
 		for _, ref := range refs {
 			_ = ref.Tell(startWriting{})
 		}
-		done.Wait()
-		return nil
+		return done.wait()
 	})
 	if r != nil {
 		r["entities"] = entities
@@ -142,17 +188,15 @@ func runPersistLatency(n int) (result, error) {
 		return nil, err
 	}
 	defer rig.close()
-	var done sync.WaitGroup
-	done.Add(1)
-	w := &writer{id: "latency", count: n, done: &done, record: true}
+	done := newWriters(1)
+	w := &writer{id: "latency", count: n, done: done, record: true}
 	ref, err := rig.sys.Spawn(persistence.Props(func() persistence.Entity { return w }), "latency")
 	if err != nil {
 		return nil, err
 	}
 	r, err := measure(n, func() error {
 		_ = ref.Tell(startWriting{})
-		done.Wait()
-		return nil
+		return done.wait()
 	})
 	if err != nil {
 		return nil, err

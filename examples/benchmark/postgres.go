@@ -104,13 +104,12 @@ func runPersistPG(n int) (result, error) {
 	defer rig.close()
 	const entities = 1000
 	per := max(1, n/entities)
-	var done sync.WaitGroup
-	done.Add(entities)
+	done := newWriters(entities)
 	refs := make([]actor.Ref, entities)
 	for i := range refs {
 		id := fmt.Sprintf("writer-%d", i)
 		ref, err := rig.sys.Spawn(persistence.Props(func() persistence.Entity {
-			return &writer{id: id, count: per, done: &done}
+			return &writer{id: id, count: per, done: done}
 		}), id)
 		if err != nil {
 			return nil, err
@@ -131,8 +130,7 @@ func runPersistPG(n int) (result, error) {
 		for _, ref := range refs {
 			_ = ref.Tell(startWriting{})
 		}
-		done.Wait()
-		return nil
+		return done.wait()
 	})
 	if err != nil {
 		return nil, err
@@ -295,17 +293,15 @@ func runPersistPGLatency(n int) (result, error) {
 		return nil, err
 	}
 	defer rig.close()
-	var done sync.WaitGroup
-	done.Add(1)
-	w := &writer{id: "latency", count: n, done: &done, record: true}
+	done := newWriters(1)
+	w := &writer{id: "latency", count: n, done: done, record: true}
 	ref, err := rig.sys.Spawn(persistence.Props(func() persistence.Entity { return w }), "latency")
 	if err != nil {
 		return nil, err
 	}
 	r, err := measure(n, func() error {
 		_ = ref.Tell(startWriting{})
-		done.Wait()
-		return nil
+		return done.wait()
 	})
 	if err != nil {
 		return nil, err

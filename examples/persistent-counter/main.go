@@ -64,15 +64,20 @@ func (c *counter) Recover(ctx persistence.Context) {
 	}
 }
 
+// Receive answers every command: from the persist handler once the event is stored, or
+// with the error Persist returns (an event type not registered: nothing written). If
+// the journal rejects or fails the write, the persistence runtime answers with the
+// error. Either way the caller's Ask fails at once rather than at its deadline.
 func (c *counter) Receive(ctx persistence.Context) {
+	var err error
 	switch ctx.Message().(type) {
 	case increment:
-		_ = persistence.Persist(ctx, Incremented{By: 1}, func(ev Incremented) {
+		err = persistence.Persist(ctx, Incremented{By: 1}, func(ev Incremented) {
 			c.apply(ev)
 			ctx.Respond(c.count)
 		})
 	case decrement:
-		_ = persistence.Persist(ctx, Decremented{By: 1}, func(ev Decremented) {
+		err = persistence.Persist(ctx, Decremented{By: 1}, func(ev Decremented) {
 			c.apply(ev)
 			ctx.Respond(c.count)
 		})
@@ -81,6 +86,9 @@ func (c *counter) Receive(ctx persistence.Context) {
 	case actor.ReceiveTimeout:
 		fmt.Printf("%s idle for %v: passivating\n", c.PersistenceID(), c.idle)
 		ctx.Stop(ctx.Self())
+	}
+	if err != nil {
+		ctx.Respond(actor.Failure{Err: err}) // the caller's Ask fails with err
 	}
 }
 

@@ -86,11 +86,19 @@ func (c *counter) Receive(ctx persistence.Context) {
 	}
 }
 
+// change persists the change and answers the command: from the handler once the event
+// is stored, or with the error Persist returns (an event type not registered: nothing
+// written). If the journal rejects or fails the write, the persistence runtime answers
+// with the error. Either way the caller's Ask, on any node, fails at once rather than
+// at its deadline.
 func (c *counter) change(ctx persistence.Context, delta int) {
-	_ = persistence.Persist(ctx, CounterChanged{Delta: delta}, func(ev CounterChanged) {
+	err := persistence.Persist(ctx, CounterChanged{Delta: delta}, func(ev CounterChanged) {
 		c.count += ev.Delta
 		_ = ctx.Respond(c.reply(ctx))
 	})
+	if err != nil {
+		_ = ctx.Respond(actor.Failure{Err: err})
+	}
 }
 
 func (c *counter) reply(ctx persistence.Context) Count {
