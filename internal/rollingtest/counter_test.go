@@ -60,10 +60,13 @@ func (c *counter) Recover(ctx persistence.Context) {
 func (c *counter) Receive(ctx persistence.Context) {
 	switch ctx.Message().(type) {
 	case increment:
-		_ = persistence.Persist(ctx, changed{}, func(changed) {
+		err := persistence.Persist(ctx, changed{}, func(changed) {
 			c.value++
 			_ = ctx.Respond(count{Value: c.value, Node: ctx.System().Name()})
 		})
+		if err != nil {
+			_ = ctx.Respond(actor.Failure{Err: err})
+		}
 	case get:
 		_ = ctx.Respond(count{Value: c.value, Node: ctx.System().Name()})
 	case stop:
