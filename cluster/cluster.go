@@ -81,8 +81,12 @@ type JoinProgress struct {
 	// LastError is the last failed attempt's error; nil once joined.
 	LastError error
 	// GaveUp is set when JoinTimeout passed without finding a cluster: the node stays
-	// Joining and tries no more. The first seed node never gives up: it forms a cluster.
+	// Joining and tries no more. The first seed node never gives up: it forms a cluster;
+	// nor does a node that bootstraps by discovery.
 	GaveUp bool
+	// ContactPoints are the gossip addresses the last successful lookup found, sorted,
+	// when the node bootstraps by discovery (Config.Bootstrap); nil otherwise.
+	ContactPoints []string
 }
 
 // slot is the per-system record of the running node.
@@ -152,7 +156,7 @@ func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {
 	}
 	// Without seed nodes the node forms a cluster of its own at once; with them, the
 	// join process (joinSeeds) finds out whether it joins or forms one.
-	founding := len(cfg.SeedNodes) == 0
+	founding := len(cfg.SeedNodes) == 0 && cfg.Bootstrap.Discovery == nil
 	id := ""
 	if founding {
 		id = newClusterID()
@@ -211,7 +215,11 @@ func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {
 	hooks.SetCluster(sys, crasher{c})
 	c.wg.Add(1)
 	go c.pump()
-	if !founding {
+	switch {
+	case cfg.Bootstrap.Discovery != nil:
+		c.wg.Add(1)
+		go c.joinDiscovery()
+	case !founding:
 		c.wg.Add(1)
 		go c.joinSeeds()
 	}

@@ -90,6 +90,34 @@ type BootstrapConfig struct {
 	StableMargin time.Duration
 	// LookupInterval is the time between lookups. Default 1s.
 	LookupInterval time.Duration
+	// LookupTimeout bounds each lookup, with the resolution of the host names it
+	// returns. Default 3s.
+	LookupTimeout time.Duration
+}
+
+// Defaults of BootstrapConfig.
+const (
+	defaultRequiredContactPoints = 2
+	defaultStableMargin          = 5 * time.Second
+	defaultLookupInterval        = time.Second
+	defaultLookupTimeout         = 3 * time.Second
+)
+
+// withDefaults fills in the zero fields.
+func (b BootstrapConfig) withDefaults() BootstrapConfig {
+	if b.RequiredContactPoints == 0 {
+		b.RequiredContactPoints = defaultRequiredContactPoints
+	}
+	if b.StableMargin == 0 {
+		b.StableMargin = defaultStableMargin
+	}
+	if b.LookupInterval == 0 {
+		b.LookupInterval = defaultLookupInterval
+	}
+	if b.LookupTimeout == 0 {
+		b.LookupTimeout = defaultLookupTimeout
+	}
+	return b
 }
 
 // DowningConfig configures the split-brain resolver. The zero value is keep-majority
@@ -179,14 +207,16 @@ func (c Config) withDefaults() Config {
 	}
 	c.Timing = c.Timing.withDefaults()
 	c.Downing = c.Downing.withDefaults()
+	c.Bootstrap = c.Bootstrap.withDefaults()
 	return c
 }
 
 // Validate reports the first field that is out of range, wrapping ErrInvalidConfig:
 // ports, negative durations or counts, keys that are not 16, 24 or 32 bytes, roles
 // that are not plain names, an unknown strategy or one missing its setting
-// (QuorumSize, Lease), and a StableAfter or DownRemovalMargin too short for the
-// timing (see Timing.DetectionSpread).
+// (QuorumSize, Lease), a StableAfter or DownRemovalMargin too short for the
+// timing (see Timing.DetectionSpread), and a Bootstrap with a Discovery together with
+// SeedNodes or without a Lookup.Service.
 func (c Config) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
@@ -207,6 +237,18 @@ func (c Config) Validate() error {
 		return bad("negative downing duration")
 	case c.Downing.Strategy == LeaseMajority && c.Downing.Lease == nil:
 		return bad("lease-majority needs a Lease")
+	}
+	if b := c.Bootstrap; b.Discovery != nil {
+		switch {
+		case len(c.SeedNodes) > 0:
+			return bad("Bootstrap.Discovery and SeedNodes are both set: use one")
+		case b.Lookup.Service == "":
+			return bad("Bootstrap.Lookup.Service is empty")
+		case b.RequiredContactPoints < 0:
+			return bad("Bootstrap.RequiredContactPoints %d", b.RequiredContactPoints)
+		case b.StableMargin < 0 || b.LookupInterval < 0 || b.LookupTimeout < 0:
+			return bad("negative bootstrap duration")
+		}
 	}
 	for i, k := range c.Keyring {
 		if n := len(k); n != 16 && n != 24 && n != 32 {
