@@ -12,8 +12,8 @@ import (
 
 // The simulation runs bootstrapPlan for five nodes in virtual time from a seed: the
 // nodes start at random moments, discovery reveals them in a random order and after
-// random delays, each node's lookups see the deployment as it was a random moment ago
-// (so nodes see different sets for a while) and fail at random, contacts fail at
+// random delays, each node's lookups see the deployment as it was some time ago, each
+// node's staleness its own (so nodes see different sets for a while) and fail at random, contacts fail at
 // random, and a node that forms or joins a cluster is seen in it by the others only
 // after a random delay (its tags spreading). Once every node is in a cluster, one node
 // restarts, at the same address or a new one (the old one lingering in discovery for
@@ -28,16 +28,17 @@ type simSetup struct {
 	startSpread  time.Duration // nodes start within this
 	appearSpread time.Duration // a node appears in discovery up to this after it starts
 	earlyAppear  time.Duration // or up to this before (the pod's address is published first)
-	maxLag       time.Duration // how stale a lookup's answer may be
+	maxLag       time.Duration // how stale a node's lookups are (each node has its own staleness)
 }
 
 // simulated kinds of deployment. RequiredContactPoints equal to the replica count
 // holds for any delays; a lower one only when every node appears in every view before
 // a partial set can stay unchanged for StableMargin (spread plus lag below it).
 var simSetups = map[string]simSetup{
-	"required=replicas, slow and scattered": {required: 5, startSpread: 20 * time.Second, appearSpread: 10 * time.Second, earlyAppear: 2 * time.Second, maxLag: 3 * time.Second},
-	"required=2, quick deployment":          {required: 2, startSpread: 2 * time.Second, appearSpread: time.Second, earlyAppear: time.Second, maxLag: time.Second},
-	"required=3, quick deployment":          {required: 3, startSpread: 2 * time.Second, appearSpread: time.Second, maxLag: 1500 * time.Millisecond},
+	"required=replicas, slow and scattered":                 {required: 5, startSpread: 20 * time.Second, appearSpread: 10 * time.Second, earlyAppear: 2 * time.Second, maxLag: 3 * time.Second},
+	"required=2, quick deployment":                          {required: 2, startSpread: 2 * time.Second, appearSpread: time.Second, earlyAppear: time.Second, maxLag: time.Second},
+	"required=3, quick deployment":                          {required: 3, startSpread: 2 * time.Second, appearSpread: time.Second, maxLag: 1500 * time.Millisecond},
+	"required=replicas, views stale longer than the margin": {required: 5, startSpread: 30 * time.Second, appearSpread: 2 * time.Second, maxLag: 15 * time.Second},
 }
 
 const (
@@ -47,6 +48,7 @@ const (
 	simFailLookup   = 0.2 // probability that a lookup fails
 	simFailContact  = 0.1 // probability that a contact goes unanswered
 	simLimit        = 10 * time.Minute
+	simJitter       = 500 * time.Millisecond // how much a node's staleness varies between lookups
 )
 
 // simAddr is one address in discovery.
@@ -67,6 +69,7 @@ type simNode struct {
 	cluster     string        // the cluster it joined or formed; "" while it looks
 	visibleFrom time.Duration // when the others see its cluster
 	cutUntil    time.Duration // its contacts fail until then
+	lag         time.Duration // how stale its lookups are
 }
 
 type sim struct {
@@ -96,16 +99,17 @@ func (s *sim) start(n *simNode) {
 	n.runs, n.cluster = true, ""
 	n.plan = &bootstrapPlan{self: n.addr, required: s.setup.required, stableMargin: simStableMargin}
 	n.nextRound = s.now
+	n.lag = s.uniform(s.setup.maxLag)
 	s.logf("%s starts at %s", n.name, n.addr)
 }
 
-// lookup is what n's discovery answers now: the deployment as it was a random moment
-// ago, or a failure.
-func (s *sim) lookup() ([]netip.AddrPort, error) {
+// lookup is what n's discovery answers now: the deployment as it was n.lag ago, give or
+// take simJitter, or a failure.
+func (s *sim) lookup(n *simNode) ([]netip.AddrPort, error) {
 	if s.rng.Float64() < simFailLookup {
 		return nil, errors.New("lookup failed")
 	}
-	at := s.now - s.uniform(s.setup.maxLag)
+	at := s.now - max(0, n.lag-simJitter/2+s.uniform(simJitter))
 	var out []netip.AddrPort
 	for _, a := range s.addrs {
 		if a.appear <= at && (a.vanish == 0 || at < a.vanish) {
@@ -118,7 +122,7 @@ func (s *sim) lookup() ([]netip.AddrPort, error) {
 
 // round runs one round of n: lookup, contacts, decision.
 func (s *sim) round(n *simNode) {
-	points, err := s.lookup()
+	points, err := s.lookup(n)
 	n.plan.observe(s.t0.Add(s.now), points, err)
 	var v joinView
 	for _, a := range n.plan.others() {
