@@ -146,4 +146,6 @@ func TestBootstrapConfigValidate(t *testing.T) {
 
 type fakeLookup struct{}
 
-func (fakeLookup) Lookup(context.Context, discovery.Lookup) ([]discovery.Target, error) { return nil, nil }
+func (fakeLookup) Lookup(context.Context, discovery.Lookup) ([]discovery.Target, error) {
+	return nil, nil
+}
