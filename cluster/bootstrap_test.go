@@ -51,24 +51,33 @@ func (f *fakeDiscovery) set(answer func(n int) ([]discovery.Target, error)) {
 	f.mu.Unlock()
 }
 
-// awaitLookups waits until the node has looked up more times than now.
-func (f *fakeDiscovery) awaitLookups(t *testing.T, more int) {
+// awaitLookups waits until the node has looked up more times than now. It fails the
+// test if n, when given, becomes Up first: it was to go on looking.
+func (f *fakeDiscovery) awaitLookups(t *testing.T, more int, n *testNode) {
 	t.Helper()
 	f.mu.Lock()
 	want := f.n + more
 	f.mu.Unlock()
+	var up chan struct{} // stays nil (never ready) without n
+	if n != nil {
+		up = make(chan struct{})
+		n.RegisterOnMemberUp(func() { close(up) })
+	}
 	deadline := time.After(testkit.Dilated(20 * time.Second))
 	for {
 		f.mu.Lock()
-		n, changed := f.n, f.changed
+		looked, changed := f.n, f.changed
 		f.mu.Unlock()
-		if n >= want {
+		if looked >= want {
 			return
 		}
 		select {
 		case <-changed:
+		case <-up:
+			t.Fatalf("%s is Up in cluster %q (formed it: %v) after %d lookups; it was to go on looking (JoinProgress %+v)",
+				n.GossipAddress(), n.ClusterID(), len(formed(n)) == 1, looked, n.JoinProgress())
 		case <-deadline:
-			t.Fatalf("%d lookups, want %d", n, want)
+			t.Fatalf("%d lookups, want %d", looked, want)
 		}
 	}
 }
@@ -157,7 +166,7 @@ func TestBootstrapFiveNodesStartingTogetherFormOneCluster(t *testing.T) {
 	}
 	for _, i := range rng.Perm(len(addrs)) {
 		for _, f := range fakes {
-			f.awaitLookups(t, 2)
+			f.awaitLookups(t, 2, nil)
 		}
 		revealed = append(revealed, target(t, addrs[i], rng.IntN(2) == 0))
 		for _, f := range fakes {
@@ -202,7 +211,7 @@ func TestBootstrapRestartedNodeJoinsTheRunningCluster(t *testing.T) {
 
 	stale := newFakeDiscovery(answers(target(t, founder.GossipAddress(), false), target(t, addrs[3], false), target(t, addrs[4], false)))
 	again := bootstrapNode(t, "again", founder.GossipAddress(), stale, 3)
-	stale.awaitLookups(t, 3*int(testStableMargin/testLookupInterval))
+	stale.awaitLookups(t, 3*int(testStableMargin/testLookupInterval), again)
 	if jp := again.JoinProgress(); jp.Joined || jp.LastError == nil || !strings.Contains(jp.LastError.Error(), "did not answer") {
 		t.Fatalf("with silent contact points: JoinProgress %+v", jp)
 	}
@@ -251,8 +260,8 @@ func TestBootstrapDiscoveryFailingThenRecovering(t *testing.T) {
 		fakes = append(fakes, f)
 		nodes = append(nodes, bootstrapNode(t, "boot"+strconv.Itoa(i), a, f, 3))
 	}
-	for _, f := range fakes {
-		f.awaitLookups(t, 3*int(testStableMargin/testLookupInterval))
+	for i, f := range fakes {
+		f.awaitLookups(t, 3*int(testStableMargin/testLookupInterval), nodes[i])
 	}
 	for _, n := range nodes {
 		jp := n.JoinProgress()
