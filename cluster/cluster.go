@@ -70,7 +70,8 @@ type Cluster struct {
 	decisions decisionCounts // the resolver's decisions acted on, by action (metrics)
 }
 
-// JoinProgress says how joining through the seed nodes goes (see Cluster.JoinProgress).
+// JoinProgress says how joining through the seed nodes or by discovery goes (see
+// Cluster.JoinProgress).
 type JoinProgress struct {
 	// Joined is set once this node is in a cluster: it found a member of one through
 	// the seed nodes, or formed one (at once without seed nodes; as the first seed
@@ -110,8 +111,8 @@ func Get(sys *actor.System) *Cluster {
 // Start joins sys to a cluster, once per system: it finds the system's transport
 // (remote.Start must have run; its address is the member's address), starts serf on
 // the gossip address, publishes this member (Joining) in its tags, and, with
-// SeedNodes, joins through them in the background (see WaitUp and JoinProgress). The
-// member moves itself Up once min-nr-of-members are in.
+// SeedNodes or Bootstrap, joins through them in the background (see WaitUp and
+// JoinProgress). The member moves itself Up once min-nr-of-members are in.
 //
 // Start returns an error wrapping ErrInvalidConfig for an invalid configuration or
 // when remoting is not started, ErrAlreadyStarted when a node already runs in sys, and
@@ -322,9 +323,10 @@ func (c *Cluster) WaitUp(ctx context.Context) error {
 	}
 }
 
-// JoinProgress reports how joining through the seed nodes goes: whether a seed
-// answered, how many attempts were made, the last error and whether the node gave up.
-// Failed attempts are also logged, as warnings, every tenth attempt.
+// JoinProgress reports how joining through the seed nodes or by discovery goes:
+// whether the node joined, how many attempts were made, the last error (or why the
+// node does not form a cluster yet) and whether the node gave up. Failed attempts are
+// also logged, as warnings, every tenth attempt.
 func (c *Cluster) JoinProgress() JoinProgress {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -70,20 +70,29 @@ type Config struct {
 }
 
 // BootstrapConfig configures joining a cluster through discovery, as Akka's Cluster
-// Bootstrap: the node looks its contact points up (gossip addresses of the nodes of
-// its deployment), waits until the set has been the same for StableMargin and has at
-// least RequiredContactPoints, and asks each whether it belongs to a cluster. If one
-// does, the node joins that cluster; if none does, the node with the lowest address
-// forms a new cluster and the others join it.
+// Bootstrap. Every LookupInterval the node looks its contact points up (the gossip
+// addresses of the nodes of its deployment) and contacts each, which tells it whether
+// any belongs to a cluster. If one does, the node joins that cluster at once. If none
+// does, only the node with the lowest address of the set forms a new cluster, and only
+// once the set has been the same for StableMargin, has at least RequiredContactPoints,
+// includes this node, and every other contact point answered; the others join it.
+//
+// A target's host name is resolved: it stands for this node when one of its addresses
+// is this node's advertised gossip address, else for the lowest of them; addresses are
+// ordered IPv4 before IPv6, then by address, then by port. A failed lookup keeps the
+// last set (a cluster found through it is still joined) but restarts the stable
+// margin. Bootstrap never gives up (JoinTimeout does not apply); JoinProgress says
+// why the node waits, and failed rounds are logged, every tenth.
 type BootstrapConfig struct {
 	// Discovery looks the contact points up; nil turns bootstrap off.
 	Discovery discovery.Discovery
-	// Lookup is the service looked up. A target without a port means this node's
-	// gossip port.
+	// Lookup is the service looked up; Service is required. A target without a port
+	// means this node's gossip port.
 	Lookup discovery.Lookup
 	// RequiredContactPoints is the least number of contact points (this node
 	// included) seen before a new cluster may be formed. Set it to the number of
-	// replicas the deployment starts with. Default 2.
+	// replicas the deployment starts with: with fewer, nodes that see different sets
+	// of contact points for longer than StableMargin can form two clusters. Default 2.
 	RequiredContactPoints int
 	// StableMargin is how long the set of contact points must stay the same before a
 	// new cluster may be formed. Default 5s.
