@@ -222,7 +222,7 @@ func (c *Cluster) joinDiscovery() {
 			o.err = why
 		}
 		if step == joinFound {
-			o.formed = fmt.Sprintf("formed a new cluster: this node has the lowest address of %d contact points, stable for %v, all answered, none in a cluster",
+			o.formed = fmt.Sprintf("formed a new cluster: this node has the lowest address of %d contact points, unchanged for at least %v, all answered, none in a cluster",
 				len(plan.points), b.StableMargin)
 		}
 		return o
