@@ -70,7 +70,8 @@ type Cluster struct {
 	decisions decisionCounts // the resolver's decisions acted on, by action (metrics)
 }
 
-// JoinProgress says how joining through the seed nodes goes (see Cluster.JoinProgress).
+// JoinProgress says how joining through the seed nodes or by discovery goes (see
+// Cluster.JoinProgress).
 type JoinProgress struct {
 	// Joined is set once this node is in a cluster: it found a member of one through
 	// the seed nodes, or formed one (at once without seed nodes; as the first seed
@@ -81,8 +82,12 @@ type JoinProgress struct {
 	// LastError is the last failed attempt's error; nil once joined.
 	LastError error
 	// GaveUp is set when JoinTimeout passed without finding a cluster: the node stays
-	// Joining and tries no more. The first seed node never gives up: it forms a cluster.
+	// Joining and tries no more. The first seed node never gives up: it forms a cluster;
+	// nor does a node that bootstraps by discovery.
 	GaveUp bool
+	// ContactPoints are the gossip addresses the last successful lookup found, sorted,
+	// when the node bootstraps by discovery (Config.Bootstrap); nil otherwise.
+	ContactPoints []string
 }
 
 // slot is the per-system record of the running node.
@@ -106,8 +111,8 @@ func Get(sys *actor.System) *Cluster {
 // Start joins sys to a cluster, once per system: it finds the system's transport
 // (remote.Start must have run; its address is the member's address), starts serf on
 // the gossip address, publishes this member (Joining) in its tags, and, with
-// SeedNodes, joins through them in the background (see WaitUp and JoinProgress). The
-// member moves itself Up once min-nr-of-members are in.
+// SeedNodes or Bootstrap, joins through them in the background (see WaitUp and
+// JoinProgress). The member moves itself Up once min-nr-of-members are in.
 //
 // Start returns an error wrapping ErrInvalidConfig for an invalid configuration or
 // when remoting is not started, ErrAlreadyStarted when a node already runs in sys, and
@@ -152,7 +157,7 @@ func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {
 	}
 	// Without seed nodes the node forms a cluster of its own at once; with them, the
 	// join process (joinSeeds) finds out whether it joins or forms one.
-	founding := len(cfg.SeedNodes) == 0
+	founding := len(cfg.SeedNodes) == 0 && cfg.Bootstrap.Discovery == nil
 	id := ""
 	if founding {
 		id = newClusterID()
@@ -211,7 +216,11 @@ func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {
 	hooks.SetCluster(sys, crasher{c})
 	c.wg.Add(1)
 	go c.pump()
-	if !founding {
+	switch {
+	case cfg.Bootstrap.Discovery != nil:
+		c.wg.Add(1)
+		go c.joinDiscovery()
+	case !founding:
 		c.wg.Add(1)
 		go c.joinSeeds()
 	}
@@ -314,9 +323,10 @@ func (c *Cluster) WaitUp(ctx context.Context) error {
 	}
 }
 
-// JoinProgress reports how joining through the seed nodes goes: whether a seed
-// answered, how many attempts were made, the last error and whether the node gave up.
-// Failed attempts are also logged, as warnings, every tenth attempt.
+// JoinProgress reports how joining through the seed nodes or by discovery goes:
+// whether the node joined, how many attempts were made, the last error (or why the
+// node does not form a cluster yet) and whether the node gave up. Failed attempts are
+// also logged, as warnings, every tenth attempt.
 func (c *Cluster) JoinProgress() JoinProgress {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -70,26 +70,63 @@ type Config struct {
 }
 
 // BootstrapConfig configures joining a cluster through discovery, as Akka's Cluster
-// Bootstrap: the node looks its contact points up (gossip addresses of the nodes of
-// its deployment), waits until the set has been the same for StableMargin and has at
-// least RequiredContactPoints, and asks each whether it belongs to a cluster. If one
-// does, the node joins that cluster; if none does, the node with the lowest address
-// forms a new cluster and the others join it.
+// Bootstrap. Every LookupInterval the node looks its contact points up (the gossip
+// addresses of the nodes of its deployment) and contacts each, which tells it whether
+// any belongs to a cluster. If one does, the node joins that cluster at once. If none
+// does, only the node with the lowest address of the set forms a new cluster, and only
+// once the set has been the same for StableMargin, has at least RequiredContactPoints,
+// includes this node, and every other contact point answered; the others join it.
+//
+// A target's host name is resolved: it stands for this node when one of its addresses
+// is this node's advertised gossip address, else for the lowest of them; addresses are
+// ordered IPv4 before IPv6, then by address, then by port. A failed lookup keeps the
+// last set (a cluster found through it is still joined) but restarts the stable
+// margin. Bootstrap never gives up (JoinTimeout does not apply); JoinProgress says
+// why the node waits, and failed rounds are logged, every tenth.
 type BootstrapConfig struct {
 	// Discovery looks the contact points up; nil turns bootstrap off.
 	Discovery discovery.Discovery
-	// Lookup is the service looked up. A target without a port means this node's
-	// gossip port.
+	// Lookup is the service looked up; Service is required. A target without a port
+	// means this node's gossip port.
 	Lookup discovery.Lookup
 	// RequiredContactPoints is the least number of contact points (this node
 	// included) seen before a new cluster may be formed. Set it to the number of
-	// replicas the deployment starts with. Default 2.
+	// replicas the deployment starts with: with fewer, nodes that see different sets
+	// of contact points for longer than StableMargin can form two clusters. Default 2.
 	RequiredContactPoints int
 	// StableMargin is how long the set of contact points must stay the same before a
 	// new cluster may be formed. Default 5s.
 	StableMargin time.Duration
 	// LookupInterval is the time between lookups. Default 1s.
 	LookupInterval time.Duration
+	// LookupTimeout bounds each lookup, with the resolution of the host names it
+	// returns. Default 3s.
+	LookupTimeout time.Duration
+}
+
+// Defaults of BootstrapConfig.
+const (
+	defaultRequiredContactPoints = 2
+	defaultStableMargin          = 5 * time.Second
+	defaultLookupInterval        = time.Second
+	defaultLookupTimeout         = 3 * time.Second
+)
+
+// withDefaults fills in the zero fields.
+func (b BootstrapConfig) withDefaults() BootstrapConfig {
+	if b.RequiredContactPoints == 0 {
+		b.RequiredContactPoints = defaultRequiredContactPoints
+	}
+	if b.StableMargin == 0 {
+		b.StableMargin = defaultStableMargin
+	}
+	if b.LookupInterval == 0 {
+		b.LookupInterval = defaultLookupInterval
+	}
+	if b.LookupTimeout == 0 {
+		b.LookupTimeout = defaultLookupTimeout
+	}
+	return b
 }
 
 // DowningConfig configures the split-brain resolver. The zero value is keep-majority
@@ -179,14 +216,16 @@ func (c Config) withDefaults() Config {
 	}
 	c.Timing = c.Timing.withDefaults()
 	c.Downing = c.Downing.withDefaults()
+	c.Bootstrap = c.Bootstrap.withDefaults()
 	return c
 }
 
 // Validate reports the first field that is out of range, wrapping ErrInvalidConfig:
 // ports, negative durations or counts, keys that are not 16, 24 or 32 bytes, roles
 // that are not plain names, an unknown strategy or one missing its setting
-// (QuorumSize, Lease), and a StableAfter or DownRemovalMargin too short for the
-// timing (see Timing.DetectionSpread).
+// (QuorumSize, Lease), a StableAfter or DownRemovalMargin too short for the
+// timing (see Timing.DetectionSpread), and a Bootstrap with a Discovery together with
+// SeedNodes or without a Lookup.Service.
 func (c Config) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
@@ -207,6 +246,18 @@ func (c Config) Validate() error {
 		return bad("negative downing duration")
 	case c.Downing.Strategy == LeaseMajority && c.Downing.Lease == nil:
 		return bad("lease-majority needs a Lease")
+	}
+	if b := c.Bootstrap; b.Discovery != nil {
+		switch {
+		case len(c.SeedNodes) > 0:
+			return bad("Bootstrap.Discovery and SeedNodes are both set: use one")
+		case b.Lookup.Service == "":
+			return bad("Bootstrap.Lookup.Service is empty")
+		case b.RequiredContactPoints < 0:
+			return bad("Bootstrap.RequiredContactPoints %d", b.RequiredContactPoints)
+		case b.StableMargin < 0 || b.LookupInterval < 0 || b.LookupTimeout < 0:
+			return bad("negative bootstrap duration")
+		}
 	}
 	for i, k := range c.Keyring {
 		if n := len(k); n != 16 && n != 24 && n != 32 {

@@ -25,6 +25,20 @@
 // two clusters never merge: gossip from a member of another cluster is refused and
 // logged as an error.
 //
+// # Bootstrap by discovery
+//
+// Where the addresses are not known in advance (Kubernetes), Config.Bootstrap finds
+// the nodes through a discovery.Discovery instead of SeedNodes, as Akka's Cluster
+// Bootstrap: every LookupInterval a node looks its contact points up and contacts them.
+// If one is in a cluster, the node joins it at once. If none is, only the node with the
+// lowest address forms a cluster, once the set has been unchanged for StableMargin, holds
+// at least RequiredContactPoints, includes this node, and every other contact point
+// answered; the others join it. A failed lookup keeps the last set and restarts the
+// margin. With RequiredContactPoints set to the replica count one deployment forms one
+// cluster whatever the timing; with fewer, nodes that see different sets for longer
+// than StableMargin can form two. Bootstrap never gives up; JoinProgress says why it
+// waits.
+//
 // # Member lifecycle
 //
 // A member starts Joining and moves itself Up once MinNrOfMembers (overall and per

@@ -7,6 +7,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/discovery"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
 )
@@ -43,4 +44,60 @@ func Example() {
 	// Output:
 	// 1 member, Up, the oldest: true
 	// the running node: true
+}
+
+// hosts is a discovery that knows one service: the hosts of a deployment, listed
+// without ports (each node's own gossip port is meant).
+type hosts []string
+
+func (h hosts) Lookup(_ context.Context, l discovery.Lookup) ([]discovery.Target, error) {
+	if l.Service != "shop" {
+		return nil, fmt.Errorf("%w: %s", discovery.ErrNotFound, l.Service)
+	}
+	var out []discovery.Target
+	for _, host := range h {
+		out = append(out, discovery.Target{Host: host})
+	}
+	return out, nil
+}
+
+// A node bootstraps by discovery: a deployment of one replica, so one contact point is
+// required. It finds itself, the lowest address, waits until the set has been stable,
+// and forms the cluster.
+func Example_bootstrap() {
+	sys, _ := actor.New("shop", actor.Config{})
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = sys.Shutdown(ctx)
+	}()
+	if _, err := remote.Start(sys, remote.Config{Registry: serialization.NewRegistry()}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, err := cluster.Start(sys, cluster.Config{
+		Bootstrap: cluster.BootstrapConfig{
+			Discovery:             hosts{"127.0.0.1"},
+			Lookup:                discovery.Lookup{Service: "shop"},
+			RequiredContactPoints: 1,
+			StableMargin:          200 * time.Millisecond,
+			LookupInterval:        50 * time.Millisecond,
+		},
+		Timing:  cluster.TestTiming(),
+		Downing: cluster.DowningConfig{StableAfter: 2 * time.Second},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.WaitUp(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	jp := c.JoinProgress()
+	fmt.Println("joined:", jp.Joined, "contact points:", len(jp.ContactPoints), "the one:", jp.ContactPoints[0] == c.GossipAddress())
+	// Output:
+	// joined: true contact points: 1 the one: true
 }

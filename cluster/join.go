@@ -98,6 +98,60 @@ func newClusterID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// joinOutcome is what one round of a join process found and decided.
+type joinOutcome struct {
+	step    joinStep
+	cluster string      // joinAdopt: the identity of the cluster found
+	err     error       // why the round did not join: JoinProgress.LastError
+	formed  string      // joinFound: the log line saying why this node formed a cluster; "" for none
+	fields  []zap.Field // context for the log lines
+}
+
+// runJoin runs a join process: round every interval until a round joins a cluster,
+// forms one or gives up, or the node stops. It records each round in JoinProgress,
+// logs a failed round every tenth attempt, and tells the core once the node is in a
+// cluster. via names the process in the log ("the seed nodes", "discovery").
+func (c *Cluster) runJoin(via string, interval time.Duration, round func() joinOutcome) {
+	for attempt := 1; ; attempt++ {
+		o := round()
+		c.mu.Lock()
+		c.join.Attempts = attempt
+		c.join.LastError = o.err
+		c.mu.Unlock()
+		switch o.step {
+		case joinAdopt:
+			c.log.Info("joined a cluster through "+via,
+				append([]zap.Field{zap.String("cluster", o.cluster), zap.Int("attempts", attempt)}, o.fields...)...)
+			c.joinedCluster(o.cluster, false)
+			return
+		case joinFound:
+			id := newClusterID()
+			if o.formed != "" {
+				c.log.Info(o.formed, append([]zap.Field{zap.String("cluster", id), zap.Int("attempts", attempt)}, o.fields...)...)
+			}
+			c.joinedCluster(id, true)
+			return
+		case joinGiveUp:
+			c.mu.Lock()
+			c.join.GaveUp = true
+			c.mu.Unlock()
+			close(c.joinFailed)
+			c.log.Error("could not join a cluster through "+via+"; giving up and staying Joining",
+				append([]zap.Field{zap.Int("attempts", attempt), zap.Error(o.err)}, o.fields...)...)
+			return
+		}
+		if attempt%10 == 1 && o.err != nil {
+			c.log.Warn("joining through "+via+" failed; retrying",
+				append([]zap.Field{zap.Int("attempt", attempt), zap.Error(o.err)}, o.fields...)...)
+		}
+		select {
+		case <-time.After(interval):
+		case <-c.done:
+			return
+		}
+	}
+}
+
 // joinSeeds runs the join process (joinPlan) until this node has joined a cluster,
 // formed one, or given up, then tells the core.
 func (c *Cluster) joinSeeds() {
@@ -112,7 +166,7 @@ func (c *Cluster) joinSeeds() {
 		joinTimeout: c.cfg.JoinTimeout,
 	}
 	name := nodeName(c.self.Unique.Addr)
-	for attempt := 1; ; attempt++ {
+	c.runJoin("the seed nodes", c.cfg.JoinRetryInterval, func() joinOutcome {
 		var v joinView
 		var err error
 		if len(others) > 0 {
@@ -126,44 +180,14 @@ func (c *Cluster) joinSeeds() {
 		if step == joinRetry && err == nil && !plan.firstSeed {
 			err = fmt.Errorf("no member of a cluster found yet through the seed nodes (%s)", strings.Join(others, ", "))
 		}
-		c.mu.Lock()
-		c.join.Attempts = attempt
-		c.join.LastError = err
-		c.mu.Unlock()
-		switch step {
-		case joinAdopt:
-			c.log.Info("joined a cluster through the seed nodes", zap.String("cluster", v.cluster),
-				zap.Int("contacted", v.answered), zap.Int("attempts", attempt))
-			c.joinedCluster(v.cluster, false)
-			return
-		case joinFound:
-			id := newClusterID()
-			if len(others) > 0 {
-				c.log.Info("formed a new cluster: no other seed node is in a cluster",
-					zap.String("cluster", id), zap.Int("answered", v.answered), zap.Int("seeds", len(others)),
-					zap.Duration("waited", time.Since(plan.started)))
-			}
-			c.joinedCluster(id, true)
-			return
-		case joinGiveUp:
-			c.mu.Lock()
-			c.join.GaveUp = true
-			c.mu.Unlock()
-			close(c.joinFailed)
-			c.log.Error("could not join a cluster through the seed nodes; giving up and staying Joining",
-				zap.Strings("seeds", others), zap.Int("attempts", attempt), zap.Error(err))
-			return
+		o := joinOutcome{step: step, cluster: v.cluster, err: err,
+			fields: []zap.Field{zap.Strings("seeds", others), zap.Int("answered", v.answered)}}
+		if step == joinFound && len(others) > 0 {
+			o.formed = "formed a new cluster: no other seed node is in a cluster"
+			o.fields = append(o.fields, zap.Duration("waited", time.Since(plan.started)))
 		}
-		if attempt%10 == 1 && err != nil {
-			c.log.Warn("joining through the seed nodes failed; retrying",
-				zap.Strings("seeds", others), zap.Int("attempt", attempt), zap.Error(err))
-		}
-		select {
-		case <-time.After(c.cfg.JoinRetryInterval):
-		case <-c.done:
-			return
-		}
-	}
+		return o
+	})
 }
 
 // joinedCluster records that this node is in cluster id, which it formed (founder) or
