@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -15,14 +14,6 @@ import (
 	"github.com/troupe-go/troupe/testkit"
 	"github.com/troupe-go/troupe/testkit/multinode"
 )
-
-// staticDiscovery answers every lookup with the same targets.
-type staticDiscovery []discovery.Target
-
-// Lookup implements discovery.Discovery.
-func (s staticDiscovery) Lookup(context.Context, discovery.Lookup) ([]discovery.Target, error) {
-	return s, nil
-}
 
 // childMark is the first argument after "--" that makes TestBootstrapProcessChild run.
 const childMark = "bootstrap-child"
@@ -38,13 +29,15 @@ func TestBootstrapProcessChild(t *testing.T) {
 	if len(args) != 4 || args[0] != childMark {
 		t.Skip("runs only as a child process of TestBootstrapProcessesFormOneCluster")
 	}
-	var targets staticDiscovery
+	var targets []discovery.Target
+	var addrs []string
 	for _, p := range strings.Split(args[1], ",") {
 		port, err := strconv.Atoi(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		targets = append(targets, discovery.Target{Host: "127.0.0.1", Port: port})
+		addrs = append(addrs, targets[len(targets)-1].String())
 	}
 	i, err := strconv.Atoi(args[2])
 	if err != nil || i < 0 || i >= len(targets) {
@@ -58,7 +51,7 @@ func TestBootstrapProcessChild(t *testing.T) {
 	// decide to form a cluster at the same moment, and only the rule keeps it to one.
 	<-time.After(time.Until(time.UnixMilli(at)))
 	n := node(t, "shop", cluster.Config{GossipPort: targets[i].Port, Bootstrap: cluster.BootstrapConfig{
-		Discovery: targets, Lookup: discovery.Lookup{Service: "shop"}, RequiredContactPoints: len(targets),
+		Discovery: discovery.Static{Services: map[string][]string{"shop": addrs}}, Lookup: discovery.Lookup{Service: "shop"}, RequiredContactPoints: len(targets),
 		StableMargin: time.Second, LookupInterval: 250 * time.Millisecond,
 	}})
 	await(t, n, func(st cluster.CurrentClusterState) bool {
