@@ -42,8 +42,7 @@ type node struct {
 // transactions is a cluster-wide count of the deposits and withdrawals carried out.
 var transactions = ddata.NewKey[*ddata.GCounter]("bank.transactions")
 
-// startNode starts a node: the actor system, then remote, cluster, persistence,
-// distributed data, sharding and the singleton, in that order.
+// startNode starts a node: its actor system, and the layers on it.
 func startNode(cfg nodeConfig) (*node, error) {
 	sys, err := actor.New(cfg.name, actor.Config{Logger: cfg.logger})
 	if err != nil {
@@ -57,6 +56,8 @@ func startNode(cfg nodeConfig) (*node, error) {
 	return n, nil
 }
 
+// startServices starts remote, cluster, persistence, distributed data, sharding and
+// the singleton on sys, in that order.
 func startServices(sys *actor.System, cfg nodeConfig) (*node, error) {
 	reg := serialization.NewRegistry() // one registry for every layer
 	if err := registerMessages(reg); err != nil {
