@@ -37,7 +37,7 @@ func demo(w io.Writer, logger *zap.Logger) error {
 	}()
 	for i := range nodes {
 		cfg := nodeConfig{name: fmt.Sprintf("bank-%d", i), minMembers: 3,
-			journal: store, snapshots: store, fast: true, logger: logger}
+			journal: store, snapshots: store, logger: logger}
 		if i > 0 {
 			cfg.seeds = []string{nodes[0].cluster.GossipAddress()}
 		}

@@ -27,7 +27,6 @@ type nodeConfig struct {
 	minMembers int      // members that must join before any is Up
 	journal    persistence.Journal
 	snapshots  persistence.SnapshotStore
-	fast       bool // detect failures in about a second (the demo); production keeps the defaults
 	logger     *zap.Logger
 }
 
@@ -68,12 +67,7 @@ func startServices(sys *actor.System, cfg nodeConfig) (*node, error) {
 		return nil, err
 	}
 	// 2. Cluster: membership, failure detection, the split-brain resolver.
-	clusterCfg := cluster.Config{GossipPort: cfg.gossipPort, SeedNodes: cfg.seeds, MinNrOfMembers: cfg.minMembers}
-	if cfg.fast {
-		clusterCfg.Timing = cluster.TestTiming()
-		clusterCfg.Downing.StableAfter = 2 * time.Second
-	}
-	c, err := cluster.Start(sys, clusterCfg)
+	c, err := cluster.Start(sys, cluster.Config{GossipPort: cfg.gossipPort, SeedNodes: cfg.seeds, MinNrOfMembers: cfg.minMembers})
 	if err != nil {
 		return nil, err
 	}
