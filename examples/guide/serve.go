@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -36,9 +37,14 @@ func serve(f flags, seeds []string, logger *zap.Logger) error {
 		_ = n.sys.Shutdown(context.Background())
 		return err
 	}
-	api := &http.Server{Addr: f.http, Handler: n.api(), ReadHeaderTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", f.http)
+	if err != nil {
+		_ = n.sys.Shutdown(context.Background())
+		return err
+	}
+	api := &http.Server{Handler: n.api(), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
-		if err := api.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := api.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("bank API", zap.Error(err))
 			_ = n.sys.Shutdown(context.Background())
 		}
