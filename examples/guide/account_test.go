@@ -52,7 +52,9 @@ func TestAccount(t *testing.T) {
 	_ = acct.Tell(Stop{})
 	probe.ExpectTerminated(acct)
 
-	acct, err = sys.Spawn(props, "account-1001") // a new incarnation: it replays the events
+	// A new incarnation (under another name: the old one's is freed a moment after
+	// Terminated) has the same persistence id, so it replays the events.
+	acct, err = sys.Spawn(props, "account-1001-again")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +78,7 @@ func TestAllocator(t *testing.T) {
 	_ = numbers.Tell(Stop{})
 	probe.ExpectTerminated(numbers)
 
-	numbers, _ = sys.Spawn(props, "numbers")
+	numbers, _ = sys.Spawn(props, "numbers-again")
 	probe.Send(numbers, NextNumber{})
 	probe.ExpectMsg(Number{N: 1003})
 }

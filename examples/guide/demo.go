@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/persistence/badgerjournal"
 	"go.uber.org/zap"
 )
@@ -48,7 +50,7 @@ func demo(w io.Writer, logger *zap.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	for _, n := range nodes {
-		if err := n.cluster.WaitUp(ctx); err != nil {
+		if err := n.awaitUp(ctx, len(nodes)); err != nil {
 			return err
 		}
 	}
@@ -144,4 +146,41 @@ func describe(cmd any) string {
 		return fmt.Sprintf("withdraw %d", c.Amount)
 	}
 	return fmt.Sprintf("%T", cmd)
+}
+
+// awaitUp waits until this node sees want members, all Up. Each node learns of the
+// others' moves by gossip: a node that is Up itself may see another as Joining for a
+// moment, and reads and writes of distributed data count only the members it sees Up.
+func (n *node) awaitUp(ctx context.Context, want int) error {
+	allUp := func() bool {
+		st := n.cluster.State()
+		for _, m := range st.Members {
+			if m.Status != cluster.Up {
+				return false
+			}
+		}
+		return len(st.Members) == want
+	}
+	done := make(chan struct{})
+	closed := false
+	watcher, err := n.sys.Spawn(actor.PropsFunc(func(actor.Context) { // at each cluster event
+		if !closed && allUp() {
+			closed = true
+			close(done)
+		}
+	}), "")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = n.sys.Stop(watcher) }()
+	if err := n.cluster.Subscribe(watcher); err != nil { // the current state first, then every change
+		return err
+	}
+	defer func() { _ = n.cluster.Unsubscribe(watcher) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %d members not all Up: %w", n.sys.Name(), want, ctx.Err())
+	}
 }
