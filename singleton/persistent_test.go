@@ -34,7 +34,7 @@ func (c *persistentTickets) Receive(ctx persistence.Context) {
 	case NextTicket:
 		err := persistence.Persist(ctx, TicketIssued{N: c.next + 1}, func(ev TicketIssued) {
 			c.next = ev.N
-			_ = ctx.Respond(Ticket{N: ev.N})
+			_ = ctx.Respond(Ticket(ev))
 		})
 		if err != nil {
 			_ = ctx.Respond(Ticket{}) // no ticket: 0

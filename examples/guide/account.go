@@ -67,19 +67,19 @@ func (a *account) Receive(ctx persistence.Context) {
 			a.reject(ctx, "already open")
 			return
 		}
-		persist(ctx, a, Opened{Owner: m.Owner})
+		persist(ctx, a, Opened(m)) // the event has the command's fields
 	case Deposit:
 		if a.owner == "" || m.Amount <= 0 {
 			a.reject(ctx, "no such account, or not a positive amount")
 			return
 		}
-		persist(ctx, a, Deposited{Amount: m.Amount})
+		persist(ctx, a, Deposited(m))
 	case Withdraw:
 		if a.owner == "" || m.Amount <= 0 || m.Amount > a.balance {
 			a.reject(ctx, "insufficient funds")
 			return
 		}
-		persist(ctx, a, Withdrawn{Amount: m.Amount})
+		persist(ctx, a, Withdrawn(m))
 	case GetBalance:
 		_ = ctx.Respond(a.receipt(ctx, ""))
 	case Stop:
