@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,7 +42,7 @@ func TestThreeProcessesOnPostgres(t *testing.T) {
 	ports := multinode.FreePorts(t, 8) // gossip of the two seeds, then an API and a management port per node
 	seeds := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", ports[0], ports[1])
 	var nodes []*multinode.Process
-	var api []string
+	var api, mgmt []string
 	for i := range 3 {
 		args := []string{"-postgres", target.ConnString, "-node", fmt.Sprintf("bank-%d", i+1),
 			"-seeds", seeds, "-http", fmt.Sprintf("127.0.0.1:%d", ports[2+i]),
@@ -53,9 +54,15 @@ func TestThreeProcessesOnPostgres(t *testing.T) {
 		p.WaitFor(testkit.Dilated(30*time.Second), "the node's first line", func(l string) bool { return strings.Contains(l, "bank API") })
 		nodes = append(nodes, p)
 		api = append(api, fmt.Sprintf("http://127.0.0.1:%d", ports[2+i]))
+		mgmt = append(mgmt, fmt.Sprintf("http://127.0.0.1:%d", ports[5+i]))
+	}
+	// Distributed data's ReadAll counts the members a node sees Up: wait until each
+	// node sees all three.
+	for _, m := range mgmt {
+		awaitAllUp(t, m, 3)
 	}
 
-	// The first account waits for the members to be Up and the allocator to start.
+	// The first account waits for the allocator to start.
 	r := retry[Receipt](t, "POST", api[0]+"/accounts?owner=ann")
 	if r.Account != "1001" || r.Owner != "ann" {
 		t.Fatalf("opened %+v, want account 1001 of ann", r)
@@ -137,4 +144,44 @@ func request[T any](method, u string) (T, error) {
 		return v, fmt.Errorf("%s %s: %s: %s", method, p.Path, resp.Status, body)
 	}
 	return v, json.Unmarshal(body, &v)
+}
+
+// awaitAllUp waits until the node whose management server is at mgmt sees want
+// members, all Up: it reads the members, and again at each member-up event.
+func awaitAllUp(t *testing.T, mgmt string, want int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Dilated(60*time.Second))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", mgmt+"/cluster/events?type=member-up", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req) // open before the first read, so no event is missed
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := bufio.NewScanner(resp.Body)
+	for {
+		type members struct {
+			Members []struct{ Node, Status string }
+		}
+		ms := call[members](t, "GET", mgmt+"/cluster/members")
+		up := 0
+		for _, m := range ms.Members {
+			if m.Status == "Up" {
+				up++
+			}
+		}
+		if up == want && len(ms.Members) == want {
+			return
+		}
+		upEvent := false
+		for !upEvent && events.Scan() {
+			upEvent = strings.HasPrefix(events.Text(), "event: member-up")
+		}
+		if !upEvent { // the stream ended, or the deadline passed
+			t.Fatalf("%s: %d of %d members Up (%+v); the event stream ended: %v", mgmt, up, want, ms.Members, events.Err())
+		}
+	}
 }
