@@ -2,13 +2,19 @@ package persistence_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/persistence/memjournal"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/testkit"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -80,3 +86,32 @@ func TestStartAndGet(t *testing.T) {
 		t.Fatalf("fresh stats %+v", st)
 	}
 }
+
+// An entity in a system without persistence stops, and the logged error says once what
+// to call, and names the system.
+func TestEntityWithoutPersistenceSaysWhatToCall(t *testing.T) {
+	core, logs := observer.New(zapcore.ErrorLevel)
+	sys := testkit.NewSystem(t, actor.Config{Logger: zap.New(core)})
+	probe := testkit.NewProbe(t, sys)
+	ref, err := sys.Spawn(persistence.Props(func() persistence.Entity { return &noopEntity{} }), "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe.Watch(ref)
+	probe.ExpectTerminated(ref)
+	entries := logs.FilterMessage("persistence: cannot start entity").All()
+	if len(entries) != 1 {
+		t.Fatalf("%d log entries %q, want 1", len(entries), "persistence: cannot start entity")
+	}
+	msg := fmt.Sprint(entries[0].ContextMap()["error"])
+	if n := strings.Count(msg, "call persistence.Start"); n != 1 || !strings.Contains(msg, sys.Name()) {
+		t.Errorf("error %q: want one %q and the system's name", msg, "call persistence.Start")
+	}
+}
+
+// noopEntity persists nothing.
+type noopEntity struct{}
+
+func (noopEntity) PersistenceID() string       { return "noop" }
+func (noopEntity) Recover(persistence.Context) {}
+func (noopEntity) Receive(persistence.Context) {}

@@ -418,7 +418,7 @@ func (r *runner) start(ctx actor.Context) {
 	r.self = ctx.Self()
 	p := Get(ctx.System())
 	if p == nil {
-		err := fmt.Errorf("%w: call persistence.Start for system %q", ErrNotConfigured, ctx.System().Name())
+		err := fmt.Errorf("%w: system %q", ErrNotConfigured, ctx.System().Name())
 		ctx.Logger().Error("persistence: cannot start entity", zap.Error(err))
 		ctx.Stop(ctx.Self())
 		return

@@ -112,6 +112,8 @@ func runInProcess(f flags) error {
 	cfg := nodeConfig{reg: reg, journal: store, snapshots: store, idle: f.idle, shards: f.shards, logger: logger(f.verbose)}
 
 	fmt.Println("starting three nodes sharing the journal in", dir)
+	fmt.Println("(each node: an actor system with remoting, cluster membership, persistence and")
+	fmt.Println("sharding; a counter is a persistent entity that any node reaches by its ID)")
 	var nodes []*node
 	defer func() {
 		for i := len(nodes) - 1; i >= 0; i-- {
@@ -141,6 +143,10 @@ func runInProcess(f flags) error {
 		ids[i] = fmt.Sprint(i + 1)
 	}
 	fmt.Println("\n1. three increments and one decrement per counter, sent from every node")
+	fmt.Println("   After each step: the shards each node hosts, as shard[running counters], then")
+	fmt.Println("   every counter's value, the node it runs on, and whether the value is the one")
+	fmt.Println("   the last change returned (intact). A counter idle for -idle (2 s) is passivated:")
+	fmt.Println("   it is not listed as running, and recovers its count at its next message.")
 	for j, id := range ids {
 		for k, cmd := range []any{Increment{}, Increment{}, Increment{}, Decrement{}} {
 			n := nodes[(j+k)%3]
@@ -155,7 +161,9 @@ func runInProcess(f flags) error {
 		return err
 	}
 
-	fmt.Println("\n2. counter-2 leaves the cluster gracefully (its shards are handed off)")
+	fmt.Println("\n2. counter-2 leaves the cluster gracefully (its shards are handed off), then every")
+	fmt.Println("   counter is incremented once more: counter-2's counters now run on the other two")
+	fmt.Println("   nodes, with the counts they recovered from the journal")
 	if err := nodes[2].leave(); err != nil {
 		return err
 	}
@@ -179,6 +187,8 @@ func runInProcess(f flags) error {
 		victim, survivor = 0, 1
 	}
 	fmt.Printf("\n3. %s crashes; once it is downed, its shards start on %s\n", nodes[victim].name, nodes[survivor].name)
+	fmt.Println("   (the wait: failure detection, the split-brain resolver's stable-after of 2 s, and")
+	fmt.Println("   the removal margin after the downing, so that the crashed node has stopped first)")
 	start := time.Now()
 	nodes[victim].crash()
 	nodes[victim] = nil
@@ -187,8 +197,12 @@ func runInProcess(f flags) error {
 			return err
 		}
 	}
-	fmt.Printf("every counter answers again after %v\n", time.Since(start).Round(100*time.Millisecond))
-	return show(nodes, ids, want)
+	fmt.Printf("   every counter answers again after %v\n", time.Since(start).Round(100*time.Millisecond))
+	if err := show(nodes, ids, want); err != nil {
+		return err
+	}
+	fmt.Println("\ndone: every count survived a graceful leave and a crash")
+	return nil
 }
 
 // eventually asks counter id until it answers (messages to a crashed node are lost).
