@@ -50,7 +50,6 @@ var knownPackages = map[string]string{
 	"pgjournal":     "github.com/troupe-go/troupe/persistence/pgjournal",
 	"pglease":       "github.com/troupe-go/troupe/lease/pglease",
 	"management":    "github.com/troupe-go/troupe/management",
-	"discovery":     "github.com/troupe-go/troupe/discovery",
 	"zap":           "go.uber.org/zap",
 	"prometheus":    "github.com/prometheus/client_golang/prometheus",
 	"promhttp":      "github.com/prometheus/client_golang/prometheus/promhttp",
