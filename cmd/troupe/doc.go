@@ -4,7 +4,7 @@
 // operators. It also removes sharding's internal data from a stopped cluster's
 // journal. Install it with
 //
-//	go install github.com/troupe-go/troupe/cmd/troupe@latest
+//	go install ./cmd/troupe   # in a clone of the repository
 //
 // # Usage
 //
