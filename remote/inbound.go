@@ -253,10 +253,22 @@ func (r *Remote) serveInbound(ic *inConn) {
 
 func (r *Remote) reject(remoteAddr string, err error) {
 	r.stats.rejected.Add(1)
-	if !r.isClosed() {
+	switch {
+	case r.isClosed():
+	case errors.As(err, new(refusedQuarantined)):
+		// The quarantine was logged when it happened; an incarnation that left or was
+		// removed dials until it learns of it, and each refusal is counted only.
+		r.log.Debug("inbound connection refused", zap.String("remote", remoteAddr), zap.Error(err))
+	default:
 		r.rejectLog.log(r.log, "inbound connection refused", zap.String("remote", remoteAddr), zap.Error(err))
 	}
 }
+
+// refusedQuarantined is the error of a handshake refused because the dialler's
+// incarnation is quarantined here.
+type refusedQuarantined struct{ error }
+
+func (e refusedQuarantined) Unwrap() error { return e.error }
 
 // errProbed ends a probe-lane connection once its welcome is sent.
 var errProbed = errors.New("remote: probe answered")
@@ -302,7 +314,8 @@ func (r *Remote) acceptHandshake(conn net.Conn, br *bufio.Reader) (hello, *peer,
 		// Before the quarantine's refusal: a cut link carries no answer at all.
 		return hello{}, nil, errBlocked
 	case r.isQuarantined(h.fromUID):
-		return refuse(rejectQuarantined)
+		h, p, err := refuse(rejectQuarantined)
+		return h, p, refusedQuarantined{err}
 	}
 	if _, err := conn.Write(appendWelcome(nil, w)); err != nil {
 		return hello{}, nil, err
