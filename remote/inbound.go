@@ -255,14 +255,19 @@ func (r *Remote) reject(remoteAddr string, err error) {
 	r.stats.rejected.Add(1)
 	switch {
 	case r.isClosed():
-	case errors.As(err, new(refusedQuarantined)):
+	case errors.As(err, new(refusedQuarantined)), errors.Is(err, errNoHello):
 		// The quarantine was logged when it happened; an incarnation that left or was
-		// removed dials until it learns of it, and each refusal is counted only.
+		// removed dials until it learns of it, and each refusal is counted only. A
+		// connection closed before it sent a byte is a dialer that gave up (a node
+		// shutting down) or a TCP probe of the port: counted only too.
 		r.log.Debug("inbound connection refused", zap.String("remote", remoteAddr), zap.Error(err))
 	default:
 		r.rejectLog.log(r.log, "inbound connection refused", zap.String("remote", remoteAddr), zap.Error(err))
 	}
 }
+
+// errNoHello is the error of an inbound connection closed before its hello began.
+var errNoHello = errors.New("closed before its hello")
 
 // refusedQuarantined is the error of a handshake refused because the dialler's
 // incarnation is quarantined here.
@@ -280,6 +285,9 @@ func (r *Remote) acceptHandshake(conn net.Conn, br *bufio.Reader) (hello, *peer,
 	fr := frameReader{br: br, max: maxHandshakeFrame}
 	body, err := fr.next()
 	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = errNoHello
+		}
 		return hello{}, nil, fmt.Errorf("reading hello: %w", err)
 	}
 	h, err := parseHello(body)

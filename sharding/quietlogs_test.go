@@ -109,8 +109,15 @@ func fieldValue(f zapcore.Field) any {
 // under light traffic: node 3 leaves, node 2 crashes, then nodes 1 and 0 shut down.
 func TestQuietLogsOnLeaveCrashAndShutdown(t *testing.T) {
 	tap := newLogTap()
-	sc := newShardCluster(t, multinode.Options{Nodes: 4, ConfigureSystem: tap.configure},
-		func(int) EntityConfig { return ddataCounterConfig() }, true, nil)
+	opts := multinode.Options{
+		Nodes:           4,
+		ConfigureSystem: tap.configure,
+		// Serf's default: the test timing's 100 ms did not always carry a leave to
+		// the last other member under -race on a loaded machine, which then saw a
+		// crash (a member unreachable, then downed) instead of a leave.
+		Configure: func(_ int, c *cluster.Config) { c.Timing.LeavePropagateDelay = time.Second },
+	}
+	sc := newShardCluster(t, opts, func(int) EntityConfig { return ddataCounterConfig() }, true, nil)
 	sc.ddataDir = t.TempDir()
 	for i := range 4 {
 		sc.startSharding(i)
