@@ -13,6 +13,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/lease"
 	"github.com/troupe-go/troupe/remote"
 	"go.uber.org/zap"
 )
@@ -124,6 +125,9 @@ func Start(sys *actor.System, cfg Config) (*Cluster, error) {
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if u, ok := cfg.Downing.Lease.(lease.SystemLogger); ok {
+		u.UseSystemLogger(sys.Logger())
 	}
 	s := ext.Get(sys)
 	s.mu.Lock()

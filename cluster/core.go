@@ -37,6 +37,10 @@ type (
 	quarantinedBy struct{ addr string }
 )
 
+// SuppressDeadLetterLog: the transport reports refusals until it stops, and the core
+// may have stopped first (at the end of a shutdown): an expected dead letter.
+func (quarantinedBy) SuppressDeadLetterLog() {}
+
 // Keys of the core's timers.
 const (
 	timerHeartbeat = "heartbeat"
@@ -433,7 +437,11 @@ func (k *core) apply(evs []membership.Event, err error) {
 			delete(k.peers, u)
 			k.table.Remove(u)
 			if addr, err := actor.ParseAddress(u.Addr); err == nil {
-				k.c.link.Quarantine(addr, u.UID, "removed from the cluster")
+				if e.PreviousStatus == Down {
+					k.c.link.Quarantine(addr, u.UID, "downed and removed from the cluster", false)
+				} else {
+					k.c.link.Quarantine(addr, u.UID, "left the cluster", true)
+				}
 			}
 			follow = append(follow, k.margins.Removed(e, now)...)
 		}

@@ -38,6 +38,22 @@ type (
 	}
 )
 
+// SuppressDeadLetterLog: members exchange these all the time, and those sent to a
+// member that is leaving, crashed or was removed die as expected dead letters (counted,
+// not logged). What an operator must know of such a member is logged once by the
+// cluster (downed, removed) and the transport (quarantined).
+func (heartbeat) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog: as heartbeat's.
+func (heartbeatRsp) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog: as heartbeat's.
+func (reachGossip) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog: as heartbeat's (a down decision goes to every member, the
+// downed one included).
+func (downNotice) SuppressDeadLetterLog() {}
+
 func init() {
 	wiretypes.MustRegister[heartbeat]("troupe.cluster.Heartbeat")
 	wiretypes.MustRegister[heartbeatRsp]("troupe.cluster.HeartbeatRsp")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,15 +92,29 @@ func nodeName(addr string) string {
 }
 
 // zapWriter routes serf's and memberlist's log lines to zap: errors and warnings as
-// warnings, the rest at debug level.
+// warnings, except memberlist's failures to reach one member (peerTrouble), which
+// are at info, and the rest at debug level.
 type zapWriter struct{ log *zap.Logger }
+
+// peerTrouble are the beginnings of memberlist's errors about reaching one member.
+// They come whenever a member crashes or leaves, and the cluster reports what
+// matters of them itself (unreachable, downed, removed), so they are not warnings.
+var peerTrouble = []string{
+	"memberlist: Push/Pull with ",
+	"memberlist: Failed to send ",
+	"memberlist: Failed fallback ping",
+	"memberlist: Was able to connect to ",
+}
 
 func (w *zapWriter) Write(p []byte) (int, error) {
 	line := strings.TrimSpace(string(p))
-	if strings.Contains(line, "[ERR]") || strings.Contains(line, "[WARN]") {
-		w.log.Warn(line)
-	} else {
+	switch {
+	case !strings.Contains(line, "[ERR]") && !strings.Contains(line, "[WARN]"):
 		w.log.Debug(line)
+	case slices.ContainsFunc(peerTrouble, func(s string) bool { return strings.Contains(line, s) }):
+		w.log.Info(line)
+	default:
+		w.log.Warn(line)
 	}
 	return len(p), nil
 }

@@ -122,6 +122,34 @@ type fullRequestMsg struct {
 	Keys     []string
 }
 
+// SuppressDeadLetterLog: replicators send these to every replica, periodically
+// (gossip, status) and for each read and write with a level above local; those sent
+// to a member that is leaving, crashed, was removed or has not started its replicator
+// yet die as expected dead letters (counted, not logged). A read or write that misses
+// its replicas ends in a timeout its caller sees.
+func (*writeMsg) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog: as writeMsg's.
+func (*writeReplyMsg) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog: as writeMsg's.
+func (*readMsg) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog: as writeMsg's.
+func (*readResultMsg) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog: as writeMsg's.
+func (*statusMsg) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog: as writeMsg's.
+func (*gossipMsg) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog: as writeMsg's.
+func (*deltasMsg) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog: as writeMsg's.
+func (*fullRequestMsg) SuppressDeadLetterLog() {}
+
 // messageTypes are the replicator's messages and their names in the registry.
 var messageTypes = []struct {
 	name string

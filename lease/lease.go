@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 var (
@@ -108,4 +110,12 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: HeartbeatTimeout %v must exceed HeartbeatInterval %v", ErrInvalidConfig, d.HeartbeatTimeout, d.HeartbeatInterval)
 	}
 	return nil
+}
+
+// SystemLogger is implemented by a Lease that logs (pglease.Lease does) and takes
+// the logger of the actor system that uses it, when it was not given a logger of its
+// own: the cluster's downing (DowningConfig.Lease) and a singleton (Config.Lease)
+// call UseSystemLogger with their system's logger when they start with the lease.
+type SystemLogger interface {
+	UseSystemLogger(l *zap.Logger)
 }

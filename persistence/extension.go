@@ -67,6 +67,11 @@ func Start(sys *actor.System, cfg Config) (*Persistence, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	for _, plugin := range []any{cfg.Journal, cfg.Snapshots} {
+		if u, ok := plugin.(SystemLogger); ok {
+			u.UseSystemLogger(sys.Logger())
+		}
+	}
 	s := extensionID.Get(sys)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -347,4 +352,13 @@ func (p *Persistence) logDrop(log *zap.Logger, msg string, fields ...zap.Field) 
 		fields = append(fields, zap.Int("not_logged_before", suppressed))
 	}
 	log.Warn(msg, fields...)
+}
+
+// SystemLogger is implemented by a journal or snapshot store that logs (badgerjournal
+// and pgjournal do) and takes the logger of the actor system it is attached to when it
+// was not given a logger of its own: Start calls UseSystemLogger with the system's
+// logger. A store is opened before any system exists, and logs its warnings to
+// standard error until then.
+type SystemLogger interface {
+	UseSystemLogger(l *zap.Logger)
 }

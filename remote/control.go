@@ -15,8 +15,8 @@ import (
 // hookAdapter exposes the transport's internal interface to internal/hooks.
 type hookAdapter struct{ r *Remote }
 
-func (h hookAdapter) Quarantine(addr actor.Address, uid uint64, reason string) {
-	h.r.quarantine(addr, uid, reason)
+func (h hookAdapter) Quarantine(addr actor.Address, uid uint64, reason string, left bool) {
+	h.r.quarantine(addr, uid, reason, left)
 }
 func (h hookAdapter) SetMembership(managed func(actor.Address) bool) { h.r.setMembership(managed) }
 func (h hookAdapter) OnQuarantinedBy(f func(by actor.Address)) {
@@ -36,13 +36,18 @@ func (h hookAdapter) MaxFrameSize() int { return h.r.cfg.MaxFrameSize }
 // quarantine ends communication with incarnation uid of the system at addr, as if the
 // transport had decided it itself: actors watched there are reported terminated with
 // AddressTerminated, its watches of local actors are removed, and it is refused from
-// now on. The cluster calls it when a member is removed.
-func (r *Remote) quarantine(addr actor.Address, uid uint64, reason string) {
+// now on. The cluster calls it when a member is removed; left says the member left
+// gracefully, and the quarantine is then logged at info rather than as a warning.
+func (r *Remote) quarantine(addr actor.Address, uid uint64, reason string, left bool) {
 	p, err := r.peerFor(addr)
 	if err != nil {
 		return
 	}
-	p.quarantine(uid, reason)
+	how := endQuarantined
+	if left {
+		how = endLeft
+	}
+	p.end(uid, reason, how)
 }
 
 // setMembership hands failure detection for some addresses to the cluster: for an

@@ -68,7 +68,8 @@
 // except at the address of a cluster member (a new incarnation, since the cluster
 // quarantines one when it removes the member): there a send waits in the queue, and
 // a watch waits, for that look, and reaches the incarnation that answers, or ends as
-// for the quarantined one when none new does.
+// for the quarantined one when none new does. A quarantine is logged as a warning,
+// once; that of a member which left the cluster gracefully is news, at info.
 //
 // # Remote death watch
 //
@@ -90,7 +91,9 @@
 // One bad client must not hurt anyone else. Frames are length-prefixed with a maximum
 // size; a malformed frame (a traced frame whose trace context is cut short or has zero
 // ids among them), an oversized frame or a failed handshake closes that connection
-// only, with a rate-limited log line (Stats.Rejected counts it). Connections still in their handshake
+// only, with a rate-limited log line (Stats.Rejected counts it; a connection closed
+// before it sent a byte, and the handshake of an incarnation quarantined here, are
+// logged at debug only: a node going away, a TCP probe). Connections still in their handshake
 // are capped in number (Config.MaxPendingConnections, oldest closed first) and in
 // memory. Systems known only from refs in received messages are bounded
 // (Config.MaxUnverifiedPeers) and dials to them too. The frame, handshake and
@@ -121,7 +124,9 @@
 //   - Queued, then dropped: for a peer that is quarantined or says it shuts down
 //     (ErrQuarantined; at a cluster member's address, also when the look for a new
 //     incarnation finds none) or unreachable for Config.GiveUpAfter (ErrUnreachable).
-//     Each message becomes a dead letter with that reason, and a warning is logged.
+//     Each message becomes a dead letter with that reason, and a warning is logged
+//     when the application's messages are among them (Troupe's own, those implementing
+//     actor.DeadLetterSuppression, are expected losses: counted, logged at debug).
 //   - Lost with a broken connection: the messages of the write that failed are counted
 //     (Stats.Lost) and logged; they may or may not have arrived. Messages the
 //     operating system had already accepted may be lost too: they are not counted one
@@ -129,7 +134,8 @@
 //     Among them, on the receiving side: when a peer connects again, its old
 //     connection is read to its end first, but closed if it gives nothing for a second
 //     (its end lost with the network), and what it held unread is lost (logged there).
-//     Messages still queued when the transport closes are counted lost and logged:
+//     Messages still queued when the transport closes are counted lost and logged
+//     (at debug when all are Troupe's own):
 //     it waits, for at most Config.ShutdownFlushTimeout, until every peer it can
 //     reach has what was sent to it, so these are the messages for a peer that could
 //     not be reached or did not take them in time.

@@ -12,7 +12,7 @@ import (
 func SetBlocked(r *Remote, addr actor.Address, blocked bool) { r.setBlocked(addr, blocked) }
 func Abort(r *Remote)                                        { r.abort() }
 func Quarantine(r *Remote, addr actor.Address, uid uint64, reason string) {
-	r.quarantine(addr, uid, reason)
+	r.quarantine(addr, uid, reason, false)
 }
 
 // BreakConnections closes every connection r has; both sides reconnect on their own.

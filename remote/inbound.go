@@ -253,10 +253,27 @@ func (r *Remote) serveInbound(ic *inConn) {
 
 func (r *Remote) reject(remoteAddr string, err error) {
 	r.stats.rejected.Add(1)
-	if !r.isClosed() {
+	switch {
+	case r.isClosed():
+	case errors.As(err, new(refusedQuarantined)), errors.Is(err, errNoHello):
+		// The quarantine was logged when it happened; an incarnation that left or was
+		// removed dials until it learns of it, and each refusal is counted only. A
+		// connection closed before it sent a byte is a dialer that gave up (a node
+		// shutting down) or a TCP probe of the port: counted only too.
+		r.log.Debug("inbound connection refused", zap.String("remote", remoteAddr), zap.Error(err))
+	default:
 		r.rejectLog.log(r.log, "inbound connection refused", zap.String("remote", remoteAddr), zap.Error(err))
 	}
 }
+
+// errNoHello is the error of an inbound connection closed before its hello began.
+var errNoHello = errors.New("closed before its hello")
+
+// refusedQuarantined is the error of a handshake refused because the dialler's
+// incarnation is quarantined here.
+type refusedQuarantined struct{ error }
+
+func (e refusedQuarantined) Unwrap() error { return e.error }
 
 // errProbed ends a probe-lane connection once its welcome is sent.
 var errProbed = errors.New("remote: probe answered")
@@ -268,6 +285,9 @@ func (r *Remote) acceptHandshake(conn net.Conn, br *bufio.Reader) (hello, *peer,
 	fr := frameReader{br: br, max: maxHandshakeFrame}
 	body, err := fr.next()
 	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = errNoHello
+		}
 		return hello{}, nil, fmt.Errorf("reading hello: %w", err)
 	}
 	h, err := parseHello(body)
@@ -302,7 +322,8 @@ func (r *Remote) acceptHandshake(conn net.Conn, br *bufio.Reader) (hello, *peer,
 		// Before the quarantine's refusal: a cut link carries no answer at all.
 		return hello{}, nil, errBlocked
 	case r.isQuarantined(h.fromUID):
-		return refuse(rejectQuarantined)
+		h, p, err := refuse(rejectQuarantined)
+		return h, p, refusedQuarantined{err}
 	}
 	if _, err := conn.Write(appendWelcome(nil, w)); err != nil {
 		return hello{}, nil, err

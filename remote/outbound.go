@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/actorstate"
 	"github.com/troupe-go/troupe/internal/syslane"
 	"github.com/troupe-go/troupe/internal/tracewire"
 	"github.com/troupe-go/troupe/serialization"
@@ -534,9 +535,20 @@ func (l *outLane) dropQueued(reason error) {
 		return
 	}
 	r := l.p.r
-	r.lossLog.log(r.log, "queued messages dropped to dead letters", zap.String("peer", l.p.self),
-		zap.Int("count", len(frames)), zap.Error(reason))
 	codec := r.cfg.Registry.NewCodec(localResolver{r})
+	internal := 0
+	defer func() {
+		// Troupe's own messages (heartbeats, gossip, acknowledgements) for a peer that
+		// went away are expected dead letters: counted, and logged at debug when no
+		// message of the application died with them.
+		fields := []zap.Field{zap.String("peer", l.p.self), zap.Int("count", len(frames)-internal),
+			zap.Int("internal", internal), zap.Error(reason)}
+		if internal == len(frames) {
+			r.log.Debug("queued messages dropped to dead letters", fields...)
+			return
+		}
+		r.lossLog.log(r.log, "queued messages dropped to dead letters", fields...)
+	}()
 	for _, f := range frames {
 		path, uid := parseWire(f.rcpt)
 		var sender actor.Ref
@@ -547,17 +559,38 @@ func (l *outLane) dropQueued(reason error) {
 		if err != nil {
 			msg = Undecodable{Manifest: f.manifest, Size: len(f.payload)}
 		}
+		if expectedDeadLetter(msg) {
+			internal++
+		}
 		r.deadLetter(newRemoteRef(l.p, path, uid), msg, sender, reason)
 	}
 }
 
 // abandon counts and logs the user messages still queued when the transport closes.
+// When all of them are Troupe's own (expectedDeadLetter: heartbeats, gossip for a
+// peer that has quarantined this node as it left), the line is at debug.
 func (l *outLane) abandon() {
 	l.mu.Lock()
 	n := l.q.frames
+	frames := l.q.drain()
 	l.q.buf, l.q.frames, l.inflight = nil, 0, 0
 	l.wakeWaitersLocked()
 	l.mu.Unlock()
+	internal := 0
+	if len(frames) == n {
+		r := l.p.r
+		codec := r.cfg.Registry.NewCodec(localResolver{r})
+		for _, f := range frames {
+			if msg, err := decodeAny(codec, localResolver{r}, f.manifest, f.payload); err == nil && expectedDeadLetter(msg) {
+				internal++
+			}
+		}
+	}
+	if n > 0 && internal == n {
+		l.count(n)
+		l.p.r.log.Debug("messages not sent before the transport closed", zap.String("peer", l.p.self), zap.Int("count", n), zap.Int("internal", n))
+		return
+	}
 	l.lost(n, "messages not sent before the transport closed")
 }
 
@@ -566,10 +599,27 @@ func (l *outLane) lost(n int, why string) {
 	if n <= 0 {
 		return
 	}
+	l.count(n)
+	r := l.p.r
+	r.lossLog.log(r.log, why, zap.String("peer", l.p.self), zap.Int("count", n))
+}
+
+// count counts n messages lost for the peer.
+func (l *outLane) count(n int) {
 	r := l.p.r
 	r.stats.lost.Add(uint64(n))
 	r.stats.deadLetters.Add(uint64(n))
 	l.p.stats.lost.Add(uint64(n))
 	l.p.stats.deadLetters.Add(uint64(n))
-	r.lossLog.log(r.log, why, zap.String("peer", l.p.self), zap.Int("count", n))
+}
+
+// expectedDeadLetter reports whether msg, as a dead letter, is one the actor system
+// counts but does not log (actor.DeadLetterSuppression): Troupe's own messages whose
+// loss at a peer that goes away is expected.
+func expectedDeadLetter(msg any) bool {
+	if w, ok := msg.(actorstate.Wrapper); ok {
+		msg = w.UserMessage()
+	}
+	_, ok := msg.(actor.DeadLetterSuppression)
+	return ok
 }

@@ -89,18 +89,33 @@ func (p *peer) observe(uid uint64) bool {
 // messages for it are dropped, and its connections are closed. A later handshake
 // from the same uid is refused; a new incarnation at the address starts afresh.
 func (p *peer) quarantine(uid uint64, reason string) {
-	p.end(uid, reason, false)
+	p.end(uid, reason, endQuarantined)
 }
 
 // retire ends communication with incarnation uid, which said it shuts down: as
 // quarantine, but its connections are left to be read to their end (it closes them
 // itself once this side has acknowledged), and it is logged as news, not trouble.
 func (p *peer) retire(uid uint64) {
-	p.end(uid, "the system shut down", true)
+	p.end(uid, "the system shut down", endShutDown)
 }
 
-// end is quarantine, or retire when shutDown.
-func (p *peer) end(uid uint64, reason string, shutDown bool) {
+// endKind is how communication with an incarnation ends.
+type endKind int
+
+const (
+	// endQuarantined: a quarantine the operator must know of (a member downed, a
+	// failure detector that gave up, a restart), logged as a warning.
+	endQuarantined endKind = iota
+	// endLeft: the quarantine of a member that left the cluster gracefully, logged
+	// at info.
+	endLeft
+	// endShutDown: the peer said it shuts down (retire).
+	endShutDown
+)
+
+// end is quarantine, or retire when how is endShutDown.
+func (p *peer) end(uid uint64, reason string, how endKind) {
+	shutDown := how == endShutDown
 	r := p.r
 	r.mu.Lock()
 	if _, done := r.quarantined[uid]; done {
@@ -118,9 +133,13 @@ func (p *peer) end(uid uint64, reason string, shutDown bool) {
 		}
 	}
 	r.mu.Unlock()
-	if shutDown {
+	switch how {
+	case endShutDown:
 		r.log.Info("peer shut down", zap.String("peer", p.self), zap.Uint64("uid", uid))
-	} else {
+	case endLeft:
+		r.stats.quarantines.Add(1)
+		r.log.Info("peer quarantined", zap.String("peer", p.self), zap.Uint64("uid", uid), zap.String("reason", reason))
+	default:
 		r.stats.quarantines.Add(1)
 		r.log.Warn("peer quarantined", zap.String("peer", p.self), zap.Uint64("uid", uid), zap.String("reason", reason))
 	}

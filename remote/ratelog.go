@@ -17,7 +17,8 @@ type rateLog struct {
 	windowEnd  time.Time
 	logged     int
 	suppressed int
-	kind       string // the message of the last line held back
+	kind       string        // the message of the last line held back
+	level      zapcore.Level // the highest level of the lines held back
 }
 
 const rateLogPerSecond = 10
@@ -36,6 +37,9 @@ func (l *rateLog) logAt(log *zap.Logger, level zapcore.Level, now time.Time, msg
 	l.mu.Lock()
 	l.flushLocked(log, now)
 	if l.logged >= rateLogPerSecond {
+		if l.suppressed == 0 || level > l.level {
+			l.level = level
+		}
 		l.suppressed++
 		l.kind = msg
 		l.mu.Unlock()
@@ -48,7 +52,8 @@ func (l *rateLog) logAt(log *zap.Logger, level zapcore.Level, now time.Time, msg
 	}
 }
 
-// flush reports, once the current second is over, how many lines were held back.
+// flush reports, once the current second is over, how many lines were held back, at
+// the highest level of those lines (info lines held back are not worth a warning).
 func (l *rateLog) flush(log *zap.Logger, now time.Time) {
 	l.mu.Lock()
 	l.flushLocked(log, now)
@@ -60,7 +65,9 @@ func (l *rateLog) flushLocked(log *zap.Logger, now time.Time) {
 		return
 	}
 	if l.suppressed > 0 {
-		log.Warn("log lines suppressed", zap.String("kind", l.kind), zap.Int("count", l.suppressed))
+		if ce := log.Check(l.level, "log lines suppressed"); ce != nil {
+			ce.Write(zap.String("kind", l.kind), zap.Int("count", l.suppressed))
+		}
 	}
 	l.windowEnd, l.logged, l.suppressed = now.Add(time.Second), 0, 0
 }

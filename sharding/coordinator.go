@@ -208,6 +208,7 @@ type coordinator struct {
 type pendingWrite struct {
 	event  coordEvent
 	allocs []allocation // the shard homes event stores, in the order decided
+	failed int          // how many times storing it failed so far
 }
 
 // allocation is one shard home being stored, with the regions to tell it to.
@@ -547,7 +548,13 @@ func (c *coordinator) storeFailed(err error) {
 		c.problem(fmt.Errorf("%w: failure reported with nothing pending: %v", errStore, err))
 		return
 	}
-	c.problem(fmt.Errorf("%w: %T, retrying: %v", errStore, c.pending.event, err))
+	// The first failure of a write is a problem; its retries fail alike until the
+	// cause passes (a majority of replicas while a crashed member is not yet downed),
+	// and are not reported again.
+	if c.pending.failed == 0 {
+		c.problem(fmt.Errorf("%w: %T, retrying: %v", errStore, c.pending.event, err))
+	}
+	c.pending.failed++
 	c.emitStore()
 }
 

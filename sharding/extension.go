@@ -376,6 +376,10 @@ type shutdownDone struct{}
 // clusterGone tells the guardian that this node's cluster membership has ended.
 type clusterGone struct{}
 
+// SuppressDeadLetterLog: the membership of a node that shuts down ends after its
+// guardian may have stopped: an expected dead letter.
+func (clusterGone) SuppressDeadLetterLog() {}
+
 func (g *guardian) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case actor.Started:

@@ -177,3 +177,7 @@ func (msgGracefulShutdownReq) SuppressDeadLetterLog() {}
 
 // SuppressDeadLetterLog: as msgShardStopped's.
 func (msgRegionStopped) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog: the coordinator acknowledges every request a leaving region
+// resent, and the region may have stopped before the last acknowledgement arrives.
+func (msgGracefulShutdownAck) SuppressDeadLetterLog() {}

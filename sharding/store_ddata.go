@@ -99,7 +99,9 @@ func (c *ddataCoordinator) Receive(ctx actor.Context) {
 		}
 	case ddata.UpdateResponse[coordStateRegister]:
 		if m.Err != nil {
-			c.log.Warn("sharding: writing the coordinator's state failed; retrying", zap.Error(m.Err))
+			// The core reports the first failure of each write (a warning); the
+			// retries are logged here at debug only.
+			c.log.Debug("sharding: writing the coordinator's state failed; retrying", zap.Error(m.Err))
 			c.step(ctx, inStoreFailed{Err: m.Err})
 			return
 		}

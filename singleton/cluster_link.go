@@ -51,6 +51,11 @@ func watchCluster(self actor.Ref, c *cluster.Cluster, stopped <-chan struct{}) {
 // cluster event's type is never taken for one.
 type clusterEvent struct{ ev any }
 
+// SuppressDeadLetterLog: the adapter passes events on until it stops, and the manager
+// or proxy, its parent, may have stopped first (at the end of a shutdown): an
+// expected dead letter, as the cluster events themselves are.
+func (clusterEvent) SuppressDeadLetterLog() {}
+
 // subscribe spawns a child of the running actor that subscribes to c's events and
 // passes each on to its parent as a clusterEvent.
 func subscribe(ctx actor.Context, c *cluster.Cluster) error {

@@ -8,6 +8,7 @@ import (
 	"github.com/troupe-go/troupe/lease"
 	"github.com/troupe-go/troupe/singleton"
 	"github.com/troupe-go/troupe/testkit"
+	"go.uber.org/zap"
 )
 
 const leaseName = "singleton-counter"
@@ -124,5 +125,24 @@ func TestLeaseKeepsTwoClustersFromRunningTwo(t *testing.T) {
 	defer cancel()
 	if _, err := other.manager(0).AwaitStatus(ctx, func(s singleton.Status) bool { return s.Running }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// loggingLease is a lease that records the logger it is handed (lease.SystemLogger).
+type loggingLease struct {
+	lease.Lease
+	got *zap.Logger
+}
+
+func (l *loggingLease) UseSystemLogger(log *zap.Logger) { l.got = log }
+
+// The singleton's lease takes the system's logger when the manager starts with it,
+// as pglease.Lease does when it was given no logger of its own.
+func TestLeaseGetsTheSystemLogger(t *testing.T) {
+	store := lease.NewMemoryStore()
+	l := &loggingLease{Lease: memLease(t, store, "a")}
+	h := newHarness(t, harnessOptions{nodes: 1, mod: func(i int, cfg *singleton.Config) { cfg.Lease = l }})
+	if sys := h.c.Node(0).System; l.got != sys.Logger() {
+		t.Fatalf("the lease got logger %v, want the system's", l.got)
 	}
 }

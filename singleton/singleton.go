@@ -11,6 +11,7 @@ import (
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/hooks"
 	core "github.com/troupe-go/troupe/internal/singletoncore"
+	"github.com/troupe-go/troupe/lease"
 )
 
 // State is a manager's state, as Akka's singleton manager's states.
@@ -101,6 +102,9 @@ func Start(sys *actor.System, cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
+	if u, ok := cfg.Lease.(lease.SystemLogger); ok {
+		u.UseSystemLogger(sys.Logger())
+	}
 	c, err := clusterOf(sys)
 	if err != nil {
 		return nil, err

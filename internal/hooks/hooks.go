@@ -16,8 +16,9 @@ import (
 // Remote is what a running remote transport offers the cluster and the test kits.
 type Remote interface {
 	// Quarantine ends communication with incarnation uid of the system at addr, as if
-	// the transport had decided it itself.
-	Quarantine(addr actor.Address, uid uint64, reason string)
+	// the transport had decided it itself. left says the member left the cluster
+	// gracefully: the quarantine is then news, logged at info, not a warning.
+	Quarantine(addr actor.Address, uid uint64, reason string, left bool)
 	// SetMembership hands failure detection for the addresses where managed returns
 	// true to the cluster; nil gives every address back to the transport.
 	SetMembership(managed func(actor.Address) bool)

@@ -83,9 +83,14 @@ type Config struct {
 	// HeartbeatTimeout minus HeartbeatInterval when that is less.
 	SafetyMargin time.Duration
 
-	// Logger receives the lease's log lines (failed renewals, losses). Default:
+	// Logger receives the lease's log lines (failed renewals, losses). Default: the
+	// logger of the actor system that uses the lease (the cluster's downing or a
+	// singleton calls UseSystemLogger when it starts with it), and until then
 	// warnings and errors to standard error; zap.NewNop() silences it on purpose.
 	Logger *zap.Logger
+
+	// attach, set when Logger was nil, switches the default logger to the system's.
+	attach *stderrlog.Attachable
 
 	// renewed is called by tests after each renewal with its outcome.
 	renewed func(outcome)
@@ -142,7 +147,7 @@ func check(settings lease.Settings, cfg Config) (lease.Settings, Config, error) 
 			ErrInvalidConfig, cfg.SafetyMargin, room)
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = stderrlog.New()
+		cfg.Logger, cfg.attach = stderrlog.NewAttachable()
 	}
 	cfg = cfg.withSetupDefault()
 	return settings, cfg, nil

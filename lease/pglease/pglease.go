@@ -447,3 +447,13 @@ func (l *Lease) renew(ctx context.Context, t *tenure, sentAt, deadline time.Time
 	}
 	return renewedOK, nil
 }
+
+// UseSystemLogger sends the lease's log lines to l from now on when Config.Logger was
+// not set; the cluster (DowningConfig.Lease) and the singleton (Config.Lease) call it
+// with their actor system's logger when they start with the lease. With Config.Logger
+// set it does nothing.
+func (l *Lease) UseSystemLogger(log *zap.Logger) {
+	if l.cfg.attach != nil {
+		l.cfg.attach.Attach(log)
+	}
+}

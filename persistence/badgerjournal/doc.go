@@ -55,6 +55,8 @@
 // Tagged events are also entered in a tag index under an offset that grows
 // in commit order, which EventsByTag reads.
 //
-// Badger logs through Options.Logger (a no-op by default), its
-// informational messages at debug level.
+// The store, and badger with it (its informational messages at debug level),
+// logs through Options.Logger; by default through the logger of the actor system
+// persistence.Start attaches the store to, and until then warnings and errors go
+// to standard error.
 package badgerjournal

@@ -70,8 +70,10 @@ type Options struct {
 	Durability Durability
 
 	// Logger receives the store's log lines and badger's (badger's
-	// informational messages at debug level). Default: warnings and errors to standard
-	// error; zap.NewNop() silences the store on purpose.
+	// informational messages at debug level). Default: the logger of the actor
+	// system the store is attached to by persistence.Start (UseSystemLogger), and
+	// until then warnings and errors to standard error; zap.NewNop() silences the
+	// store on purpose.
 	Logger *zap.Logger
 
 	// MemTableSize is badger's memtable size in bytes, between 1 MiB and
@@ -98,6 +100,10 @@ type Options struct {
 	beforeBatch func()
 	// afterGC, when set by a test, runs after each garbage-collection round.
 	afterGC func()
+
+	// attach, set by withDefaults when Logger was nil, switches the default logger to
+	// the system's.
+	attach *stderrlog.Attachable
 }
 
 // Validate reports the first field that holds an unusable value.
@@ -120,7 +126,7 @@ func (o Options) Validate() error {
 // withDefaults returns o with its zero values replaced by the defaults.
 func (o Options) withDefaults() Options {
 	if o.Logger == nil {
-		o.Logger = stderrlog.New()
+		o.Logger, o.attach = stderrlog.NewAttachable()
 	}
 	if o.MemTableSize == 0 {
 		o.MemTableSize = DefaultMemTableSize

@@ -13,6 +13,7 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 	"go.uber.org/zap"
 
+	"github.com/troupe-go/troupe/internal/stderrlog"
 	"github.com/troupe-go/troupe/persistence"
 )
 
@@ -37,8 +38,9 @@ var (
 // badger database. Open one per directory and share it; it is safe for
 // concurrent use.
 type Store struct {
-	db  *badger.DB
-	log *zap.Logger
+	db     *badger.DB
+	log    *zap.Logger
+	attach *stderrlog.Attachable // nil when Options.Logger was set
 
 	// mu guards closed; inflight counts the calls in progress, which Close
 	// waits for.
@@ -112,7 +114,7 @@ func Open(opts Options) (*Store, error) {
 	if err == nil {
 		var offset uint64
 		if offset, err = readNextOffset(db); err == nil {
-			s := &Store{db: db, log: opts.Logger, ids: ids}
+			s := &Store{db: db, log: opts.Logger, attach: opts.attach, ids: ids}
 			s.w = startWriter(db, ids, offset, opts.Logger, opts.HighestCacheSize, opts.beforeBatch)
 			if opts.ValueLogGCInterval > 0 {
 				s.gc = startValueLogGC(db, opts.Logger, opts.ValueLogGCInterval, opts.ValueLogGCDiscardRatio, opts.afterGC)
@@ -403,4 +405,14 @@ func readNextOffset(db *badger.DB) (uint64, error) {
 		return 0, fmt.Errorf("badgerjournal: read the next tag offset: %w", err)
 	}
 	return next, nil
+}
+
+// UseSystemLogger sends the store's log lines, and badger's, to l from now on when
+// Options.Logger was not set; persistence.Start calls it with the logger of the
+// actor system the store is attached to (the first, when several share the store).
+// With Options.Logger set it does nothing.
+func (s *Store) UseSystemLogger(l *zap.Logger) {
+	if s.attach != nil {
+		s.attach.Attach(l)
+	}
 }

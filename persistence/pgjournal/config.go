@@ -127,9 +127,15 @@ type Config struct {
 	// MiB. Default: DefaultMaxWriteBytes.
 	MaxWriteBytes int
 
-	// Logger receives the store's log lines. Default: warnings and errors to
-	// standard error; zap.NewNop() silences the store on purpose.
+	// Logger receives the store's log lines. Default: the logger of the actor
+	// system the store is attached to by persistence.Start (UseSystemLogger), and
+	// until then warnings and errors to standard error; zap.NewNop() silences the
+	// store on purpose.
 	Logger *zap.Logger
+
+	// attach, set by withDefaults when Logger was nil, switches the default logger to
+	// the system's.
+	attach *stderrlog.Attachable
 
 	// MeterProvider, when set, receives the store's metrics (troupe.pgjournal.*,
 	// listed in docs/operations.md). A store is opened apart from any actor system,
@@ -200,7 +206,7 @@ func (c Config) withDefaults() Config {
 		c.MaxWriteBytes = DefaultMaxWriteBytes
 	}
 	if c.Logger == nil {
-		c.Logger = stderrlog.New()
+		c.Logger, c.attach = stderrlog.NewAttachable()
 	}
 	if c.chunkBytes == 0 {
 		c.chunkBytes = maxChunkBytes

@@ -326,3 +326,13 @@ func (s *Store) DeleteMessagesTo(ctx context.Context, persistenceID string, toSe
 	}
 	return nil
 }
+
+// UseSystemLogger sends the store's log lines to l from now on when Config.Logger was
+// not set; persistence.Start calls it with the logger of the actor system the store
+// is attached to (the first, when several share the store). With Config.Logger set it
+// does nothing.
+func (s *Store) UseSystemLogger(l *zap.Logger) {
+	if s.cfg.attach != nil {
+		s.cfg.attach.Attach(l)
+	}
+}
