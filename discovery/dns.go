@@ -45,6 +45,11 @@ func (d DNS) Lookup(ctx context.Context, l Lookup) ([]Target, error) {
 	if l.Service == "" {
 		return nil, errors.New("discovery: dns: Lookup.Service is empty")
 	}
+	// The resolver may still answer after ctx has ended (from a lookup it shares with
+	// another caller): a lookup under an ended context fails, always.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("discovery: dns: %w", err)
+	}
 	r := d.resolver()
 	if l.PortName != "" && l.Protocol != "" {
 		return d.lookupSRV(ctx, r, l)
