@@ -26,6 +26,7 @@ const (
 	envRemote   = "ROLLINGTEST_REMOTE_PORT"
 	envGossip   = "ROLLINGTEST_GOSSIP_PORT"
 	envPostgres = "ROLLINGTEST_POSTGRES"
+	envSchema   = "ROLLINGTEST_SCHEMA" // the journal's schema: a new one for each run of the test
 )
 
 // nodeSettings is what a node and the test's client share.
@@ -71,7 +72,7 @@ func node() error {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	store, err := pgjournal.Open(ctx, pgjournal.Config{ConnString: os.Getenv(envPostgres), MaxConns: 4})
+	store, err := pgjournal.Open(ctx, pgjournal.Config{ConnString: os.Getenv(envPostgres), Schema: os.Getenv(envSchema), MaxConns: 4})
 	cancel()
 	if err != nil {
 		return err

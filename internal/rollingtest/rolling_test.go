@@ -36,6 +36,7 @@ func TestSIGTERMAndARollingRestartFailNoAsk(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	schema := fmt.Sprintf("rolling_%d", time.Now().UnixNano()) // the counters start at 0 in every run
 	procs := make([]*proc, 3)
 	seeds := make([]string, 3)
 	for i := range procs {
@@ -47,6 +48,7 @@ func TestSIGTERMAndARollingRestartFailNoAsk(t *testing.T) {
 			fmt.Sprintf("%s=%d", envRemote, freePort(t)),
 			fmt.Sprintf("%s=%d", envGossip, gossip),
 			envPostgres + "=" + target.ConnString,
+			envSchema + "=" + schema,
 		}
 	}
 	for _, p := range procs {
