@@ -56,9 +56,10 @@ type Cluster struct {
 	opts Options
 	net  *network
 
-	mu    sync.Mutex
-	nodes []*Node
-	seeds []string // with Options.Seeds: every node's seed nodes
+	mu       sync.Mutex
+	nodes    []*Node
+	seeds    []string // with Options.Seeds: every node's seed nodes
+	stopLogs []func() // the nodes' test loggers, stopped after the shutdown at the end
 }
 
 // Node is one member of a test cluster.
@@ -122,7 +123,9 @@ func (c *Cluster) boot(n *Node, seeds []string) {
 	if err != nil {
 		t.Fatalf("multinode: %v", err)
 	}
-	t.Cleanup(stopLog)
+	c.mu.Lock()
+	c.stopLogs = append(c.stopLogs, stopLog)
+	c.mu.Unlock()
 	rc := remote.Config{
 		Registry:            c.opts.Registry,
 		ListenPort:          n.remotePort,
@@ -420,11 +423,18 @@ func (c *Cluster) Await(i int, timeout time.Duration, what string, cond func(clu
 	}
 }
 
+// shutdownAll shuts every node down at the end of the test, and then stops their
+// loggers: what the nodes log while they shut down reaches the test's log.
 func (c *Cluster) shutdownAll() {
 	for _, n := range c.Nodes() {
 		if n.System != nil {
 			shutdown(c.t, n.System)
 		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, stop := range c.stopLogs {
+		stop()
 	}
 }
 
