@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -94,7 +95,7 @@ func (k Kubernetes) Lookup(ctx context.Context, l Lookup) ([]Target, error) {
 	}
 	defer client.CloseIdleConnections()
 
-	selector := strings.ReplaceAll(cmpOr(k.PodLabelSelector, DefaultPodLabelSelector), "%s", l.Service)
+	selector := strings.ReplaceAll(cmp.Or(k.PodLabelSelector, DefaultPodLabelSelector), "%s", l.Service)
 	u := base + "/api/v1/namespaces/" + url.PathEscape(ns) + "/pods?labelSelector=" + url.QueryEscape(selector)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -230,9 +231,3 @@ func readTrimmed(path, what string) (string, error) {
 	return s, nil
 }
 
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
