@@ -230,4 +230,3 @@ func readTrimmed(path, what string) (string, error) {
 	}
 	return s, nil
 }
-
