@@ -356,29 +356,44 @@ func (k *core) onMember(t serf.EventType, sm serf.Member) {
 		if k.ms.WasRemoved(u) {
 			return // downed while it was reachable; now it is gone
 		}
-		if _, known := k.ms.Member(u); !known {
+		cur, known := k.ms.Member(u)
+		if known && (cur.Status == Leaving || cur.Status == Exiting) {
+			// A member that was leaving and that serf now reports failed has left:
+			// serf says "failed" rather than "left" when its leave intent was lost or
+			// came after memberlist's notice. A member becomes Leaving only in its
+			// cluster-leave phase, after the layers above handed its work over, so
+			// nothing is lost by removing it now; waiting for the resolver to down it
+			// held the others' majority (and their coordinators' writes) for
+			// stable-after.
+			k.left(u, cur)
+			return
+		}
+		if !known {
 			k.apply(k.ms.Observe(m))
 		}
 		k.serfFailed[u] = time.Now()
 	case serf.EventMemberLeave:
-		cur, known := k.ms.Member(u)
-		if !known {
-			return
+		if cur, known := k.ms.Member(u); known {
+			k.left(u, cur)
 		}
-		if cur.Status != Down {
-			if cur.Status < Leaving {
-				k.apply(k.ms.SetStatus(u, Leaving))
-			}
-			if cur.Status < Exiting {
-				k.apply(k.ms.SetStatus(u, Exiting))
-			}
-		}
-		k.apply(k.ms.Remove(u))
 	case serf.EventMemberReap:
 		if cur, known := k.ms.Member(u); known && (cur.Status == Down || cur.Status == Exiting) {
 			k.apply(k.ms.Remove(u))
 		}
 	}
+}
+
+// left removes member u, which has left the cluster, through Exiting unless it is Down.
+func (k *core) left(u UniqueAddress, cur Member) {
+	if cur.Status != Down {
+		if cur.Status < Leaving {
+			k.apply(k.ms.SetStatus(u, Leaving))
+		}
+		if cur.Status < Exiting {
+			k.apply(k.ms.SetStatus(u, Exiting))
+		}
+	}
+	k.apply(k.ms.Remove(u))
 }
 
 // foreignMember handles a member that belongs to another cluster (or, before this
