@@ -46,21 +46,6 @@ func Example() {
 	// the running node: true
 }
 
-// hosts is a discovery that knows one service: the hosts of a deployment, listed
-// without ports (each node's own gossip port is meant).
-type hosts []string
-
-func (h hosts) Lookup(_ context.Context, l discovery.Lookup) ([]discovery.Target, error) {
-	if l.Service != "shop" {
-		return nil, fmt.Errorf("%w: %s", discovery.ErrNotFound, l.Service)
-	}
-	var out []discovery.Target
-	for _, host := range h {
-		out = append(out, discovery.Target{Host: host})
-	}
-	return out, nil
-}
-
 // A node bootstraps by discovery: a deployment of one replica, so one contact point is
 // required. It finds itself, the lowest address, waits until the set has been stable,
 // and forms the cluster.
@@ -77,7 +62,9 @@ func Example_bootstrap() {
 	}
 	c, err := cluster.Start(sys, cluster.Config{
 		Bootstrap: cluster.BootstrapConfig{
-			Discovery:             hosts{"127.0.0.1"},
+			// The deployment's hosts, without ports: each node's own gossip
+			// port is meant.
+			Discovery:             discovery.Static{Services: map[string][]string{"shop": {"127.0.0.1"}}},
 			Lookup:                discovery.Lookup{Service: "shop"},
 			RequiredContactPoints: 1,
 			StableMargin:          200 * time.Millisecond,
