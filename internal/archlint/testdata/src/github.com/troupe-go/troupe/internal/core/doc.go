@@ -1,0 +1,4 @@
+// Package core is a pure core.
+//
+//troupe:core
+package core
