@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
@@ -42,13 +41,11 @@ type Management struct {
 	cancel   context.CancelFunc
 }
 
-var extID = actor.NewExtensionID("troupe.management", func(*actor.System) *atomic.Pointer[Management] {
-	return &atomic.Pointer[Management]{}
-})
+var started = actor.NewOncePerSystem[Management]("troupe.management")
 
 // Get returns the management server started on sys, or nil before Start (or when
 // Start failed). A server that has stopped is still returned.
-func Get(sys *actor.System) *Management { return extID.Get(sys).Load() }
+func Get(sys *actor.System) *Management { return started.Get(sys) }
 
 // Start starts the management server of sys: it listens on cfg.Address at once (so
 // that a liveness probe answers while the member joins) and serves the routes the
@@ -66,17 +63,14 @@ func Start(sys *actor.System, cfg Config) (*Management, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	slot := extID.Get(sys)
+	return started.Start(sys, ErrAlreadyStarted, func() (*Management, error) { return start(sys, cfg) })
+}
+
+// start starts a server for Start; it is kept as sys's when it returns no error.
+func start(sys *actor.System, cfg Config) (*Management, error) {
 	m := &Management{
 		sys: sys, cfg: cfg, log: sys.Logger().With(zap.String("component", "management")),
 		served: make(chan struct{}), stopped: make(chan struct{}),
-	}
-	if !slot.CompareAndSwap(nil, m) {
-		return nil, ErrAlreadyStarted
-	}
-	fail := func(err error) (*Management, error) {
-		slot.Store(nil)
-		return nil, err
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.hub = newHub(cfg.MaxEventStreams, cfg.EventBuffer)
@@ -84,7 +78,7 @@ func Start(sys *actor.System, cfg Config) (*Management, error) {
 	ln, err := net.Listen("tcp", cfg.Address)
 	if err != nil {
 		m.cancel()
-		return fail(fmt.Errorf("management: listening on %s: %w", cfg.Address, err))
+		return nil, fmt.Errorf("management: listening on %s: %w", cfg.Address, err)
 	}
 	if cfg.TLS != nil {
 		ln = tls.NewListener(ln, cfg.TLS)
@@ -103,14 +97,14 @@ func Start(sys *actor.System, cfg Config) (*Management, error) {
 	if err != nil {
 		_ = ln.Close()
 		m.cancel()
-		return fail(fmt.Errorf("management: starting its actor: %w", err))
+		return nil, fmt.Errorf("management: starting its actor: %w", err)
 	}
 	m.ref = ref
 	if err := sys.CoordinatedShutdown().AddTask(actor.PhaseBeforeActorSystemTerminate, "management-stop", m.Stop); err != nil {
 		_ = sys.Stop(ref)
 		_ = ln.Close()
 		m.cancel()
-		return fail(fmt.Errorf("management: registering the shutdown task: %w", err))
+		return nil, fmt.Errorf("management: registering the shutdown task: %w", err)
 	}
 	if c := cluster.Get(sys); c != nil {
 		if err := c.Subscribe(ref); err != nil {
