@@ -278,7 +278,7 @@ func (c EntityConfig) withDefaults() EntityConfig {
 		c.NumberOfShards = DefaultNumberOfShards
 	}
 	if c.Extractor == nil {
-		c.Extractor = EnvelopeExtractor{Shards: c.NumberOfShards}
+		c.Extractor = EnvelopeExtractor{NumberOfShards: c.NumberOfShards}
 	}
 	if c.HandOffStopMessage == nil {
 		c.HandOffStopMessage = actor.PoisonPill{}
