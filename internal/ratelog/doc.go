@@ -3,7 +3,8 @@
 // none goes unaccounted: the events left out are counted, and the count is handed to
 // the caller to log with the next line, or in a summary of its own.
 //
-// A Limiter allows up to Burst lines per window of Interval. The first event is
+// A Limiter allows up to Burst lines per window of Interval (from the window's first
+// event, included, to Interval later, excluded). The first event is
 // always logged and opens a window; once Burst lines were logged in a window, the
 // window's further events are suppressed and counted. The first event after the
 // window has ended opens a new window, is logged, and carries the count of the

@@ -19,5 +19,5 @@ func ExampleLimiter() {
 	}
 	// Output:
 	// 0ms: dropped a message (0 not logged before)
-	// 1100ms: dropped a message (10 not logged before)
+	// 1000ms: dropped a message (9 not logged before)
 }

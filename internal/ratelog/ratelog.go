@@ -16,7 +16,7 @@ type Limiter struct {
 
 	mu         sync.Mutex
 	open       bool      // a window has been opened
-	windowEnd  time.Time // the end of the current window
+	windowEnd  time.Time // the end of the current window, the first instant after it
 	logged     int       // lines allowed in the current window
 	suppressed int       // events suppressed and not reported yet
 }
@@ -33,7 +33,7 @@ func New(interval time.Duration, burst int) *Limiter {
 func (l *Limiter) Allow(now time.Time) (ok bool, suppressed int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.open || now.After(l.windowEnd) {
+	if !l.open || !now.Before(l.windowEnd) {
 		l.open, l.windowEnd, l.logged = true, now.Add(l.Interval), 0
 	}
 	if l.logged >= max(l.Burst, 1) {
@@ -52,7 +52,7 @@ func (l *Limiter) Allow(now time.Time) (ok bool, suppressed int) {
 func (l *Limiter) Flush(now time.Time) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.open || !now.After(l.windowEnd) {
+	if !l.open || now.Before(l.windowEnd) {
 		return 0
 	}
 	l.open = false

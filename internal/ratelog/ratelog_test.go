@@ -36,8 +36,8 @@ func TestOnePerInterval(t *testing.T) {
 		{0, true, 0},
 		{1, false, 0},
 		{500, false, 0},
-		{1000, false, 0}, // the window ends after 1000ms
-		{1001, true, 3},
+		{999, false, 0},
+		{1000, true, 3}, // the window has ended: a window is [start, start+Interval)
 		{1500, false, 0},
 		{5000, true, 1},
 		{9000, true, 0}, // nothing suppressed since the last line
@@ -73,10 +73,13 @@ func TestFlush(t *testing.T) {
 	if n := l.Flush(at(900)); n != 0 {
 		t.Errorf("Flush within the window = %d, want 0", n)
 	}
-	if n := l.Flush(at(1100)); n != 2 {
+	if n := l.Flush(at(999)); n != 0 {
+		t.Errorf("Flush at the window's last instant = %d, want 0", n)
+	}
+	if n := l.Flush(at(1000)); n != 2 {
 		t.Errorf("Flush after the window = %d, want 2", n)
 	}
-	if n := l.Flush(at(1200)); n != 0 {
+	if n := l.Flush(at(1100)); n != 0 {
 		t.Errorf("a second Flush = %d, want 0", n)
 	}
 	run(t, l, []step{{1300, true, 0}, {1400, false, 0}})
