@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/actorstate"
+	"github.com/troupe-go/troupe/internal/ratelog"
 	"go.uber.org/zap"
 )
 
@@ -71,26 +72,24 @@ func (s *System) DeadLetterCount() uint64 { return s.dlCount.Load() }
 // count of what a window did not log is written when the window ends (by a timer, so a
 // burst that ends is summarised too) or when the system stops.
 type deadLetterLog struct {
-	mu         sync.Mutex
-	l          *zap.Logger
-	limit      int
-	interval   time.Duration
-	windowEnd  time.Time
-	logged     int
-	suppressed int
-	flush      *time.Timer // pending while suppressed > 0
-	stopped    bool
+	mu       sync.Mutex
+	l        *zap.Logger
+	limit    int
+	interval time.Duration
+	lim      ratelog.Limiter
+	flush    *time.Timer // pending while dead letters are held back
+	stopped  bool
 }
 
 func (d *deadLetterLog) init(cfg Config, l *zap.Logger) {
 	d.limit, d.interval, d.l = cfg.DeadLetterLogLimit, cfg.DeadLetterLogInterval, l
+	d.lim.Interval, d.lim.Burst = cfg.DeadLetterLogInterval, cfg.DeadLetterLogLimit
 }
 
-// summarize writes the count of what was not logged; d.mu is held.
-func (d *deadLetterLog) summarize() {
-	if d.suppressed > 0 {
-		d.l.Warn("dead letters not logged", zap.Int("count", d.suppressed), zap.Duration("window", d.interval))
-		d.suppressed = 0
+// summarize writes the count n of what was not logged; d.mu is held.
+func (d *deadLetterLog) summarize(n int) {
+	if n > 0 {
+		d.l.Warn("dead letters not logged", zap.Int("count", n), zap.Duration("window", d.interval))
 	}
 }
 
@@ -99,7 +98,7 @@ func (d *deadLetterLog) windowEnded() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.flush = nil
-	d.summarize()
+	d.summarize(d.lim.Take())
 }
 
 // stop writes the last summary; nothing is logged afterwards.
@@ -110,7 +109,7 @@ func (d *deadLetterLog) stop() {
 		d.flush.Stop()
 		d.flush = nil
 	}
-	d.summarize()
+	d.summarize(d.lim.Take())
 	d.stopped = true
 }
 
@@ -124,19 +123,15 @@ func (d *deadLetterLog) log(recipient, sender Ref, msg any, reason error) {
 		d.mu.Unlock()
 		return
 	}
-	if now.After(d.windowEnd) {
-		d.summarize()
-		d.windowEnd, d.logged = now.Add(d.interval), 0
-	}
-	if d.logged >= d.limit {
-		d.suppressed++
+	ok, suppressed := d.lim.Allow(now)
+	d.summarize(suppressed)
+	if !ok {
 		if d.flush == nil {
-			d.flush = time.AfterFunc(d.windowEnd.Sub(now), d.windowEnded)
+			d.flush = time.AfterFunc(d.lim.WindowEnd().Sub(now), d.windowEnded)
 		}
 		d.mu.Unlock()
 		return
 	}
-	d.logged++
 	d.mu.Unlock()
 	d.l.Warn("dead letter",
 		zap.Stringer("recipient", recipient),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/serf/serf"
 	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/internal/ratelog"
 	"go.uber.org/zap"
 )
 
@@ -255,18 +256,20 @@ var _ serf.MergeDelegate = mergeGuard{}
 type logEvery struct {
 	every time.Duration
 	mu    sync.Mutex
-	last  map[string]time.Time
+	keys  map[string]*ratelog.Limiter
 }
 
 func (l *logEvery) due(key string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if t, ok := l.last[key]; ok && now.Sub(t) < l.every {
-		return false
+	lim := l.keys[key]
+	if lim == nil {
+		if l.keys == nil {
+			l.keys = make(map[string]*ratelog.Limiter)
+		}
+		lim = ratelog.New(l.every, 1)
+		l.keys[key] = lim
 	}
-	if l.last == nil {
-		l.last = make(map[string]time.Time)
-	}
-	l.last[key] = now
-	return true
+	ok, _ := lim.Allow(now)
+	return ok
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/ratelog"
 	"github.com/troupe-go/troupe/internal/sbr"
 	"go.uber.org/zap"
 )
@@ -203,10 +204,9 @@ func (c *Cluster) releaseLease(ctx context.Context) {
 // rate: the first occurrence at once, then at most one line per interval with the count
 // of what was left out.
 type dropLog struct {
-	mu         sync.Mutex
-	count      uint64
-	last       time.Time
-	suppressed int
+	mu    sync.Mutex
+	count uint64
+	lim   ratelog.Limiter // set up on first use
 }
 
 const dropLogInterval = 10 * time.Second
@@ -214,15 +214,14 @@ const dropLogInterval = 10 * time.Second
 func (d *dropLog) note(log *zap.Logger, what string, err error) {
 	d.mu.Lock()
 	d.count++
-	now := time.Now()
-	if !d.last.IsZero() && now.Sub(d.last) < dropLogInterval {
-		d.suppressed++
-		d.mu.Unlock()
-		return
+	if d.lim.Interval == 0 {
+		d.lim.Interval = dropLogInterval
 	}
-	suppressed := d.suppressed
-	d.last, d.suppressed = now, 0
+	ok, suppressed := d.lim.Allow(time.Now())
 	total := d.count
 	d.mu.Unlock()
+	if !ok {
+		return
+	}
 	log.Warn(what, zap.Error(err), zap.Int("not logged since the last line", suppressed), zap.Uint64("total", total))
 }

@@ -117,8 +117,8 @@ func newReplicator(h *Replicator) *replicator {
 		reads:       make(map[uint64]*readOp),
 		durable:     newDurableMatcher(cfg.DurableKeys),
 	}
-	a.drops.interval, a.drops.limit = 10*time.Second, 10
-	a.sendsL.interval, a.sendsL.limit = 10*time.Second, 10
+	a.drops.lim.Interval, a.drops.lim.Burst = 10*time.Second, 10
+	a.sendsL.lim.Interval, a.sendsL.lim.Burst = 10*time.Second, 10
 	return a
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/ratelog"
 	"github.com/troupe-go/troupe/serialization"
 	"go.uber.org/zap"
 )
@@ -194,38 +195,13 @@ func randomUID() uint64 {
 	}
 }
 
-// rateLog bounds the log lines of one kind: at most limit per interval, then one
-// line with the count of those not logged. Only the replicator's goroutine (and
-// the store's, for its own) uses one.
-type rateLog struct {
-	mu         sync.Mutex
-	interval   time.Duration
-	limit      int
-	windowEnd  time.Time
-	logged     int
-	suppressed int
-}
-
-// allow reports whether a line may be logged now, and how many were suppressed in
-// the window that just ended.
-func (l *rateLog) allow(now time.Time) (ok bool, suppressed int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.After(l.windowEnd) {
-		suppressed = l.suppressed
-		l.windowEnd, l.logged, l.suppressed = now.Add(l.interval), 0, 0
-	}
-	if l.logged >= l.limit {
-		l.suppressed++
-		return false, 0
-	}
-	l.logged++
-	return true, suppressed
-}
+// rateLog bounds the log lines of one kind: at most lim.Burst per lim.Interval, then
+// the count of those not logged with the next line.
+type rateLog struct{ lim ratelog.Limiter }
 
 // warn logs msg at warn level, rate-limited.
 func (l *rateLog) warn(log *zap.Logger, msg string, fields ...zap.Field) {
-	ok, suppressed := l.allow(time.Now())
+	ok, suppressed := l.lim.Allow(time.Now())
 	if !ok {
 		return
 	}

@@ -1,6 +1,7 @@
 package persistence_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"testing/synctest"
@@ -158,7 +159,7 @@ func TestDeliverySnapshotKeepsMessageTypesThroughBadger(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	store, err := badgerjournal.Open(badgerjournal.Options{Dir: t.TempDir()})
+	store, err := badgerjournal.Open(context.Background(), badgerjournal.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

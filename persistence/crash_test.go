@@ -50,7 +50,7 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("runs only as the child of TestSIGKILLLosesNoAcknowledgedEvent")
 	}
-	store, err := badgerjournal.Open(badgerjournal.Options{Dir: dir})
+	store, err := badgerjournal.Open(context.Background(), badgerjournal.Config{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestSIGKILLLosesNoAcknowledgedEvent(t *testing.T) {
 		_ = cmd.Wait()
 	}
 
-	store, err := badgerjournal.Open(badgerjournal.Options{Dir: dir})
+	store, err := badgerjournal.Open(context.Background(), badgerjournal.Config{Dir: dir})
 	if err != nil {
 		t.Fatalf("the journal does not open after SIGKILL: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/ratelog"
 	"github.com/troupe-go/troupe/serialization"
 	"go.uber.org/zap"
 )
@@ -39,7 +40,7 @@ type Persistence struct {
 	codec *codecContext
 	calls *plugins
 	stats counters
-	drops rateLog // rate-limits the log lines of dropped commands and results
+	drops *ratelog.Limiter // rate-limits the log lines of dropped commands and results
 
 	batcher *batcher
 	metrics *persistMetrics // nil while metrics are off
@@ -85,7 +86,7 @@ func Start(sys *actor.System, cfg Config) (*Persistence, error) {
 		live:    make(map[string]actor.Ref),
 		writing: make(map[string]writeState),
 	}
-	p.drops.init(time.Minute, 10)
+	p.drops = ratelog.New(time.Minute, 10)
 	p.calls = newPlugins(cfg, &p.stats)
 	p.batcher = newBatcher(p)
 	if cfg.CloseOnShutdown {
@@ -312,39 +313,9 @@ func (p *Persistence) awaitWrite(ctx context.Context, pid string) error {
 	}
 }
 
-// rateLog bounds the log lines of one kind of drop: at most limit per interval, then
-// one line with the count of those not logged.
-type rateLog struct {
-	mu         sync.Mutex
-	interval   time.Duration
-	limit      int
-	windowEnd  time.Time
-	logged     int
-	suppressed int
-}
-
-func (r *rateLog) init(interval time.Duration, limit int) { r.interval, r.limit = interval, limit }
-
-// allow reports whether a line may be logged now, and how many were suppressed in
-// the window that just ended (to be logged with it).
-func (r *rateLog) allow(now time.Time) (ok bool, suppressed int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if now.After(r.windowEnd) {
-		suppressed = r.suppressed
-		r.windowEnd, r.logged, r.suppressed = now.Add(r.interval), 0, 0
-	}
-	if r.logged >= r.limit {
-		r.suppressed++
-		return false, 0
-	}
-	r.logged++
-	return true, suppressed
-}
-
 // logDrop logs a dropped command or result at warn level, rate-limited.
 func (p *Persistence) logDrop(log *zap.Logger, msg string, fields ...zap.Field) {
-	ok, suppressed := p.drops.allow(time.Now())
+	ok, suppressed := p.drops.Allow(time.Now())
 	if !ok {
 		return
 	}

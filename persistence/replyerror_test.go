@@ -133,7 +133,7 @@ func expectError(t *testing.T, err error, want ...error) {
 // unregistered event, as the documented pattern ignored Persist's error.
 func TestAskGetsPersistErrorsBadger(t *testing.T) {
 	sys := testkit.NewSystem(t)
-	store, err := badgerjournal.Open(badgerjournal.Options{Dir: t.TempDir()})
+	store, err := badgerjournal.Open(context.Background(), badgerjournal.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/troupe-go/troupe/internal/ratelog"
 )
 
 // rateLog logs at most rateLogPerSecond lines a second for one kind of event, so that
@@ -13,12 +15,11 @@ import (
 // and reported in one line when the second is over (flush reports them even if no
 // further event comes).
 type rateLog struct {
-	mu         sync.Mutex
-	windowEnd  time.Time
-	logged     int
-	suppressed int
-	kind       string        // the message of the last line held back
-	level      zapcore.Level // the highest level of the lines held back
+	mu    sync.Mutex      // guards lim's settings and the fields below
+	lim   ratelog.Limiter // set up on first use
+	held  bool            // lines are held back and not reported yet
+	kind  string          // the message of the last line held back
+	level zapcore.Level   // the highest level of the lines held back
 }
 
 const rateLogPerSecond = 10
@@ -35,20 +36,21 @@ func (l *rateLog) info(log *zap.Logger, msg string, fields ...zap.Field) {
 
 func (l *rateLog) logAt(log *zap.Logger, level zapcore.Level, now time.Time, msg string, fields ...zap.Field) {
 	l.mu.Lock()
-	l.flushLocked(log, now)
-	if l.logged >= rateLogPerSecond {
-		if l.suppressed == 0 || level > l.level {
+	l.setUp()
+	ok, suppressed := l.lim.Allow(now)
+	l.reportLocked(log, suppressed)
+	if !ok {
+		if !l.held || level > l.level {
 			l.level = level
 		}
-		l.suppressed++
+		l.held = true
 		l.kind = msg
-		l.mu.Unlock()
-		return
 	}
-	l.logged++
 	l.mu.Unlock()
-	if ce := log.Check(level, msg); ce != nil {
-		ce.Write(fields...)
+	if ok {
+		if ce := log.Check(level, msg); ce != nil {
+			ce.Write(fields...)
+		}
 	}
 }
 
@@ -56,18 +58,25 @@ func (l *rateLog) logAt(log *zap.Logger, level zapcore.Level, now time.Time, msg
 // the highest level of those lines (info lines held back are not worth a warning).
 func (l *rateLog) flush(log *zap.Logger, now time.Time) {
 	l.mu.Lock()
-	l.flushLocked(log, now)
+	l.setUp()
+	l.reportLocked(log, l.lim.Flush(now))
 	l.mu.Unlock()
 }
 
-func (l *rateLog) flushLocked(log *zap.Logger, now time.Time) {
-	if !now.After(l.windowEnd) {
+// setUp sets the limiter's budget; l.mu is held.
+func (l *rateLog) setUp() {
+	if l.lim.Interval == 0 {
+		l.lim.Interval, l.lim.Burst = time.Second, rateLogPerSecond
+	}
+}
+
+// reportLocked logs the count of n lines held back; l.mu is held.
+func (l *rateLog) reportLocked(log *zap.Logger, n int) {
+	if n == 0 {
 		return
 	}
-	if l.suppressed > 0 {
-		if ce := log.Check(l.level, "log lines suppressed"); ce != nil {
-			ce.Write(zap.String("kind", l.kind), zap.Int("count", l.suppressed))
-		}
+	l.held = false
+	if ce := log.Check(l.level, "log lines suppressed"); ce != nil {
+		ce.Write(zap.String("kind", l.kind), zap.Int("count", n))
 	}
-	l.windowEnd, l.logged, l.suppressed = now.Add(time.Second), 0, 0
 }

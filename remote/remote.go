@@ -16,6 +16,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/internal/tracewire"
+	"github.com/troupe-go/troupe/serialization"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
@@ -178,6 +179,7 @@ func Start(sys *actor.System, cfg Config) (*Remote, error) {
 	}
 	hooks.SetRemote(sys, hookAdapter{r})
 	extension.Get(sys).Store(r)
+	serialization.Attach(sys, cfg.Registry)
 	r.startMetrics()
 	r.wg.Add(2)
 	go r.acceptLoop()

@@ -15,7 +15,8 @@
 //
 // Troupe's persistence uses a Registry for events and snapshots, and remote
 // messaging uses the same Registry for messages on the wire; this package
-// imports neither.
+// imports neither. Get(sys) returns the registry a running system's transport
+// uses (remote.Start attaches it), for code that serializes messages itself.
 //
 // # Values and pointers
 //

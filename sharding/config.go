@@ -60,7 +60,7 @@ const (
 	// distributed data ("shard-<type>-<shard>", and the list of such shards in
 	// "shard-<type>-all"); the replicator's DurableKeys must include "shard-*" for them
 	// to survive a restart of the whole cluster. On a system without a cluster they
-	// live in memory.
+	// live in the system's memory, for the life of the system.
 	RememberStoreDistributedData RememberStoreMode = iota
 	// RememberStoreJournal keeps them in the event journal of persistence, as events of
 	// the persistence id "/sharding/<type>Shard/<shard>".
@@ -278,7 +278,7 @@ func (c EntityConfig) withDefaults() EntityConfig {
 		c.NumberOfShards = DefaultNumberOfShards
 	}
 	if c.Extractor == nil {
-		c.Extractor = EnvelopeExtractor{Shards: c.NumberOfShards}
+		c.Extractor = EnvelopeExtractor{NumberOfShards: c.NumberOfShards}
 	}
 	if c.HandOffStopMessage == nil {
 		c.HandOffStopMessage = actor.PoisonPill{}

@@ -198,10 +198,6 @@ type coordinator struct {
 	queue   []coordInput
 	timers  timerSet
 	out     coordDecisions
-
-	// onSend, when set (by tests only), sees every message as the core decides to send
-	// it, with the core in the state it was in at that moment.
-	onSend func(coordSend)
 }
 
 // pendingWrite is the store decision the core waits for, with what to do after it.
@@ -254,6 +250,21 @@ func newCoordinator(cfg coordSettings, strategy AllocationStrategy) *coordinator
 // pending (as Akka's coordinator stashes), except GetShardHome for a shard whose answer
 // is already known; they are handled, in order, once the store is done.
 func (c *coordinator) step(in coordInput) coordDecisions {
+	c.accept(in)
+	c.drain()
+	return c.decisions()
+}
+
+// decisions returns the decisions taken since the last call, and forgets them.
+func (c *coordinator) decisions() coordDecisions {
+	out := c.out
+	c.out = coordDecisions{}
+	return out
+}
+
+// accept takes one input: it applies what cannot wait (a store's outcome, members,
+// loaded state, a region's end) and queues the rest for drain.
+func (c *coordinator) accept(in coordInput) {
 	switch in := in.(type) {
 	case inStoreDone:
 		c.storeDone()
@@ -296,10 +307,6 @@ func (c *coordinator) step(in coordInput) coordDecisions {
 	default:
 		c.queue = append(c.queue, in)
 	}
-	c.drain()
-	out := c.out
-	c.out = coordDecisions{}
-	return out
 }
 
 // answerWhilePending handles a GetShardHome during a pending store when that needs no
@@ -341,15 +348,24 @@ func (c *coordinator) answerHandOver(from RegionID, m msgGetShardHome) bool {
 
 // drain handles queued inputs until one starts a store or none can run.
 func (c *coordinator) drain() {
-	for c.pending == nil {
-		i := c.runnable()
-		if i < 0 {
-			return
-		}
-		in := c.queue[i]
-		c.queue = slices.Delete(c.queue, i, i+1)
-		c.handle(in)
+	for c.handleNext() {
 	}
+}
+
+// handleNext handles the next queued input that may run now, and reports whether
+// there was one.
+func (c *coordinator) handleNext() bool {
+	if c.pending != nil {
+		return false
+	}
+	i := c.runnable()
+	if i < 0 {
+		return false
+	}
+	in := c.queue[i]
+	c.queue = slices.Delete(c.queue, i, i+1)
+	c.handle(in)
+	return true
 }
 
 // runnable returns the index of the next queued input that may run now, or -1. While
@@ -815,11 +831,7 @@ func (c *coordinator) isMemberNode(r RegionID) bool {
 // ---- output helpers ----
 
 func (c *coordinator) send(to RegionID, msg any) {
-	m := coordSend{to: to, msg: msg}
-	if c.onSend != nil {
-		c.onSend(m)
-	}
-	c.out.sends = append(c.out.sends, m)
+	c.out.sends = append(c.out.sends, coordSend{to: to, msg: msg})
 }
 
 func (c *coordinator) problem(err error) {

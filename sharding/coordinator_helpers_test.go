@@ -42,6 +42,9 @@ type coordHarness struct {
 	// remembered holds shards fed as inRememberedShards: the core adds them to its
 	// unallocated set without an event (as Akka does), so the shadow may lack them.
 	remembered map[ShardID]bool
+	// sent, when set, sees every message the core sends, with the core in the state
+	// it was in after the input that sent it: one step is fed input by input.
+	sent func(coordSend)
 }
 
 // sameState compares the core's state with the shadow built from stored events.
@@ -56,6 +59,24 @@ func (h *coordHarness) sameState(shadow, core *coordState) bool {
 		}
 	}
 	return shadow.equal(c)
+}
+
+// stepEach is the core's step, input by input: after the input and after each queued
+// input the step handles, it shows the messages the core sent to h.sent.
+func (h *coordHarness) stepEach(in coordInput) coordDecisions {
+	shown := 0
+	show := func() {
+		for _, m := range h.c.out.sends[shown:] {
+			h.sent(m)
+		}
+		shown = len(h.c.out.sends)
+	}
+	h.c.accept(in)
+	show()
+	for h.c.handleNext() {
+		show()
+	}
+	return h.c.decisions()
 }
 
 func newCoordHarness(t *testing.T, cfg coordSettings, strategy AllocationStrategy, nodes int) *coordHarness {
@@ -102,7 +123,12 @@ func (h *coordHarness) one(in coordInput) coordDecisions {
 			h.remembered[id] = true
 		}
 	}
-	d := h.c.step(in)
+	var d coordDecisions
+	if h.sent == nil {
+		d = h.c.step(in)
+	} else {
+		d = h.stepEach(in)
+	}
 	if d.store != nil {
 		if h.pending {
 			h.t.Fatalf("a second store while one is pending")

@@ -91,7 +91,7 @@ func newCoordWorld(t *testing.T, seed uint64) *coordWorld {
 	w.regions = append(w.regions, prox(5))
 	w.proxy[prox(5)] = true
 	w.h = &coordHarness{t: t, c: newCoordinator(cfg, strategy), shadow: newCoordState(cfg.rememberEntities), manual: true}
-	w.h.c.onSend = w.sent
+	w.h.sent = w.sent
 	w.do(inMembers{Members: testNodes(6)}, "members")
 	w.do(inStateLoaded{}, "load")
 	return w
@@ -304,7 +304,7 @@ func (w *coordWorld) spawn() {
 	}
 }
 
-// sent checks one message at the moment the core sends it.
+// sent checks one message once the core has handled the input that sent it.
 func (w *coordWorld) sent(m coordSend) {
 	c := w.h.c
 	{

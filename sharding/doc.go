@@ -77,7 +77,8 @@
 // The distributed-data stores use the node's replicator (ddata.Start, before the entity
 // types start); for remembered entities to survive a restart of the whole cluster its
 // DurableKeys must include "shard-*". On a system without a cluster the coordinator's
-// state lives in the coordinator (it never moves) and remembered entities in memory.
+// state lives in the coordinator (it never moves) and remembered entities in the
+// system's memory: they survive a restart of their shard or region, not of the system.
 //
 // # Passivation and remembered entities
 //

@@ -3,11 +3,11 @@ package sharding
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/ratelog"
 	"go.uber.org/zap"
 )
 
@@ -116,39 +116,29 @@ func regionAddress(r RegionID) actor.Address {
 	return a
 }
 
-// rateLog logs at most limit lines per window and summarises the rest, so that a flood
-// of drops cannot flood the log.
-type rateLog struct {
-	mu         sync.Mutex
-	windowEnd  time.Time
-	logged     int
-	suppressed int
-}
+// rateLog logs at most rateLogLimit lines per rateLogWindow and summarises the rest,
+// so that a flood of drops cannot flood the log.
+type rateLog struct{ lim ratelog.Limiter }
 
 const (
 	rateLogLimit  = 10
 	rateLogWindow = time.Second
 )
 
+func newRateLog() *rateLog {
+	return &rateLog{lim: ratelog.Limiter{Interval: rateLogWindow, Burst: rateLogLimit}}
+}
+
 // warn logs msg at warn level unless the window's quota is used up.
 func (r *rateLog) warn(l *zap.Logger, msg string, fields ...zap.Field) {
-	now := time.Now()
-	r.mu.Lock()
-	if now.After(r.windowEnd) {
-		if r.suppressed > 0 {
-			l.Warn("sharding: similar warnings not logged in the last window", zap.Int("count", r.suppressed),
-				zap.Duration("window", rateLogWindow))
-		}
-		r.windowEnd, r.logged, r.suppressed = now.Add(rateLogWindow), 0, 0
+	ok, suppressed := r.lim.Allow(time.Now())
+	if suppressed > 0 {
+		l.Warn("sharding: similar warnings not logged in the last window", zap.Int("count", suppressed),
+			zap.Duration("window", rateLogWindow))
 	}
-	if r.logged >= rateLogLimit {
-		r.suppressed++
-		r.mu.Unlock()
-		return
+	if ok {
+		l.Warn(msg, fields...)
 	}
-	r.logged++
-	r.mu.Unlock()
-	l.Warn(msg, fields...)
 }
 
 // isBufferFull reports whether err says a buffer was full.

@@ -34,12 +34,17 @@ type Envelope struct {
 }
 
 // EnvelopeExtractor is the extractor for entity types reached only through Envelope
-// (and typed entity references): it places entities in Shards shards by a hash of the
-// ID (HashShardID). It is the default when EntityConfig.Extractor is nil, with
-// EntityConfig.NumberOfShards shards.
+// (and typed entity references): it places entities in NumberOfShards shards by a hash
+// of the ID (HashShardID). It is the default when EntityConfig.Extractor is nil, with
+// EntityConfig's NumberOfShards.
 type EnvelopeExtractor struct {
-	// Shards is the number of shards; at least 1. As a rule of thumb, ten times the
-	// largest number of nodes the cluster will have.
+	// NumberOfShards is the number of shards; at least 1. As a rule of thumb, ten
+	// times the largest number of nodes the cluster will have.
+	NumberOfShards int
+
+	// Shards is the former name of NumberOfShards, read when NumberOfShards is 0.
+	//
+	// Deprecated: use NumberOfShards.
 	Shards int
 }
 
@@ -57,8 +62,14 @@ func (e EnvelopeExtractor) Extract(msg any) (EntityID, any) {
 	return "", nil
 }
 
-// ShardID returns HashShardID(id, e.Shards).
-func (e EnvelopeExtractor) ShardID(id EntityID) ShardID { return HashShardID(id, e.Shards) }
+// ShardID returns HashShardID(id, e.NumberOfShards).
+func (e EnvelopeExtractor) ShardID(id EntityID) ShardID {
+	n := e.NumberOfShards
+	if n == 0 {
+		n = e.Shards
+	}
+	return HashShardID(id, n)
+}
 
 // HashShardID returns the shard of id among n shards: the 32-bit FNV-1a hash of the ID's
 // bytes modulo n, in decimal ("0" to n-1). It is the same on every node and in every

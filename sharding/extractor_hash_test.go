@@ -27,3 +27,19 @@ func TestHashShardIDIsFNV1a(t *testing.T) {
 		t.Fatal("HashShardID allocates")
 	}
 }
+
+// EnvelopeExtractor's deprecated Shards counts only when NumberOfShards is 0.
+func TestEnvelopeExtractorShardCount(t *testing.T) {
+	for _, id := range []EntityID{"a", "b", "counter-17", "x"} {
+		want := HashShardID(id, 7)
+		if got := (EnvelopeExtractor{NumberOfShards: 7}).ShardID(id); got != want {
+			t.Errorf("NumberOfShards 7: %q in %q, want %q", id, got, want)
+		}
+		if got := (EnvelopeExtractor{Shards: 7}).ShardID(id); got != want {
+			t.Errorf("Shards 7: %q in %q, want %q", id, got, want)
+		}
+		if got := (EnvelopeExtractor{NumberOfShards: 7, Shards: 3}).ShardID(id); got != want {
+			t.Errorf("NumberOfShards 7, Shards 3: %q in %q, want %q", id, got, want)
+		}
+	}
+}

@@ -64,7 +64,7 @@ type regionActor struct {
 }
 
 func regionProps(ext *Sharding, e *typeEntry) *actor.Props {
-	drops := &rateLog{}
+	drops := newRateLog()
 	p := actor.PropsOf(func() actor.Actor {
 		return &regionActor{ext: ext, entry: e, cfg: &e.cfg, proxy: e.proxy, drops: drops}
 	})

@@ -64,8 +64,9 @@ func rememberStoreProps(ext *Sharding, e *typeEntry, shard ShardID) *actor.Props
 	if repl := ddata.Get(ext.sys); repl != nil && clusterFor(ext.sys) != nil {
 		return ddataRememberStoreProps(e, shard, repl)
 	}
-	key := memoryStoreKey{system: ext.sys.Address().String(), typeName: e.name, shard: shard}
-	return actor.PropsOf(func() actor.Actor { return &memoryRememberStore{key: key} })
+	mem := memoryRememberedID.Get(ext.sys)
+	key := memoryStoreKey{typeName: e.name, shard: shard}
+	return actor.PropsOf(func() actor.Actor { return &memoryRememberStore{mem: mem, key: key} })
 }
 
 // journalRememberStore keeps a shard's remembered entities as events.
@@ -126,33 +127,43 @@ func (j *journalRememberStore) Receive(ctx persistence.Context) {
 
 // memoryStoreKey names one shard's remembered entities in memoryRemembered.
 type memoryStoreKey struct {
-	system, typeName string
-	shard            ShardID
+	typeName string
+	shard    ShardID
 }
 
-// memoryRemembered holds the remembered entities of systems without a cluster, for the
-// life of the process.
-var memoryRemembered = struct {
+// memoryRemembered holds the remembered entities of a system without a cluster, for
+// the life of the system: they survive a restart of their shard or region, not of the
+// system.
+type memoryRemembered struct {
 	mu sync.Mutex
 	m  map[memoryStoreKey]map[EntityID]struct{}
-}{m: map[memoryStoreKey]map[EntityID]struct{}{}}
+}
 
-// memoryRememberStore keeps a shard's remembered entities in memoryRemembered.
-type memoryRememberStore struct{ key memoryStoreKey }
+// memoryRememberedID is the system's memoryRemembered.
+var memoryRememberedID = actor.NewExtensionID("troupe.sharding.memoryRemembered", func(*actor.System) *memoryRemembered {
+	return &memoryRemembered{m: map[memoryStoreKey]map[EntityID]struct{}{}}
+})
+
+// memoryRememberStore keeps a shard's remembered entities in its system's
+// memoryRemembered.
+type memoryRememberStore struct {
+	mem *memoryRemembered
+	key memoryStoreKey
+}
 
 func (s *memoryRememberStore) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case rememberLoad:
-		memoryRemembered.mu.Lock()
-		ids := slices.Sorted(maps.Keys(memoryRemembered.m[s.key]))
-		memoryRemembered.mu.Unlock()
+		s.mem.mu.Lock()
+		ids := slices.Sorted(maps.Keys(s.mem.m[s.key]))
+		s.mem.mu.Unlock()
 		_ = ctx.Respond(rememberLoaded{ids: ids})
 	case rememberWrite:
-		memoryRemembered.mu.Lock()
-		set := memoryRemembered.m[s.key]
+		s.mem.mu.Lock()
+		set := s.mem.m[s.key]
 		if set == nil {
 			set = map[EntityID]struct{}{}
-			memoryRemembered.m[s.key] = set
+			s.mem.m[s.key] = set
 		}
 		for _, id := range m.op.started {
 			set[id] = struct{}{}
@@ -160,7 +171,7 @@ func (s *memoryRememberStore) Receive(ctx actor.Context) {
 		for _, id := range m.op.stopped {
 			delete(set, id)
 		}
-		memoryRemembered.mu.Unlock()
+		s.mem.mu.Unlock()
 		_ = ctx.Respond(rememberWritten{})
 	}
 }

@@ -51,7 +51,7 @@ const rememberRetryDelay = time.Second
 
 func shardProps(ext *Sharding, e *typeEntry, id ShardID, region actor.Ref, fast *fastPath) *actor.Props {
 	return actor.PropsOf(func() actor.Actor {
-		return &shardActor{ext: ext, entry: e, cfg: &e.cfg, id: id, region: region, drops: &rateLog{}, fast: fast}
+		return &shardActor{ext: ext, entry: e, cfg: &e.cfg, id: id, region: region, drops: newRateLog(), fast: fast}
 	})
 }
 

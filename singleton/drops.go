@@ -1,10 +1,10 @@
 package singleton
 
 import (
-	"sync"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/ratelog"
 	"go.uber.org/zap"
 )
 
@@ -36,11 +36,7 @@ type dropLog struct {
 	name  string
 	log   *zap.Logger
 	count func() // counts one drop in the system's total
-
-	mu         sync.Mutex
-	windowEnd  time.Time
-	logged     int
-	suppressed int
+	lim   ratelog.Limiter
 }
 
 const (
@@ -49,7 +45,8 @@ const (
 )
 
 func newDropLog(sys *actor.System, name string, log *zap.Logger) *dropLog {
-	return &dropLog{sys: sys, name: name, log: log, count: extensionOf(sys).countDrop}
+	return &dropLog{sys: sys, name: name, log: log, count: extensionOf(sys).countDrop,
+		lim: ratelog.Limiter{Interval: dropLogWindow, Burst: dropLogLimit}}
 }
 
 // drop publishes msg (from sender) as an Undelivered dead letter, counts it, and logs
@@ -57,34 +54,21 @@ func newDropLog(sys *actor.System, name string, log *zap.Logger) *dropLog {
 func (d *dropLog) drop(msg any, sender actor.Ref, reason string) {
 	d.count()
 	_ = d.sys.DeadLetters().Send(Undelivered{Singleton: d.name, Message: msg, Reason: reason}, sender)
-	now := time.Now()
-	d.mu.Lock()
-	if now.After(d.windowEnd) {
-		if d.suppressed > 0 {
-			d.log.Warn("singleton: messages dropped and not logged", zap.Int("count", d.suppressed),
-				zap.Duration("window", dropLogWindow))
-		}
-		d.windowEnd, d.logged, d.suppressed = now.Add(dropLogWindow), 0, 0
+	ok, suppressed := d.lim.Allow(time.Now())
+	if suppressed > 0 {
+		d.log.Warn("singleton: messages dropped and not logged", zap.Int("count", suppressed),
+			zap.Duration("window", dropLogWindow))
 	}
-	if d.logged >= dropLogLimit {
-		d.suppressed++
-		d.mu.Unlock()
-		return
+	if ok {
+		d.log.Warn("singleton: message dropped", zap.String("reason", reason),
+			zap.String("type", typeName(msg)), zap.Stringer("sender", sender))
 	}
-	d.logged++
-	d.mu.Unlock()
-	d.log.Warn("singleton: message dropped", zap.String("reason", reason),
-		zap.String("type", typeName(msg)), zap.Stringer("sender", sender))
 }
 
 // flush logs the count of drops not logged yet; the manager and proxy call it when
 // they stop.
 func (d *dropLog) flush() {
-	d.mu.Lock()
-	n := d.suppressed
-	d.suppressed = 0
-	d.mu.Unlock()
-	if n > 0 {
+	if n := d.lim.Take(); n > 0 {
 		d.log.Warn("singleton: messages dropped and not logged", zap.Int("count", n))
 	}
 }

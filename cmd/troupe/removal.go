@@ -84,7 +84,7 @@ func openBadger(dir string, stderr io.Writer) (journalStore, error) {
 	if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err != nil {
 		return nil, fmt.Errorf("no badger journal in %s: %w", dir, err)
 	}
-	store, err := badgerjournal.Open(badgerjournal.Options{Dir: dir, Logger: warnLogger(stderr)})
+	store, err := badgerjournal.Open(context.Background(), badgerjournal.Config{Dir: dir, Logger: warnLogger(stderr)})
 	if errors.Is(err, badgerjournal.ErrLocked) {
 		return nil, fmt.Errorf("the journal in %s is in use: stop every node of the cluster first (%w)", dir, err)
 	}

@@ -17,7 +17,7 @@ import (
 // writeHistories writes one event to each persistence id in a badger journal in dir.
 func writeHistories(t *testing.T, dir string, pids ...string) {
 	t.Helper()
-	store, err := badgerjournal.Open(badgerjournal.Options{Dir: dir})
+	store, err := badgerjournal.Open(context.Background(), badgerjournal.Config{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func writeHistories(t *testing.T, dir string, pids ...string) {
 // eventCounts returns how many events each pid has in the journal in dir.
 func eventCounts(t *testing.T, dir string, pids ...string) []uint64 {
 	t.Helper()
-	store, err := badgerjournal.Open(badgerjournal.Options{Dir: dir})
+	store, err := badgerjournal.Open(context.Background(), badgerjournal.Config{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestRemoveShardingData(t *testing.T) {
 	// sharding.RemoveInternalData reports what it deleted or found deleted.
 	checkRendered(t, "removal -json", r.stdout, lines(`{"persistenceIds":["/sharding/CartShard/0","/sharding/CounterShard/0"]}`))
 
-	store, err := badgerjournal.Open(badgerjournal.Options{Dir: dir})
+	store, err := badgerjournal.Open(context.Background(), badgerjournal.Config{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

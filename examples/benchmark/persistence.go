@@ -30,7 +30,7 @@ func newPersistRig() (*persistRig, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := badgerjournal.Open(badgerjournal.Options{Dir: dir})
+	store, err := badgerjournal.Open(context.Background(), badgerjournal.Config{Dir: dir})
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ func demo(w io.Writer, logger *zap.Logger) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	store, err := badgerjournal.Open(badgerjournal.Options{Dir: dir})
+	store, err := badgerjournal.Open(context.Background(), badgerjournal.Config{Dir: dir})
 	if err != nil {
 		return err
 	}

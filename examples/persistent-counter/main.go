@@ -106,7 +106,7 @@ func main() {
 }
 
 func run(dir, id string, inc, dec int, idle time.Duration) error {
-	store, err := badgerjournal.Open(badgerjournal.Options{Dir: dir})
+	store, err := badgerjournal.Open(context.Background(), badgerjournal.Config{Dir: dir})
 	if errors.Is(err, badgerjournal.ErrLocked) {
 		return fmt.Errorf("another process is using %s: %w", dir, err)
 	}

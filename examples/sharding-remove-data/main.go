@@ -42,7 +42,7 @@ func run(dir, types string, shards int) error {
 		flag.Usage()
 		return errors.New("-dir and -types are required")
 	}
-	store, err := badgerjournal.Open(badgerjournal.Options{Dir: dir})
+	store, err := badgerjournal.Open(context.Background(), badgerjournal.Config{Dir: dir})
 	if errors.Is(err, badgerjournal.ErrLocked) {
 		return fmt.Errorf("the journal in %s is in use: stop every node first (%w)", dir, err)
 	}

@@ -100,7 +100,7 @@ func runInProcess(f flags) error {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	store, err := badgerjournal.Open(badgerjournal.Options{Dir: dir})
+	store, err := badgerjournal.Open(context.Background(), badgerjournal.Config{Dir: dir})
 	if err != nil {
 		return err
 	}

@@ -88,12 +88,6 @@ type Config struct {
 	// singleton calls UseSystemLogger when it starts with it), and until then
 	// warnings and errors to standard error; zap.NewNop() silences it on purpose.
 	Logger *zap.Logger
-
-	// attach, set when Logger was nil, switches the default logger to the system's.
-	attach *stderrlog.Attachable
-
-	// renewed is called by tests after each renewal with its outcome.
-	renewed func(outcome)
 }
 
 // Validate reports the first field that holds an unusable value, wrapping
@@ -121,19 +115,20 @@ func (c Config) Validate() error {
 }
 
 // check validates the settings and the config together, and returns both with their
-// defaults filled in.
-func check(settings lease.Settings, cfg Config) (lease.Settings, Config, error) {
+// defaults filled in, and, when cfg.Logger was nil, the default logger's switch to the
+// system's.
+func check(settings lease.Settings, cfg Config) (lease.Settings, Config, *stderrlog.Attachable, error) {
 	if err := settings.Validate(); err != nil {
 		// Settings.Validate wraps lease.ErrInvalidConfig, which ErrInvalidConfig wraps.
 		reason := strings.TrimPrefix(err.Error(), lease.ErrInvalidConfig.Error()+": ")
-		return settings, cfg, fmt.Errorf("%w: settings: %s", ErrInvalidConfig, reason)
+		return settings, cfg, nil, fmt.Errorf("%w: settings: %s", ErrInvalidConfig, reason)
 	}
 	if err := cfg.Validate(); err != nil {
-		return settings, cfg, err
+		return settings, cfg, nil, err
 	}
 	for _, name := range []struct{ field, value string }{{"LeaseName", settings.LeaseName}, {"OwnerName", settings.OwnerName}} {
 		if strings.IndexByte(name.value, 0) >= 0 || !utf8.ValidString(name.value) {
-			return settings, cfg, fmt.Errorf("%w: %s %q holds a NUL byte or invalid UTF-8, which PostgreSQL's text refuses",
+			return settings, cfg, nil, fmt.Errorf("%w: %s %q holds a NUL byte or invalid UTF-8, which PostgreSQL's text refuses",
 				ErrInvalidConfig, name.field, name.value)
 		}
 	}
@@ -143,14 +138,15 @@ func check(settings lease.Settings, cfg Config) (lease.Settings, Config, error) 
 		cfg.SafetyMargin = min(settings.HeartbeatTimeout/10, room/2)
 	}
 	if cfg.SafetyMargin >= room {
-		return settings, cfg, fmt.Errorf("%w: SafetyMargin %v must be less than HeartbeatTimeout minus HeartbeatInterval (%v)",
+		return settings, cfg, nil, fmt.Errorf("%w: SafetyMargin %v must be less than HeartbeatTimeout minus HeartbeatInterval (%v)",
 			ErrInvalidConfig, cfg.SafetyMargin, room)
 	}
+	var attach *stderrlog.Attachable
 	if cfg.Logger == nil {
-		cfg.Logger, cfg.attach = stderrlog.NewAttachable()
+		cfg.Logger, attach = stderrlog.NewAttachable()
 	}
 	cfg = cfg.withSetupDefault()
-	return settings, cfg, nil
+	return settings, cfg, attach, nil
 }
 
 // withSetupDefault returns c with SetupTimeout's default filled in.

@@ -130,7 +130,7 @@ func TestDefaultMargin(t *testing.T) {
 		{time.Second, 10 * time.Second, time.Second},
 		{9 * time.Second, 10 * time.Second, 500 * time.Millisecond},
 	} {
-		_, cfg, err := check(lease.Settings{LeaseName: "x", OwnerName: "a", HeartbeatInterval: c.interval, HeartbeatTimeout: c.timeout},
+		_, cfg, _, err := check(lease.Settings{LeaseName: "x", OwnerName: "a", HeartbeatInterval: c.interval, HeartbeatTimeout: c.timeout},
 			Config{ConnString: "postgres://x"})
 		if err != nil || cfg.SafetyMargin != c.want {
 			t.Errorf("interval %v, timeout %v: margin %v, %v; want %v", c.interval, c.timeout, cfg.SafetyMargin, err, c.want)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
+	"github.com/troupe-go/troupe/internal/stderrlog"
 	"github.com/troupe-go/troupe/lease"
 )
 
@@ -35,6 +36,11 @@ type Lease struct {
 	sql      statements
 	timing   timing
 	log      *zap.Logger
+	attach   *stderrlog.Attachable // nil when Config.Logger was set
+
+	// renewed, set by tests (export_test.go) before the first Acquire, is called
+	// after each renewal with its outcome.
+	renewed func(outcome)
 
 	ops sync.Mutex // serialises Acquire, Release and Close
 
@@ -73,7 +79,7 @@ func New(ctx context.Context, settings lease.Settings, cfg Config) (*Lease, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	settings, cfg, err := check(settings, cfg)
+	settings, cfg, attach, err := check(settings, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +108,7 @@ func New(ctx context.Context, settings lease.Settings, cfg Config) (*Lease, erro
 		sql:      newStatements(cfg.Schema),
 		timing:   newTiming(settings.HeartbeatInterval, settings.HeartbeatTimeout, cfg.SafetyMargin),
 		log:      cfg.Logger.With(zap.String("lease", settings.LeaseName), zap.String("owner", settings.OwnerName)),
+		attach:   attach,
 	}, nil
 }
 
@@ -422,7 +429,7 @@ func (l *Lease) heartbeat(ctx context.Context, t *tenure) {
 			l.log.Warn("pglease: renewing the lease failed; it is held until the deadline unless a renewal succeeds",
 				zap.Error(err), zap.Int("consecutive failures", failures), zap.Duration("left", deadline.Sub(now)))
 		}
-		if f := l.cfg.renewed; f != nil {
+		if f := l.renewed; f != nil {
 			f(o)
 		}
 	}
@@ -453,7 +460,7 @@ func (l *Lease) renew(ctx context.Context, t *tenure, sentAt, deadline time.Time
 // with their actor system's logger when they start with the lease. With Config.Logger
 // set it does nothing.
 func (l *Lease) UseSystemLogger(log *zap.Logger) {
-	if l.cfg.attach != nil {
-		l.cfg.attach.Attach(log)
+	if l.attach != nil {
+		l.attach.Attach(log)
 	}
 }

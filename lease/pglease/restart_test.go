@@ -43,14 +43,18 @@ func TestServerRestart(t *testing.T) {
 	var failedOnce sync.Once
 	s := fast("restart", "holder")
 	s.HeartbeatTimeout, s.OperationTimeout = time.Minute, time.Second
-	holder := open(t, s, Config{Schema: schema, renewed: func(o outcome) {
+	holder, err := newObserved(ctx, s, Config{ConnString: target.ConnString, Schema: schema}, func(o outcome) {
 		switch {
 		case o == renewFailed:
 			failedOnce.Do(func() { close(failed) })
 		case o == renewedOK && resumed.Load():
 			once.Do(func() { close(renewedAfter) })
 		}
-	}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Close() })
 	lost := newLossProbe()
 	if ok, err := holder.Acquire(ctx, lost.onLost); !ok || err != nil {
 		t.Fatalf("Acquire = %v, %v", ok, err)

@@ -25,7 +25,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 }
 
 func benchmarkWriters(b *testing.B, writers int, d Durability) {
-	s, err := Open(Options{Dir: b.TempDir(), Durability: d, MemTableSize: benchMemTable})
+	s, err := Open(context.Background(), Config{Dir: b.TempDir(), Durability: d, MemTableSize: benchMemTable})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func benchmarkWriters(b *testing.B, writers int, d Durability) {
 // BenchmarkWriteLatency: one writer persisting 100-byte events one at a
 // time, each synced, as an entity's persist-then-handler loop does.
 func BenchmarkWriteLatency(b *testing.B) {
-	s, err := Open(Options{Dir: b.TempDir()})
+	s, err := Open(context.Background(), Config{Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func BenchmarkWriteLatency(b *testing.B) {
 // bytes each. One iteration is one full replay.
 func BenchmarkReplay(b *testing.B) {
 	const total = 1_000_000
-	s, err := Open(Options{Dir: b.TempDir()})
+	s, err := Open(context.Background(), Config{Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -29,7 +29,7 @@
 // writer has used it) is rejected with persistence.ErrSequenceConflict, and so
 // are the later writes of that persistence id in the same call.
 //
-// Durability is Options.Durability: SyncEachBatch (the default) answers a
+// Durability is Config.Durability: SyncEachBatch (the default) answers a
 // writer only after its events are on disk; NoSync answers once they are in
 // badger's memory-mapped log, which survives a crash of the process but not
 // of the machine.
@@ -56,7 +56,7 @@
 // in commit order, which EventsByTag reads.
 //
 // The store, and badger with it (its informational messages at debug level),
-// logs through Options.Logger; by default through the logger of the actor system
+// logs through Config.Logger; by default through the logger of the actor system
 // persistence.Start attaches the store to, and until then warnings and errors go
 // to standard error.
 package badgerjournal

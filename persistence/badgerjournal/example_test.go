@@ -17,7 +17,7 @@ func Example() {
 	}
 	defer os.RemoveAll(dir)
 
-	store, err := badgerjournal.Open(badgerjournal.Options{Dir: dir})
+	store, err := badgerjournal.Open(context.Background(), badgerjournal.Config{Dir: dir})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -35,7 +35,7 @@ func Example() {
 	}
 
 	// The events survive closing and reopening.
-	store, err = badgerjournal.Open(badgerjournal.Options{Dir: dir})
+	store, err = badgerjournal.Open(context.Background(), badgerjournal.Config{Dir: dir})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -61,7 +61,7 @@ func ExampleStore_EventsByTag() {
 		return
 	}
 	defer os.RemoveAll(dir)
-	store, err := badgerjournal.Open(badgerjournal.Options{Dir: dir})
+	store, err := badgerjournal.Open(context.Background(), badgerjournal.Config{Dir: dir})
 	if err != nil {
 		fmt.Println(err)
 		return

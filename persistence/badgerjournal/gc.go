@@ -17,14 +17,13 @@ type valueLogGC struct {
 	log      *zap.Logger
 	interval time.Duration
 	ratio    float64
-	after    func() // test hook: called after each round
 
 	stop chan struct{}
 	done sync.WaitGroup
 }
 
-func startValueLogGC(db *badger.DB, log *zap.Logger, interval time.Duration, ratio float64, after func()) *valueLogGC {
-	g := &valueLogGC{db: db, log: log, interval: interval, ratio: ratio, after: after, stop: make(chan struct{})}
+func startValueLogGC(db *badger.DB, log *zap.Logger, interval time.Duration, ratio float64) *valueLogGC {
+	g := &valueLogGC{db: db, log: log, interval: interval, ratio: ratio, stop: make(chan struct{})}
 	g.done.Add(1)
 	go g.run()
 	return g
@@ -41,9 +40,6 @@ func (g *valueLogGC) run() {
 		case <-t.C:
 		}
 		g.round()
-		if g.after != nil {
-			g.after()
-		}
 	}
 }
 

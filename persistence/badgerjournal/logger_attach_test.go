@@ -36,7 +36,7 @@ func observedSystem(t *testing.T) (*actor.System, *observer.ObservedLogs) {
 // system, to the system's logger: its own warnings and badger's (badger's
 // informational lines at debug, below the system's level here).
 func TestStoreLogsToTheSystemItIsAttachedTo(t *testing.T) {
-	s, err := Open(Options{Dir: t.TempDir()})
+	s, err := Open(context.Background(), Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestStoreLogsToTheSystemItIsAttachedTo(t *testing.T) {
 // A store given its own logger keeps it when attached to a system.
 func TestStoreKeepsItsOwnLogger(t *testing.T) {
 	own, ownLogs := observer.New(zapcore.InfoLevel)
-	s, err := Open(Options{Dir: t.TempDir(), Logger: zap.New(own)})
+	s, err := Open(context.Background(), Config{Dir: t.TempDir(), Logger: zap.New(own)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 // holdLock opens a store in dir, says "ready" and keeps it open until its
 // stdin closes.
 func holdLock(dir string) int {
-	s, err := Open(Options{Dir: dir})
+	s, err := Open(context.Background(), Config{Dir: dir})
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1
@@ -50,7 +50,7 @@ func holdLock(dir string) int {
 // durability, printing each sequence number once its write is
 // acknowledged, until the process is killed.
 func writeUntilKilled(dir string) int {
-	s, err := Open(Options{Dir: dir})
+	s, err := Open(context.Background(), Config{Dir: dir})
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1

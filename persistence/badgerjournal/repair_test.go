@@ -18,7 +18,7 @@ import (
 // writeAndClose writes events 1..n of "p" into a new database in dir and closes it.
 func writeAndClose(t *testing.T, dir string, from, n uint64) {
 	t.Helper()
-	s, err := Open(Options{Dir: dir})
+	s, err := Open(context.Background(), Config{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestOpenRepairsEmptyLogFilesACrashLeaves(t *testing.T) {
 			file := tc.crash(t, dir)
 
 			core, logs := observer.New(zapcore.WarnLevel)
-			s, err := Open(Options{Dir: dir, Logger: zap.New(core)})
+			s, err := Open(context.Background(), Config{Dir: dir, Logger: zap.New(core)})
 			if err != nil {
 				t.Fatalf("Open after a crash: %v", err)
 			}
@@ -102,7 +102,7 @@ func TestOpenRepairsEmptyLogFilesACrashLeaves(t *testing.T) {
 			}
 			// Still a working database.
 			writeAndClose(t, dir, 4, 2)
-			s, err = Open(Options{Dir: dir})
+			s, err = Open(context.Background(), Config{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +131,7 @@ func TestOpenNamesADamagedFile(t *testing.T) {
 			if err := os.Truncate(filepath.Join(dir, name), 0); err != nil {
 				t.Fatal(err)
 			}
-			_, err := Open(Options{Dir: dir})
+			_, err := Open(context.Background(), Config{Dir: dir})
 			if !errors.Is(err, ErrDamaged) {
 				t.Fatalf("Open: %v", err)
 			}

@@ -14,7 +14,7 @@ import (
 
 // SaveSnapshot implements persistence.SnapshotStore. The snapshot is
 // written in its own transaction, synced as configured by
-// Options.Durability.
+// Config.Durability.
 func (s *Store) SaveSnapshot(ctx context.Context, snap persistence.Snapshot) error {
 	if err := ctx.Err(); err != nil {
 		return err

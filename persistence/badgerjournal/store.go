@@ -40,7 +40,7 @@ var (
 type Store struct {
 	db     *badger.DB
 	log    *zap.Logger
-	attach *stderrlog.Attachable // nil when Options.Logger was set
+	attach *stderrlog.Attachable // nil when Config.Logger was set
 
 	// mu guards closed; inflight counts the calls in progress, which Close
 	// waits for.
@@ -58,31 +58,50 @@ var (
 	_ persistence.SnapshotStore = (*Store)(nil)
 )
 
-// Open opens (or creates) the database in opts.Dir and starts its writer.
+// Open opens (or creates) the database in cfg.Dir and starts its writer.
 // It fails with an error wrapping ErrLocked when another open database holds
-// the directory, and never panics on a bad directory.
+// the directory, and never panics on a bad directory. ctx bounds the wait
+// before badger's own open, which cannot be interrupted: Open returns ctx's
+// error, having opened nothing, when ctx ends before that point.
 //
 // A crash can leave an empty memtable or value-log file, which badger refuses
 // to open (badger issue 2207). Such a file holds no data, so Open removes it and
 // logs the file at warn level. Any other file badger refuses fails Open with an
 // error wrapping ErrDamaged that names the file and the fix.
-func Open(opts Options) (*Store, error) {
-	if err := opts.Validate(); err != nil {
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	s, err := openUnstarted(ctx, cfg)
+	if err != nil {
 		return nil, err
 	}
-	opts = opts.withDefaults()
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+	s.w.start()
+	return s, nil
+}
+
+// openUnstarted opens the database and builds the Store with its writer built
+// but not started: Open starts it.
+func openUnstarted(ctx context.Context, cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("badgerjournal: open %s: %w", cfg.Dir, err)
+	}
+	cfg, attach := cfg.withDefaults()
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("badgerjournal: %w", err)
 	}
-	if err := withDirLock(opts.Dir, func() error { return repairEmptyLogs(opts.Dir, opts.Logger) }); err != nil {
+	if err := withDirLock(cfg.Dir, func() error { return repairEmptyLogs(cfg.Dir, cfg.Logger) }); err != nil {
 		if errors.Is(err, ErrLocked) {
-			return nil, fmt.Errorf("%w: %s", err, opts.Dir)
+			return nil, fmt.Errorf("%w: %s", err, cfg.Dir)
 		}
 		return nil, err
 	}
-	bo := badger.DefaultOptions(opts.Dir).
-		WithSyncWrites(opts.Durability == SyncEachBatch).
-		WithLogger(newBadgerLogger(opts.Logger)).
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("badgerjournal: open %s: %w", cfg.Dir, err)
+	}
+	bo := badger.DefaultOptions(cfg.Dir).
+		WithSyncWrites(cfg.Durability == SyncEachBatch).
+		WithLogger(newBadgerLogger(cfg.Logger)).
 		WithMetricsEnabled(false).
 		// One goroutine writes; reads never conflict with it.
 		WithDetectConflicts(false).
@@ -91,33 +110,33 @@ func Open(opts Options) (*Store, error) {
 		// Without compression badger needs no block cache.
 		WithCompression(options.None).
 		WithBlockCacheSize(0).
-		WithMemTableSize(opts.MemTableSize).
+		WithMemTableSize(cfg.MemTableSize).
 		// Values up to 1 MiB live in the LSM tree, next to their keys, so
 		// a replay reads them sequentially; badger requires the threshold
 		// to stay below its transaction size (15% of a memtable).
-		WithValueThreshold(min(1<<20, opts.MemTableSize/10))
+		WithValueThreshold(min(1<<20, cfg.MemTableSize/10))
 	db, err := openBadger(bo)
 	if err != nil {
 		if isLockError(err) {
-			return nil, fmt.Errorf("%w: %s: %v", ErrLocked, opts.Dir, err)
+			return nil, fmt.Errorf("%w: %s: %v", ErrLocked, cfg.Dir, err)
 		}
-		if derr := explainOpenError(opts.Dir, err); derr != nil {
+		if derr := explainOpenError(cfg.Dir, err); derr != nil {
 			return nil, derr
 		}
-		return nil, fmt.Errorf("badgerjournal: open %s: %w", opts.Dir, err)
+		return nil, fmt.Errorf("badgerjournal: open %s: %w", cfg.Dir, err)
 	}
 	if err := checkFormat(db); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
-	ids, err := newIDRegistry(db, opts.HighestCacheSize)
+	ids, err := newIDRegistry(db, cfg.HighestCacheSize)
 	if err == nil {
 		var offset uint64
 		if offset, err = readNextOffset(db); err == nil {
-			s := &Store{db: db, log: opts.Logger, attach: opts.attach, ids: ids}
-			s.w = startWriter(db, ids, offset, opts.Logger, opts.HighestCacheSize, opts.beforeBatch)
-			if opts.ValueLogGCInterval > 0 {
-				s.gc = startValueLogGC(db, opts.Logger, opts.ValueLogGCInterval, opts.ValueLogGCDiscardRatio, opts.afterGC)
+			s := &Store{db: db, log: cfg.Logger, attach: attach, ids: ids}
+			s.w = newWriter(db, ids, offset, cfg.Logger, cfg.HighestCacheSize)
+			if cfg.ValueLogGCInterval > 0 {
+				s.gc = startValueLogGC(db, cfg.Logger, cfg.ValueLogGCInterval, cfg.ValueLogGCDiscardRatio)
 			}
 			return s, nil
 		}
@@ -408,9 +427,9 @@ func readNextOffset(db *badger.DB) (uint64, error) {
 }
 
 // UseSystemLogger sends the store's log lines, and badger's, to l from now on when
-// Options.Logger was not set; persistence.Start calls it with the logger of the
+// Config.Logger was not set; persistence.Start calls it with the logger of the
 // actor system the store is attached to (the first, when several share the store).
-// With Options.Logger set it does nothing.
+// With Config.Logger set it does nothing.
 func (s *Store) UseSystemLogger(l *zap.Logger) {
 	if s.attach != nil {
 		s.attach.Attach(l)

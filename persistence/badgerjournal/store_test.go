@@ -27,16 +27,16 @@ import (
 	"github.com/troupe-go/troupe/persistence/journaltest"
 )
 
-// testOptions keeps badger's memory small, so that the suite's parallel
+// testConfig keeps badger's memory small, so that the suite's parallel
 // tests do not each reserve 64 MiB memtables, and turns off the value-log
 // garbage collection.
-func testOptions(dir string) Options {
-	return Options{Dir: dir, MemTableSize: 8 << 20, ValueLogGCInterval: -1}
+func testConfig(dir string) Config {
+	return Config{Dir: dir, MemTableSize: 8 << 20, ValueLogGCInterval: -1}
 }
 
 func openStore(t *testing.T, dir string) *Store {
 	t.Helper()
-	s, err := Open(testOptions(dir))
+	s, err := Open(context.Background(), testConfig(dir))
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dir, err)
 	}
@@ -140,9 +140,9 @@ func TestSnapshotStoreConformance(t *testing.T) {
 
 func TestJournalConformanceWithoutSync(t *testing.T) {
 	journaltest.RunJournalSuite(t, func(t *testing.T, dir string) persistence.Journal {
-		o := testOptions(dir)
+		o := testConfig(dir)
 		o.Durability = NoSync
-		s, err := Open(o)
+		s, err := Open(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,27 +150,27 @@ func TestJournalConformanceWithoutSync(t *testing.T) {
 	}, suiteOptions())
 }
 
-func TestOptionsValidate(t *testing.T) {
+func TestConfigValidate(t *testing.T) {
 	cases := []struct {
-		o  Options
+		o  Config
 		ok bool
 	}{
-		{Options{Dir: "x"}, true},
-		{Options{Dir: "x", Durability: NoSync, MemTableSize: 1 << 20, HighestCacheSize: 1}, true},
-		{Options{}, false},
-		{Options{Dir: "x", Durability: 7}, false},
-		{Options{Dir: "x", MemTableSize: 1000}, false},
-		{Options{Dir: "x", ValueLogGCDiscardRatio: 1}, false},
-		{Options{Dir: "x", ValueLogGCDiscardRatio: 0.7, ValueLogGCInterval: -1}, true},
-		{Options{Dir: "x", MemTableSize: 2 << 30}, false},
-		{Options{Dir: "x", HighestCacheSize: -1}, false},
+		{Config{Dir: "x"}, true},
+		{Config{Dir: "x", Durability: NoSync, MemTableSize: 1 << 20, HighestCacheSize: 1}, true},
+		{Config{}, false},
+		{Config{Dir: "x", Durability: 7}, false},
+		{Config{Dir: "x", MemTableSize: 1000}, false},
+		{Config{Dir: "x", ValueLogGCDiscardRatio: 1}, false},
+		{Config{Dir: "x", ValueLogGCDiscardRatio: 0.7, ValueLogGCInterval: -1}, true},
+		{Config{Dir: "x", MemTableSize: 2 << 30}, false},
+		{Config{Dir: "x", HighestCacheSize: -1}, false},
 	}
 	for _, c := range cases {
 		if err := c.o.Validate(); (err == nil) != c.ok {
 			t.Errorf("Validate(%+v) = %v, want ok=%v", c.o, err, c.ok)
 		}
 		if !c.ok {
-			if _, err := Open(c.o); err == nil {
+			if _, err := Open(context.Background(), c.o); err == nil {
 				t.Errorf("Open(%+v) succeeded", c.o)
 			}
 		}
@@ -205,7 +205,7 @@ func TestLockedByAnotherProcess(t *testing.T) {
 		t.Fatalf("helper process said %q, %v", line, err)
 	}
 
-	s, err := Open(testOptions(dir))
+	s, err := Open(context.Background(), testConfig(dir))
 	if !errors.Is(err, ErrLocked) {
 		if s != nil {
 			s.Close()
@@ -229,7 +229,7 @@ func TestLockedInThisProcess(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
 	defer s.Close()
-	if s2, err := Open(testOptions(dir)); !errors.Is(err, ErrLocked) {
+	if s2, err := Open(context.Background(), testConfig(dir)); !errors.Is(err, ErrLocked) {
 		if s2 != nil {
 			s2.Close()
 		}
@@ -243,7 +243,7 @@ func TestOpenBadDirectories(t *testing.T) {
 	if err := os.WriteFile(file, []byte("not a directory"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := Open(testOptions(file)); err == nil {
+	if s, err := Open(context.Background(), testConfig(file)); err == nil {
 		s.Close()
 		t.Error("Open of a regular file succeeded")
 	}
@@ -255,7 +255,7 @@ func TestOpenBadDirectories(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(garbage, badger.ManifestFilename), bytes.Repeat([]byte{0xab}, 100), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := Open(testOptions(garbage)); err == nil {
+	if s, err := Open(context.Background(), testConfig(garbage)); err == nil {
 		s.Close()
 		t.Error("Open of a directory with a garbage manifest succeeded")
 	}
@@ -278,7 +278,7 @@ func TestIncompatibleFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := Open(testOptions(dir)); !errors.Is(err, ErrIncompatibleFormat) {
+	if s, err := Open(context.Background(), testConfig(dir)); !errors.Is(err, ErrIncompatibleFormat) {
 		if s != nil {
 			s.Close()
 		}
@@ -288,9 +288,9 @@ func TestIncompatibleFormat(t *testing.T) {
 
 func TestBadgerLogsThroughZap(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	o := testOptions(t.TempDir())
+	o := testConfig(t.TempDir())
 	o.Logger = zap.New(core)
-	s, err := Open(o)
+	s, err := Open(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,22 +310,12 @@ func TestBadgerLogsThroughZap(t *testing.T) {
 // TestGroupCommit: writes queued while the writer is busy share one
 // transaction.
 func TestGroupCommit(t *testing.T) {
-	release := make(chan struct{})
-	var once sync.Once
-	o := testOptions(t.TempDir())
-	held := make(chan struct{})
-	o.beforeBatch = func() {
-		once.Do(func() {
-			close(held)
-			<-release
-		})
-	}
-	s, err := Open(o)
+	// The writer is not started: the writes wait in its queue.
+	s, err := openUnstarted(context.Background(), testConfig(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	<-held // the writer waits before its first batch
 
 	const writers = 100
 	ctx := context.Background()
@@ -356,7 +346,7 @@ func TestGroupCommit(t *testing.T) {
 		}
 		runtime.Gosched()
 	}
-	close(release)
+	s.w.start()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -371,9 +361,9 @@ func TestGroupCommit(t *testing.T) {
 // together are split over several, each write whole; a write that does not
 // fit alone is rejected without failing the others.
 func TestTransactionLimits(t *testing.T) {
-	o := testOptions(t.TempDir())
+	o := testConfig(t.TempDir())
 	o.MemTableSize = 1 << 20 // transactions of about 150 KiB
-	s, err := Open(o)
+	s, err := Open(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,9 +422,9 @@ func TestTransactionLimits(t *testing.T) {
 // writes already packed still count, so that a later write of the same
 // persistence id in the same transaction is checked against them.
 func TestHighestCacheEvictionKeepsPackedWrites(t *testing.T) {
-	o := testOptions(t.TempDir())
+	o := testConfig(t.TempDir())
 	o.HighestCacheSize = 1
-	s, err := Open(o)
+	s, err := Open(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,21 +521,14 @@ func TestSurvivesSIGKILL(t *testing.T) {
 	}
 }
 
-// TestValueLogGC: with an interval set, the collection runs rounds over a
-// store holding values in the value log, and Close stops it (goleak checks
-// that its goroutine is gone).
+// TestValueLogGC: rounds of the collection over a store holding values in
+// the value log keep the values that were not deleted, and Close stops the
+// periodic collection (goleak checks that its goroutine is gone).
 func TestValueLogGC(t *testing.T) {
-	o := testOptions(t.TempDir())
+	o := testConfig(t.TempDir())
 	o.MemTableSize = 1 << 20 // values of 100 KiB or more go to the value log
 	o.ValueLogGCInterval = time.Millisecond
-	rounds := make(chan struct{}, 1)
-	o.afterGC = func() {
-		select {
-		case rounds <- struct{}{}:
-		default:
-		}
-	}
-	s, err := Open(o)
+	s, err := Open(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,12 +547,10 @@ func TestValueLogGC(t *testing.T) {
 	if err := s.DeleteMessagesTo(ctx, "big", 4); err != nil {
 		t.Fatal(err)
 	}
+	// Two rounds run here, on the test's goroutine, besides the periodic
+	// ones, so that the test does not depend on the ticker.
 	for range 2 {
-		select {
-		case <-rounds:
-		case <-time.After(10 * time.Second):
-			t.Fatal("no garbage-collection round ran")
-		}
+		s.gc.round()
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -594,9 +575,9 @@ func TestValueLogGC(t *testing.T) {
 // index entries; the offsets they would have had are not lost to later
 // events, and offsets keep growing across a reopen.
 func TestTagIndexAfterRejectedWrites(t *testing.T) {
-	o := testOptions(t.TempDir())
+	o := testConfig(t.TempDir())
 	o.MemTableSize = 1 << 20 // transactions of about 150 KiB
-	s, err := Open(o)
+	s, err := Open(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -661,5 +642,22 @@ func TestTagIndexAfterRejectedWrites(t *testing.T) {
 	mustOK(tagged("after", 1, 1, "t"))
 	if pids, after := collect(s); after != last+1 || pids["after"] != 1 {
 		t.Errorf("the event written after a reopen has offset %d, want %d", after, last+1)
+	}
+}
+
+// TestOpenCanceledContext: Open with an ended context opens nothing and
+// returns the context's error.
+func TestOpenCanceledContext(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if s, err := Open(ctx, testConfig(dir)); !errors.Is(err, context.Canceled) {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("Open with a canceled context: %v, want context.Canceled", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("Open with a canceled context created %s (%v)", dir, err)
 	}
 }

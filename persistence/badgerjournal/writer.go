@@ -132,13 +132,13 @@ type writer struct {
 	nextOffset   uint64      // the offset of the next tagged event
 
 	// Observed by tests only.
-	commits     atomic.Int64 // transactions committed
-	beforeBatch func()       // called before each batch is taken
+	commits atomic.Int64 // transactions committed
 }
 
-func startWriter(db *badger.DB, ids *idRegistry, nextOffset uint64, log *zap.Logger, cacheSize int, beforeBatch func()) *writer {
-	w := &writer{
-		beforeBatch:  beforeBatch,
+// newWriter returns a writer whose goroutine is not started yet: requests
+// enqueued before start wait in its queue.
+func newWriter(db *badger.DB, ids *idRegistry, nextOffset uint64, log *zap.Logger, cacheSize int) *writer {
+	return &writer{
 		db:           db,
 		ids:          ids,
 		nextOffset:   nextOffset,
@@ -149,8 +149,11 @@ func startWriter(db *badger.DB, ids *idRegistry, nextOffset uint64, log *zap.Log
 		highest:      make(map[string]uint64),
 		highestLimit: cacheSize,
 	}
+}
+
+// start starts the writer's goroutine. It is called once.
+func (w *writer) start() {
 	go w.run()
-	return w
 }
 
 // enqueue hands a request to the writer.
@@ -194,9 +197,6 @@ func (w *writer) run() {
 	// is released once b has been handed to badger.
 	var batch, packed []*writeRequest
 	for {
-		if w.beforeBatch != nil {
-			w.beforeBatch()
-		}
 		w.mu.Lock()
 		batch, w.queue = w.queue, batch[:0]
 		stopped := w.stopped

@@ -133,24 +133,37 @@ type Config struct {
 	// store on purpose.
 	Logger *zap.Logger
 
-	// attach, set by withDefaults when Logger was nil, switches the default logger to
-	// the system's.
-	attach *stderrlog.Attachable
-
 	// MeterProvider, when set, receives the store's metrics (troupe.pgjournal.*,
 	// listed in docs/operations.md). A store is opened apart from any actor system,
 	// so it does not take the system's: pass the same provider (sys.MeterProvider()).
 	// Nil: no metrics.
 	MeterProvider metric.MeterProvider
+}
 
-	// Set by tests: the bounds of one statement of a group commit
-	// (defaults maxChunkBytes, maxChunkEvents), the size from which the
-	// fast path sends events by COPY (default copyMinEvents; -1: never),
-	// and a function called with the queue's length after each request is
-	// queued.
+// tuning holds the bounds of the group commit's statements that no user sets:
+// Open uses the defaults, and tests (export_test.go) open stores with others to
+// cross every boundary.
+type tuning struct {
+	// chunkBytes and chunkEvents bound one statement of a group commit
+	// (defaults maxChunkBytes, maxChunkEvents); copyMinEvents is the size
+	// from which the fast path sends events by COPY (default copyMinEvents;
+	// -1: never).
 	chunkBytes, chunkEvents int
 	copyMinEvents           int
-	enqueued                func(queued int)
+}
+
+// withDefaults returns t with its zero values replaced by the defaults.
+func (t tuning) withDefaults() tuning {
+	if t.chunkBytes == 0 {
+		t.chunkBytes = maxChunkBytes
+	}
+	if t.chunkEvents == 0 {
+		t.chunkEvents = maxChunkEvents
+	}
+	if t.copyMinEvents == 0 {
+		t.copyMinEvents = copyMinEvents
+	}
+	return t
 }
 
 // Validate reports the first field that holds an unusable value, wrapping
@@ -182,8 +195,9 @@ func (c Config) Validate() error {
 	return fmt.Errorf("%w: %s", ErrInvalidConfig, problem)
 }
 
-// withDefaults returns c with its zero values replaced by the defaults.
-func (c Config) withDefaults() Config {
+// withDefaults returns c with its zero values replaced by the defaults, and,
+// when Logger was nil, the default logger's switch to the system's.
+func (c Config) withDefaults() (Config, *stderrlog.Attachable) {
 	if c.WriteConcurrency == 0 {
 		c.WriteConcurrency = DefaultWriteConcurrency
 	}
@@ -205,17 +219,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxWriteBytes == 0 {
 		c.MaxWriteBytes = DefaultMaxWriteBytes
 	}
+	var attach *stderrlog.Attachable
 	if c.Logger == nil {
-		c.Logger, c.attach = stderrlog.NewAttachable()
+		c.Logger, attach = stderrlog.NewAttachable()
 	}
-	if c.chunkBytes == 0 {
-		c.chunkBytes = maxChunkBytes
-	}
-	if c.chunkEvents == 0 {
-		c.chunkEvents = maxChunkEvents
-	}
-	if c.copyMinEvents == 0 {
-		c.copyMinEvents = copyMinEvents
-	}
-	return c
+	return c, attach
 }

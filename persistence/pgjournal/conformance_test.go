@@ -37,13 +37,13 @@ func suiteOptions() journaltest.Options {
 
 // openForSuite opens a store whose schema is named after the suite's
 // folder, so that reopening the folder finds the data again.
-func openForSuite(edit func(*Config)) func(t *testing.T, dir string) *Store {
+func openForSuite(edit func(*setup)) func(t *testing.T, dir string) *Store {
 	return func(t *testing.T, dir string) *Store {
-		cfg := testConfig(schemaForDir(t, dir))
+		cfg := setup{Config: testConfig(schemaForDir(t, dir))}
 		if edit != nil {
 			edit(&cfg)
 		}
-		s, err := Open(testContext(t), cfg)
+		s, err := open(testContext(t), cfg.Config, cfg.tuning)
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
@@ -61,7 +61,7 @@ func TestJournalConformance(t *testing.T) {
 // batch of its own, and each statement holds one event, so that every
 // boundary is crossed.
 func TestJournalConformanceSmall(t *testing.T) {
-	open := openForSuite(func(c *Config) {
+	open := openForSuite(func(c *setup) {
 		c.ReplayPageSize = 2
 		c.MaxBatchBytes = 1
 		c.WriteConcurrency = 3
@@ -73,12 +73,12 @@ func TestJournalConformanceSmall(t *testing.T) {
 // TestJournalConformanceCopy runs the suite with the fast path sending
 // every batch's events by COPY, and TestJournalConformanceNoCopy never.
 func TestJournalConformanceCopy(t *testing.T) {
-	open := openForSuite(func(c *Config) { c.copyMinEvents = 1 })
+	open := openForSuite(func(c *setup) { c.copyMinEvents = 1 })
 	journaltest.RunJournalSuite(t, func(t *testing.T, dir string) persistence.Journal { return open(t, dir) }, suiteOptions())
 }
 
 func TestJournalConformanceNoCopy(t *testing.T) {
-	open := openForSuite(func(c *Config) { c.copyMinEvents = -1 })
+	open := openForSuite(func(c *setup) { c.copyMinEvents = -1 })
 	journaltest.RunJournalSuite(t, func(t *testing.T, dir string) persistence.Journal { return open(t, dir) }, suiteOptions())
 }
 

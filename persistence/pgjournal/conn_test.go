@@ -106,12 +106,12 @@ func TestOpenUnreachable(t *testing.T) {
 // acknowledged event is lost.
 func TestConnectionLoss(t *testing.T) { forEachPath(t, testConnectionLoss) }
 
-func testConnectionLoss(t *testing.T, edit func(*Config)) {
+func testConnectionLoss(t *testing.T, edit func(*setup)) {
 	srv := target.Server
 	if srv == nil {
 		t.Skip("needs the throwaway server, which it stops: TROUPE_TEST_POSTGRES names an outside one")
 	}
-	s, _ := openFresh(t, func(c *Config) {
+	s, _ := openFresh(t, func(c *setup) {
 		edit(c)
 		c.ConnectTimeout = 2 * time.Second
 		c.WriteTimeout = 10 * time.Second
@@ -238,7 +238,7 @@ func TestQuickRestart(t *testing.T) {
 		t.Skip("needs the throwaway server, which it stops: TROUPE_TEST_POSTGRES names an outside one")
 	}
 	const conns = 4
-	s, _ := openFresh(t, func(c *Config) { c.MaxConns = conns })
+	s, _ := openFresh(t, func(c *setup) { c.MaxConns = conns })
 	ctx := testContext(t)
 	// Fill the pool: conns calls at once, each on a connection of its own.
 	start := make(chan struct{})

@@ -97,12 +97,12 @@ func testConfig(schema string) Config {
 	return Config{ConnString: target.ConnString, Schema: schema, ConnectTimeout: 10 * time.Second, MaxConns: 4}
 }
 
-// openIn opens a store on schema and closes it when the test ends.
-func openIn(t *testing.T, cfg Config) *Store {
+// openIn opens a store of cfg and closes it when the test ends.
+func openIn(t *testing.T, cfg setup) *Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := Open(ctx, cfg)
+	s, err := open(ctx, cfg.Config, cfg.tuning)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -115,9 +115,9 @@ func openIn(t *testing.T, cfg Config) *Store {
 }
 
 // openFresh opens a store on a new schema.
-func openFresh(t *testing.T, edit func(*Config)) (*Store, Config) {
+func openFresh(t *testing.T, edit func(*setup)) (*Store, setup) {
 	t.Helper()
-	cfg := testConfig(newSchema(t))
+	cfg := setup{Config: testConfig(newSchema(t))}
 	if edit != nil {
 		edit(&cfg)
 	}

@@ -11,7 +11,7 @@ import (
 
 func TestMetricsCountCommitsWritesEventsAndConflicts(t *testing.T) {
 	m := metrictest.NewReader(t)
-	s, _ := openFresh(t, func(c *Config) { c.MeterProvider = m.Provider })
+	s, _ := openFresh(t, func(c *setup) { c.MeterProvider = m.Provider })
 	ctx := testContext(t)
 	results, err := s.WriteMessages(ctx, []persistence.AtomicWrite{aw("a", 1, 2), aw("b", 1, 3)})
 	if err != nil || len(results) != 2 || results[0] != nil || results[1] != nil {

@@ -52,7 +52,7 @@ func TestWritesMatchTheModel(t *testing.T) {
 }
 
 func testWritesMatchTheModel(t *testing.T, stores int, seed uint64, copyMin int) {
-	first, cfg := openFresh(t, func(c *Config) { c.copyMinEvents = copyMin })
+	first, cfg := openFresh(t, func(c *setup) { c.copyMinEvents = copyMin })
 	nodes := []*Store{first}
 	for len(nodes) < stores {
 		nodes = append(nodes, openIn(t, cfg))

@@ -145,8 +145,8 @@ func TestDatabaseOutage(t *testing.T) {
 		t.Skip("needs the throwaway server, which it stops: TROUPE_TEST_POSTGRES names an outside one")
 	}
 	entities := *outageEntities
-	store, _ := openFresh(t, func(c *Config) {
-		*c = Config{ConnString: c.ConnString, Schema: c.Schema, Logger: zap.NewNop()} // the defaults
+	store, _ := openFresh(t, func(c *setup) {
+		c.Config = Config{ConnString: c.ConnString, Schema: c.Schema, Logger: zap.NewNop()} // the defaults
 	})
 	// Not testkit.NewSystem: its leak check would count the goroutines of the server,
 	// which Resume starts; the package's TestMain checks for leaks at the end. No log:

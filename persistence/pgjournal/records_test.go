@@ -45,7 +45,7 @@ func TestPayloadBlocks(t *testing.T) {
 // pgx's read buffer), across pages, and appending to one payload does not
 // change another.
 func TestKeptRecordsAreIntact(t *testing.T) {
-	s, _ := openFresh(t, func(c *Config) { c.ReplayPageSize = 7 })
+	s, _ := openFresh(t, func(c *setup) { c.ReplayPageSize = 7 })
 	ctx := testContext(t)
 	const events = 100
 	payloadOf := func(seq uint64) []byte {

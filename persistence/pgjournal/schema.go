@@ -3,15 +3,13 @@ package pgjournal
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/troupe-go/troupe/internal/pgmigrate"
 )
 
 // Schema migrations.
@@ -49,69 +47,42 @@ type Migration struct {
 	SQL string
 }
 
-// versionTableSQL creates the schema-version table.
-const versionTableSQL = `CREATE TABLE IF NOT EXISTS troupe_schema_version (
-    version     integer     NOT NULL PRIMARY KEY,
-    description text        NOT NULL,
-    applied_at  timestamptz NOT NULL DEFAULT now()
-)`
-
 // migrationLockKey is the advisory lock migrations hold, one for the whole
 // database ("TROU"); migrations are rare and short.
 const migrationLockKey = 0x54524f55
 
-// migrations are the embedded migrations, in version order.
-var migrations = mustLoadMigrations()
+// schemaSet is the schema's migrations, run by internal/pgmigrate.
+var schemaSet = mustLoadMigrations()
+
+// versionTableSQL creates the schema-version table.
+var versionTableSQL = schemaSet.TableSQL()
 
 // SchemaVersion is the schema version this package reads and writes: the
 // version of its last migration.
-var SchemaVersion = migrations[len(migrations)-1].Version
+var SchemaVersion = schemaSet.Latest()
 
 // Migrations returns the schema's migrations in version order. The slice is
 // a copy.
 func Migrations() []Migration {
-	return append([]Migration(nil), migrations...)
-}
-
-func mustLoadMigrations() []Migration {
-	ms, err := loadMigrations(migrationFiles)
-	if err != nil {
-		panic(err) // the embedded files are part of the build
+	ms := make([]Migration, len(schemaSet.Migrations))
+	for i, m := range schemaSet.Migrations {
+		ms[i] = Migration{Version: m.Version, Name: m.Name, SQL: m.SQL}
 	}
 	return ms
 }
 
+func mustLoadMigrations() *pgmigrate.Set {
+	ms, err := loadMigrations(migrationFiles)
+	if err != nil {
+		panic(err) // the embedded files are part of the build
+	}
+	return &pgmigrate.Set{Owner: "pgjournal", Table: "troupe_schema_version", LockKey: migrationLockKey, Migrations: ms}
+}
+
 // loadMigrations reads NNNN_name.sql files and checks that their versions
 // run 1, 2, 3... without gaps.
-func loadMigrations(fsys fs.FS) ([]Migration, error) {
-	names, err := fs.Glob(fsys, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []Migration
-	for _, name := range names {
-		base := strings.TrimSuffix(path.Base(name), ".sql")
-		num, rest, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("pgjournal: migration file %s is not named NNNN_name.sql", name)
-		}
-		sql, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, Migration{Version: v, Name: rest, SQL: string(sql)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
-	for i, m := range ms {
-		if m.Version != i+1 {
-			return nil, fmt.Errorf("pgjournal: migration %d (%s) found where %d was expected", m.Version, m.Name, i+1)
-		}
-	}
-	if len(ms) == 0 {
-		return nil, fmt.Errorf("pgjournal: no migrations embedded")
-	}
-	return ms, nil
+func loadMigrations(fsys fs.FS) ([]pgmigrate.Migration, error) {
+	return pgmigrate.Load(fsys, "migrations/*.sql", "pgjournal")
 }
 
 // Migrate brings the schema of the database cfg names up to SchemaVersion:
@@ -132,22 +103,11 @@ func Migrate(ctx context.Context, cfg Config) error {
 }
 
 // schemaVersion returns the version recorded in the database, 0 when the
-// version table does not exist.
-func schemaVersion(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}) (int, error) {
-	var exists bool
-	if err := q.QueryRow(ctx, `SELECT to_regclass('troupe_schema_version') IS NOT NULL`).Scan(&exists); err != nil {
-		return 0, storageError("read the schema version", err)
-	}
-	if !exists {
-		return 0, nil
-	}
-	var v int
-	if err := q.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM troupe_schema_version`).Scan(&v); err != nil {
-		return 0, storageError("read the schema version", err)
-	}
-	return v, nil
+// version table does not exist. The store's connections have the schema first
+// in their search_path.
+func schemaVersion(ctx context.Context, q pgmigrate.Querier) (int, error) {
+	v, err := schemaSet.Version(ctx, q, "")
+	return v, migrationError(err)
 }
 
 // checkVersion compares the database's schema version with SchemaVersion.
@@ -165,57 +125,21 @@ func checkVersion(v int) error {
 
 // migrate applies the missing migrations and returns how many it applied.
 func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) (int, error) {
-	v, err := schemaVersion(ctx, pool)
-	if err != nil {
-		return 0, err
+	n, err := schemaSet.Migrate(ctx, pool, schema)
+	return n, migrationError(err)
+}
+
+// migrationError turns an error of internal/pgmigrate into the package's.
+func migrationError(err error) error {
+	var tooNew *pgmigrate.TooNewError
+	var op *pgmigrate.OpError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &tooNew):
+		return checkVersion(tooNew.Found)
+	case errors.As(err, &op):
+		return storageError(op.Op, op.Err)
 	}
-	if v == SchemaVersion {
-		return 0, nil // current: no lock, no privileges beyond reading
-	}
-	if v > SchemaVersion {
-		return 0, checkVersion(v)
-	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		return 0, storageError("begin the migration", err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLockKey)); err != nil {
-		return 0, storageError("lock for the migration", err)
-	}
-	if schema != "" {
-		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&exists); err != nil {
-			return 0, storageError("look up the schema", err)
-		}
-		if !exists {
-			if _, err := tx.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-				return 0, storageError("create schema "+schema, err)
-			}
-		}
-	}
-	if _, err := tx.Exec(ctx, versionTableSQL); err != nil {
-		return 0, storageError("create the schema version table", err)
-	}
-	// Another node may have migrated while this one waited for the lock.
-	if v, err = schemaVersion(ctx, tx); err != nil {
-		return 0, err
-	}
-	if v > SchemaVersion {
-		return 0, checkVersion(v)
-	}
-	applied := 0
-	for _, m := range migrations[v:] {
-		if _, err := tx.Exec(ctx, m.SQL); err != nil {
-			return 0, storageError(fmt.Sprintf("apply migration %d (%s)", m.Version, m.Name), err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO troupe_schema_version (version, description) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
-			return 0, storageError(fmt.Sprintf("record migration %d", m.Version), err)
-		}
-		applied++
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, storageError("commit the migration", err)
-	}
-	return applied, nil
+	return err
 }

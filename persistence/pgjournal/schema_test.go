@@ -60,7 +60,7 @@ func TestManualMigration(t *testing.T) {
 	if err := Migrate(ctx, cfg); err != nil {
 		t.Fatalf("Migrate again: %v", err)
 	}
-	s := openIn(t, cfg)
+	s := openIn(t, setup{Config: cfg})
 	if v, err := schemaVersion(ctx, s.pool); err != nil || v != SchemaVersion {
 		t.Errorf("schema version %d, %v; want %d", v, err, SchemaVersion)
 	}
@@ -74,7 +74,7 @@ func TestSchemaTooNew(t *testing.T) {
 	s.Close()
 	execIn(t, cfg.Schema, `INSERT INTO troupe_schema_version (version, description) VALUES ($1, 'from the future')`, SchemaVersion+1)
 	for _, manual := range []bool{false, true} {
-		c := cfg
+		c := cfg.Config
 		c.ManualMigration = manual
 		if s, err := Open(ctx, c); !errors.Is(err, ErrSchemaTooNew) {
 			if s != nil {
@@ -83,7 +83,7 @@ func TestSchemaTooNew(t *testing.T) {
 			t.Errorf("Open (manual %v) on a newer schema: %v, want ErrSchemaTooNew", manual, err)
 		}
 	}
-	if err := Migrate(ctx, cfg); !errors.Is(err, ErrSchemaTooNew) {
+	if err := Migrate(ctx, cfg.Config); !errors.Is(err, ErrSchemaTooNew) {
 		t.Errorf("Migrate on a newer schema: %v, want ErrSchemaTooNew", err)
 	}
 }
@@ -108,7 +108,7 @@ func TestConcurrentMigration(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	s := openIn(t, cfg)
+	s := openIn(t, setup{Config: cfg})
 	var n int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM troupe_schema_version`).Scan(&n); err != nil || n != SchemaVersion {
 		t.Errorf("%d rows in troupe_schema_version, %v; want %d", n, err, SchemaVersion)
@@ -131,7 +131,7 @@ func TestMigrationFromVersion1(t *testing.T) {
 	execIn(t, cfg.Schema, `INSERT INTO troupe_schema_version (version, description) VALUES (1, 'initial')`)
 	execIn(t, cfg.Schema, `INSERT INTO troupe_persistence_id (persistence_id, highest_sequence_nr, deleted_to) VALUES ('gone', 10, 10)`)
 
-	s := openIn(t, cfg)
+	s := openIn(t, setup{Config: cfg})
 	if v, err := schemaVersion(ctx, s.pool); err != nil || v != SchemaVersion {
 		t.Fatalf("schema version %d, %v after Open; want %d", v, err, SchemaVersion)
 	}

@@ -20,16 +20,16 @@ import (
 
 // forEachPath runs a test on each way the fast path may send its events:
 // INSERT statements, and COPY.
-func forEachPath(t *testing.T, test func(t *testing.T, edit func(*Config))) {
-	t.Run("insert", func(t *testing.T) { test(t, func(c *Config) { c.copyMinEvents = -1 }) })
-	t.Run("copy", func(t *testing.T) { test(t, func(c *Config) { c.copyMinEvents = 1 }) })
+func forEachPath(t *testing.T, test func(t *testing.T, edit func(*setup))) {
+	t.Run("insert", func(t *testing.T) { test(t, func(c *setup) { c.copyMinEvents = -1 }) })
+	t.Run("copy", func(t *testing.T) { test(t, func(c *setup) { c.copyMinEvents = 1 }) })
 }
 
 // TestSplitBrainConflict: the second node's write of sequence numbers the
 // first one used fails with ErrSequenceConflict, and stores nothing.
 func TestSplitBrainConflict(t *testing.T) { forEachPath(t, testSplitBrainConflict) }
 
-func testSplitBrainConflict(t *testing.T, edit func(*Config)) {
+func testSplitBrainConflict(t *testing.T, edit func(*setup)) {
 	node1, cfg := openFresh(t, edit)
 	node2 := openIn(t, cfg)
 	ctx := testContext(t)
@@ -59,7 +59,7 @@ func testSplitBrainConflict(t *testing.T, edit func(*Config)) {
 // left a gap) is rejected too, as the journal's contract says.
 func TestWriteBelowTheHighest(t *testing.T) { forEachPath(t, testWriteBelowTheHighest) }
 
-func testWriteBelowTheHighest(t *testing.T, edit func(*Config)) {
+func testWriteBelowTheHighest(t *testing.T, edit func(*setup)) {
 	node1, cfg := openFresh(t, edit)
 	node2 := openIn(t, cfg)
 	ctx := testContext(t)
@@ -90,7 +90,7 @@ func testWriteBelowTheHighest(t *testing.T, edit func(*Config)) {
 // stored #4 under node 2's #5: two histories.
 func TestSplitBrainWriteIntoAGap(t *testing.T) { forEachPath(t, testSplitBrainWriteIntoAGap) }
 
-func testSplitBrainWriteIntoAGap(t *testing.T, edit func(*Config)) {
+func testSplitBrainWriteIntoAGap(t *testing.T, edit func(*setup)) {
 	tooLarge := aw("cart", 4, 4)
 	tooLarge.Events[0].Payload = make([]byte, 2<<10)
 	for _, tc := range []struct {
@@ -143,7 +143,7 @@ func testSplitBrainWriteIntoAGap(t *testing.T, edit func(*Config)) {
 // deadlock), and each node learns of every write it lost.
 func TestSplitBrainRace(t *testing.T) { forEachPath(t, testSplitBrainRace) }
 
-func testSplitBrainRace(t *testing.T, edit func(*Config)) {
+func testSplitBrainRace(t *testing.T, edit func(*setup)) {
 	node1, cfg := openFresh(t, edit)
 	node2 := openIn(t, cfg)
 	ctx := testContext(t)
@@ -338,7 +338,7 @@ func TestTagOffsetsAcrossNodes(t *testing.T) {
 // writes fail as if the events were there, from wherever it starts.
 func TestSplitBrainAfterDelete(t *testing.T) { forEachPath(t, testSplitBrainAfterDelete) }
 
-func testSplitBrainAfterDelete(t *testing.T, edit func(*Config)) {
+func testSplitBrainAfterDelete(t *testing.T, edit func(*setup)) {
 	node1, cfg := openFresh(t, edit)
 	node2 := openIn(t, cfg)
 	ctx := testContext(t)
@@ -373,7 +373,7 @@ func testSplitBrainAfterDelete(t *testing.T, edit func(*Config)) {
 // that lost is rejected alone, the others of its batch are stored.
 func TestSplitBrainInFlight(t *testing.T) { forEachPath(t, testSplitBrainInFlight) }
 
-func testSplitBrainInFlight(t *testing.T, edit func(*Config)) {
+func testSplitBrainInFlight(t *testing.T, edit func(*setup)) {
 	node1, cfg := openFresh(t, edit)
 	ctx := testContext(t)
 	// The other node's transaction, held open: it has written cart #1.
@@ -432,13 +432,13 @@ func testSplitBrainInFlight(t *testing.T, edit func(*Config)) {
 // path (one write of the persistence id in the batch) and on the careful
 // one (two).
 func TestSplitBrainWriteAndDeleteDuringInsert(t *testing.T) {
-	forEachPath(t, func(t *testing.T, edit func(*Config)) {
+	forEachPath(t, func(t *testing.T, edit func(*setup)) {
 		testWriteAndDeleteDuringInsert(t, edit, aw("cart", 1, 2))
 	})
 	t.Run("careful", func(t *testing.T) { testWriteAndDeleteDuringInsert(t, nil, aw("cart", 1, 1), aw("cart", 2, 2)) })
 }
 
-func testWriteAndDeleteDuringInsert(t *testing.T, edit func(*Config), stale ...persistence.AtomicWrite) {
+func testWriteAndDeleteDuringInsert(t *testing.T, edit func(*setup), stale ...persistence.AtomicWrite) {
 	node1, cfg := openFresh(t, edit)
 	node2 := openIn(t, cfg)
 	ctx := testContext(t)

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
+	"github.com/troupe-go/troupe/internal/stderrlog"
 	"github.com/troupe-go/troupe/persistence"
 )
 
@@ -22,9 +23,11 @@ import (
 // each with its own connection pool) and share it; it is safe for
 // concurrent use. Stores of several processes may use the same database.
 type Store struct {
-	pool *pgxpool.Pool
-	cfg  Config
-	log  *zap.Logger
+	pool   *pgxpool.Pool
+	cfg    Config
+	tun    tuning
+	log    *zap.Logger
+	attach *stderrlog.Attachable // nil when Config.Logger was set
 
 	// mu guards closed; inflight counts the calls in progress, which Close
 	// waits for.
@@ -86,6 +89,11 @@ func (s *Store) Stats() Stats {
 // or connection string, ErrUnavailable when the server cannot be reached
 // within cfg.ConnectTimeout, ErrSchemaTooNew or ErrSchemaOutdated.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
+	return open(ctx, cfg, tuning{})
+}
+
+// open is Open with the statements' bounds of tun.
+func open(ctx context.Context, cfg Config, tun tuning) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -93,7 +101,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg, attach := cfg.withDefaults()
 	if cfg.ManualMigration {
 		var v int
 		if v, err = schemaVersion(ctx, pool); err == nil {
@@ -109,7 +117,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	s := &Store{pool: pool, cfg: cfg, log: cfg.Logger}
+	s := &Store{pool: pool, cfg: cfg, tun: tun.withDefaults(), log: cfg.Logger, attach: attach}
 	s.w = startWriter(s)
 	s.unregister = s.startMetrics()
 	return s, nil
@@ -121,7 +129,7 @@ func connect(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg, _ = cfg.withDefaults()
 	pc, err := pgxpool.ParseConfig(cfg.ConnString)
 	if err != nil {
 		// pgx's message leaves out the password.
@@ -332,7 +340,7 @@ func (s *Store) DeleteMessagesTo(ctx context.Context, persistenceID string, toSe
 // is attached to (the first, when several share the store). With Config.Logger set it
 // does nothing.
 func (s *Store) UseSystemLogger(l *zap.Logger) {
-	if s.cfg.attach != nil {
-		s.cfg.attach.Attach(l)
+	if s.attach != nil {
+		s.attach.Attach(l)
 	}
 }

@@ -286,11 +286,7 @@ func (w *writer) enqueue(r *writeRequest) error {
 	}
 	w.queue = append(w.queue, r)
 	w.queuedWrites += len(r.writes)
-	queued := len(w.queue)
 	w.mu.Unlock()
-	if w.s.cfg.enqueued != nil {
-		w.s.cfg.enqueued(queued)
-	}
 	w.signal()
 	return nil
 }
@@ -388,8 +384,8 @@ func (w *writer) commit(batch []*writeRequest) {
 	if len(live) == 0 {
 		return
 	}
-	p := buildPlan(live, s.cfg.chunkBytes, s.cfg.chunkEvents, w.last)
-	p.copyMin = s.cfg.copyMinEvents
+	p := buildPlan(live, s.tun.chunkBytes, s.tun.chunkEvents, w.last)
+	p.copyMin = s.tun.copyMinEvents
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
 	stored, err := p.exec(ctx, s.pool, false)
 	for attempt := 1; err != nil && attempt < maxAttempts && racedWriter(err); attempt++ {

@@ -3,6 +3,7 @@ package pgjournal
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -51,15 +52,7 @@ func span(from, to uint64) []uint64 {
 // writer is busy, share one transaction.
 func TestGroupCommit(t *testing.T) {
 	const callers = 100
-	all := make(chan struct{})
-	s, _ := openFresh(t, func(c *Config) {
-		c.WriteConcurrency = 1
-		c.enqueued = func(queued int) {
-			if queued == callers {
-				close(all)
-			}
-		}
-	})
+	s, _ := openFresh(t, func(c *setup) { c.WriteConcurrency = 1 })
 	ctx := testContext(t)
 	// Occupy the one commit slot until every caller has queued.
 	s.w.slots <- struct{}{}
@@ -78,7 +71,15 @@ func TestGroupCommit(t *testing.T) {
 			}
 		}()
 	}
-	<-all
+	for {
+		s.w.mu.Lock()
+		n := len(s.w.queue)
+		s.w.mu.Unlock()
+		if n == callers {
+			break
+		}
+		runtime.Gosched()
+	}
 	<-s.w.slots
 	wg.Wait()
 	close(errs)
@@ -100,7 +101,7 @@ func TestGroupCommit(t *testing.T) {
 // whole transaction rolls back, the statements before it included, and
 // every writer of the batch learns that the outcome is unknown.
 func TestBatchAllOrNothing(t *testing.T) {
-	s, cfg := openFresh(t, func(c *Config) { c.chunkEvents = 1 })
+	s, cfg := openFresh(t, func(c *setup) { c.chunkEvents = 1 })
 	ctx := testContext(t)
 	// A trigger rejects the events of "poison", which sort after "a" and
 	// "b" and so go to the last statement.
@@ -143,7 +144,7 @@ func TestBatchAllOrNothing(t *testing.T) {
 func TestRounds(t *testing.T) {
 	for _, chunk := range []int{1, 3, 0} {
 		t.Run(fmt.Sprintf("chunkEvents=%d", chunk), func(t *testing.T) {
-			s, _ := openFresh(t, func(c *Config) { c.chunkEvents = chunk })
+			s, _ := openFresh(t, func(c *setup) { c.chunkEvents = chunk })
 			ctx := testContext(t)
 			writes := []persistence.AtomicWrite{
 				aw("x", 1, 2), aw("y", 1, 1), aw("x", 3, 3), aw("x", 2, 3), aw("z", 5, 6),
@@ -191,7 +192,7 @@ func TestRounds(t *testing.T) {
 
 // TestLimits: writes the store cannot hold are rejected alone.
 func TestLimits(t *testing.T) {
-	s, _ := openFresh(t, func(c *Config) { c.MaxWriteBytes = 1 << 10 })
+	s, _ := openFresh(t, func(c *setup) { c.MaxWriteBytes = 1 << 10 })
 	ctx := testContext(t)
 	big := aw("big", 1, 1)
 	big.Events[0].Payload = make([]byte, 2<<10)

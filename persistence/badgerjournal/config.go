@@ -36,7 +36,7 @@ func (d Durability) String() string {
 	return fmt.Sprintf("Durability(%d)", int(d))
 }
 
-// Defaults of the zero values of Options.
+// Defaults of the zero values of Config.
 const (
 	// DefaultMemTableSize is badger's memtable size. Badger keeps up to
 	// five memtables, and one transaction holds at most 15% of one, which
@@ -58,9 +58,9 @@ const (
 	DefaultHighestCacheSize = 1 << 16
 )
 
-// Options configure a Store. The zero value of every field but Dir means
+// Config configures a Store. The zero value of every field but Dir means
 // its default.
-type Options struct {
+type Config struct {
 	// Dir is the directory of the badger database. It is created if
 	// missing. Required.
 	Dir string
@@ -94,39 +94,36 @@ type Options struct {
 	// below 1, that must be garbage for the collection to rewrite it.
 	// Default: DefaultValueLogGCDiscardRatio.
 	ValueLogGCDiscardRatio float64
-
-	// beforeBatch, when set by a test, runs on the writer goroutine before
-	// it takes each batch.
-	beforeBatch func()
-	// afterGC, when set by a test, runs after each garbage-collection round.
-	afterGC func()
-
-	// attach, set by withDefaults when Logger was nil, switches the default logger to
-	// the system's.
-	attach *stderrlog.Attachable
 }
 
+// Options is the former name of Config.
+//
+// Deprecated: use Config.
+type Options = Config
+
 // Validate reports the first field that holds an unusable value.
-func (o Options) Validate() error {
+func (o Config) Validate() error {
 	switch {
 	case o.Dir == "":
-		return errors.New("badgerjournal: Options.Dir is empty")
+		return errors.New("badgerjournal: Config.Dir is empty")
 	case o.Durability != SyncEachBatch && o.Durability != NoSync:
-		return fmt.Errorf("badgerjournal: Options.Durability is %v", o.Durability)
+		return fmt.Errorf("badgerjournal: Config.Durability is %v", o.Durability)
 	case o.MemTableSize != 0 && (o.MemTableSize < 1<<20 || o.MemTableSize > 1<<30):
-		return fmt.Errorf("badgerjournal: Options.MemTableSize %d is not within 1 MiB..1 GiB", o.MemTableSize)
+		return fmt.Errorf("badgerjournal: Config.MemTableSize %d is not within 1 MiB..1 GiB", o.MemTableSize)
 	case o.ValueLogGCDiscardRatio < 0 || o.ValueLogGCDiscardRatio >= 1:
-		return fmt.Errorf("badgerjournal: Options.ValueLogGCDiscardRatio %v is not within 0..1", o.ValueLogGCDiscardRatio)
+		return fmt.Errorf("badgerjournal: Config.ValueLogGCDiscardRatio %v is not within 0..1", o.ValueLogGCDiscardRatio)
 	case o.HighestCacheSize < 0:
-		return fmt.Errorf("badgerjournal: Options.HighestCacheSize %d is negative", o.HighestCacheSize)
+		return fmt.Errorf("badgerjournal: Config.HighestCacheSize %d is negative", o.HighestCacheSize)
 	}
 	return nil
 }
 
-// withDefaults returns o with its zero values replaced by the defaults.
-func (o Options) withDefaults() Options {
+// withDefaults returns o with its zero values replaced by the defaults, and,
+// when Logger was nil, the default logger's switch to the system's.
+func (o Config) withDefaults() (Config, *stderrlog.Attachable) {
+	var attach *stderrlog.Attachable
 	if o.Logger == nil {
-		o.Logger, o.attach = stderrlog.NewAttachable()
+		o.Logger, attach = stderrlog.NewAttachable()
 	}
 	if o.MemTableSize == 0 {
 		o.MemTableSize = DefaultMemTableSize
@@ -140,5 +137,5 @@ func (o Options) withDefaults() Options {
 	if o.HighestCacheSize == 0 {
 		o.HighestCacheSize = DefaultHighestCacheSize
 	}
-	return o
+	return o, attach
 }
