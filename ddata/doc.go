@@ -9,7 +9,7 @@
 // Start starts it once per actor system, at /system/ddataReplicator, after remote
 // and cluster; Get finds it:
 //
-//	repl, err := ddata.Start(sys, ddata.Config{
+//	repl, err := ddata.Start(context.Background(), sys, ddata.Config{
 //		Cluster:  c,   // from cluster.Start
 //		Registry: reg, // the registry of remote.Config: messages and values cross the wire through it
 //	})

@@ -59,7 +59,7 @@ func (tc *testCluster) startReplicator(i int) *Replicator {
 	node := tc.c.Node(i)
 	cfg := tc.cfg(i)
 	cfg.Cluster, cfg.Registry = node.Cluster, tc.reg
-	r, err := Start(node.System, cfg)
+	r, err := Start(tc.t.Context(), node.System, cfg)
 	if err != nil {
 		tc.t.Fatalf("node %d: Start: %v", i, err)
 	}

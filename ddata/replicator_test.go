@@ -45,7 +45,7 @@ func startAlone(t *testing.T, sys *actor.System, cfg Config) *Replicator {
 	if cfg.NotifySubscribersInterval == 0 {
 		cfg.NotifySubscribersInterval = 50 * time.Millisecond
 	}
-	r, err := Start(sys, cfg)
+	r, err := Start(t.Context(), sys, cfg)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -79,7 +79,7 @@ func TestSingleNodeReadsWritesAndNotifies(t *testing.T) {
 		if Get(sys) != r {
 			t.Fatal("Get does not return the started replicator")
 		}
-		if _, err := Start(sys, Config{}); !errors.Is(err, ErrAlreadyStarted) {
+		if _, err := Start(t.Context(), sys, Config{}); !errors.Is(err, ErrAlreadyStarted) {
 			t.Fatalf("second Start: %v", err)
 		}
 
@@ -482,4 +482,28 @@ func TestSubscriberStops(t *testing.T) {
 			t.Fatalf("%d subscription records left after the subscriber stopped", n)
 		}
 	})
+}
+
+// Start honours its context: the durable store is where it may block, and a
+// context that has ended stops it there, closing the store, so that a later
+// Start can open the same directory.
+func TestStartHonoursContext(t *testing.T) {
+	dir := t.TempDir() // before the system, so that it is removed after the system stops
+	sys := testkit.NewSystem(t)
+	cfg := Config{DurableKeys: []string{"durable-*"}, DurableDir: dir}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := Start(ctx, sys, cfg); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Start with an ended context: %v, want context.Canceled", err)
+	}
+	if Get(sys) != nil {
+		t.Fatal("Get returns a replicator after a failed Start")
+	}
+	r, err := Start(t.Context(), sys, cfg)
+	if err != nil {
+		t.Fatalf("Start after the failed one: %v", err)
+	}
+	if err := Update(t.Context(), r, NewKey[*GCounter]("durable-n"), WriteLocal(), nil, inc(r, 1)); err != nil {
+		t.Fatalf("Update of a durable key: %v", err)
+	}
 }
