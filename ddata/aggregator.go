@@ -23,6 +23,7 @@ type peer struct {
 // are inputs; it starts no timer.
 type fanout struct {
 	needed    int // replies needed from other nodes
+	known     int // the nodes that count, the local one included
 	primary   []cluster.UniqueAddress
 	secondary []cluster.UniqueAddress
 	asked     map[cluster.UniqueAddress]bool // nodes sent to so far
@@ -59,6 +60,7 @@ func newFanout(l level, peers []peer, ordered bool, rng *rand.Rand, now time.Tim
 	all := append(reachable, unreachable...)
 	f := fanout{
 		needed:  l.required(len(all)+1) - 1,
+		known:   len(all) + 1,
 		asked:   make(map[cluster.UniqueAddress]bool),
 		replied: make(map[cluster.UniqueAddress]bool),
 		failed:  make(map[cluster.UniqueAddress]bool),
@@ -106,6 +108,11 @@ func (f *fanout) fail(from cluster.UniqueAddress) {
 	}
 }
 
+// tooFew reports whether fewer nodes count than the level needs: only a From level
+// with n above the number of nodes. Nothing can change that before the timeout
+// but a member joining, and the operation does not wait for one.
+func (f *fanout) tooFew() bool { return f.needed > f.known-1 }
+
 // enough reports whether the needed replies have arrived.
 func (f *fanout) enough() bool { return len(f.replied) >= f.needed }
 
@@ -123,6 +130,7 @@ const (
 	writeSucceeded                // enough replicas have the write: UpdateSuccess
 	writeTimedOut                 // the timeout passed, or too many replicas failed: UpdateTimeout
 	writeStoreFailed              // the local durable store failed: StoreFailure
+	writeTooFew                   // fewer nodes count than the level needs (WriteTo(n)): decided at once
 )
 
 // writeAggregator decides a write with a WriteConsistency other than WriteLocal:
@@ -143,6 +151,9 @@ type writeAggregator struct {
 // primary at once.
 func newWriteAggregator(c WriteConsistency, peers []peer, ordered bool, rng *rand.Rand, durable bool, now time.Time) *writeAggregator {
 	w := &writeAggregator{fanout: newFanout(c.l, peers, ordered, rng, now), durable: durable}
+	if w.tooFew() {
+		w.outcome = writeTooFew
+	}
 	w.decide()
 	return w
 }
@@ -213,6 +224,7 @@ const (
 	readPending  readOutcome = iota
 	readDone                 // enough replies: answer with the merged value
 	readTimedOut             // GetFailure
+	readTooFew               // fewer nodes count than the level needs (ReadFrom(n)): decided at once
 )
 
 // readAggregator decides a read with a ReadConsistency other than ReadLocal: which
@@ -230,6 +242,9 @@ type readAggregator struct {
 // once.
 func newReadAggregator(c ReadConsistency, peers []peer, rng *rand.Rand, local ReplicatedData, now time.Time) *readAggregator {
 	r := &readAggregator{fanout: newFanout(c.l, peers, false, rng, now), result: local}
+	if r.tooFew() {
+		r.outcome = readTooFew
+	}
 	r.decide()
 	return r
 }

@@ -204,14 +204,15 @@ func TestReadAggregator(t *testing.T) {
 }
 
 // From levels ask for exactly n replicas: with fewer nodes the write cannot succeed
-// and fails at once, while Majority and All act as local.
+// and fails at once, saying so (not as a timeout), while Majority and All act as
+// local.
 func TestFromNeedsItsReplicas(t *testing.T) {
 	w := newWriteAggregator(WriteTo(2, time.Second), nil, false, nil, false, t0)
-	if w.outcome != writeTimedOut {
-		t.Fatalf("WriteTo(2) alone: outcome %d, want timed out", w.outcome)
+	if w.outcome != writeTooFew || w.needed != 1 || w.known != 1 {
+		t.Fatalf("WriteTo(2) alone: outcome %d (needed %d, known %d), want too few", w.outcome, w.needed, w.known)
 	}
 	w = newWriteAggregator(WriteTo(3, time.Second), peers([]cluster.UniqueAddress{n2}, nil, nil), false, nil, false, t0)
-	if w.outcome != writeTimedOut || len(w.primary) != 1 {
+	if w.outcome != writeTooFew || len(w.primary) != 1 || w.known != 2 {
 		t.Fatalf("WriteTo(3) with 2 nodes: outcome %d, primary %v", w.outcome, w.primary)
 	}
 	for _, c := range []WriteConsistency{WriteMajority(time.Second, 0), WriteAll(time.Second)} {
@@ -220,7 +221,7 @@ func TestFromNeedsItsReplicas(t *testing.T) {
 		}
 	}
 	r := newReadAggregator(ReadFrom(2, time.Second), nil, nil, nil, t0)
-	if r.outcome != readTimedOut {
-		t.Fatalf("ReadFrom(2) alone: outcome %d", r.outcome)
+	if r.outcome != readTooFew {
+		t.Fatalf("ReadFrom(2) alone: outcome %d, want too few", r.outcome)
 	}
 }

@@ -98,6 +98,7 @@ func (l level) String() string {
 // Counts include the local replica and only Up nodes; ReadAll and ReadMajorityPlus
 // also leave out Exiting nodes. When the local node is the only Up node, the
 // majority and All levels act as ReadLocal; ReadFrom(n) still needs n replicas.
+// ReplicaCount tells how many nodes count.
 type ReadConsistency struct{ l level }
 
 // WriteConsistency says how many replicas must have an Update before it succeeds.
@@ -109,7 +110,8 @@ type WriteConsistency struct{ l level }
 func ReadLocal() ReadConsistency { return ReadConsistency{} }
 
 // ReadFrom reads n replicas (n >= 2, the local one included) and merges them. n
-// counts exactly: while fewer than n nodes count, the read fails.
+// counts exactly: while fewer than n nodes count, the read fails at once with
+// ErrNotEnoughReplicas.
 func ReadFrom(n int, timeout time.Duration) ReadConsistency {
 	return ReadConsistency{level{kind: levelFrom, n: n, timeout: timeout}}
 }
@@ -151,8 +153,8 @@ func (c ReadConsistency) String() string { return "Read" + c.l.String() }
 func WriteLocal() WriteConsistency { return WriteConsistency{} }
 
 // WriteTo writes n replicas (n >= 2, the local one included). n counts exactly:
-// while fewer than n nodes count, the write times out (it is still applied
-// locally).
+// while fewer than n nodes count, the write fails at once with
+// ErrNotEnoughReplicas (it is still applied locally).
 func WriteTo(n int, timeout time.Duration) WriteConsistency {
 	return WriteConsistency{level{kind: levelFrom, n: n, timeout: timeout}}
 }

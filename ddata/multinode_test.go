@@ -185,6 +185,11 @@ func TestTwoNodes(t *testing.T) {
 			t.Fatalf("node %d: %d after WriteTo(2), want 42", i, v)
 		}
 	}
+	for i, r := range []*Replicator{r0, r1} {
+		if n, err := ReplicaCount(context.Background(), r); err != nil || n != 2 {
+			t.Fatalf("node %d: ReplicaCount %d, %v; want 2", i, n, err)
+		}
+	}
 	for _, r := range []*Replicator{r0, r1} {
 		update(t, r, counterKey, WriteAll(3*time.Second), inc(r, 1))
 	}

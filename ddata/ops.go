@@ -145,10 +145,19 @@ func (a *replicator) finishWrite(op *writeOp) {
 		op.q.finish(a, nil)
 	case writeStoreFailed:
 		op.q.finish(a, fmt.Errorf("%w: key %q", ErrStoreFailed, op.key))
+	case writeTooFew:
+		op.q.finish(a, tooFewError(op.key, &op.agg.fanout))
 	default:
 		op.q.finish(a, fmt.Errorf("%w: key %q: %d of %d replicas answered within %v",
 			ErrTimeout, op.key, len(op.agg.replied)+1, op.agg.needed+1, op.agg.timeout))
 	}
+}
+
+// tooFewError is the error of a read or write whose level needs more replicas
+// than there are nodes.
+func tooFewError(key string, f *fanout) error {
+	return fmt.Errorf("%w: key %q: the level needs %d replicas and %d are known (this node included)",
+		ErrNotEnoughReplicas, key, f.needed+1, f.known)
 }
 
 // opTimeout handles a read's or write's timer: the secondary nodes at timeout/5,
@@ -237,6 +246,10 @@ func (a *replicator) answerRead(key string, q readReplier) {
 func (a *replicator) finishRead(op *readOp) {
 	delete(a.reads, op.id)
 	a.ctx.CancelTimer(opTimer{op.id})
+	if op.agg.outcome == readTooFew {
+		op.q.finish(a, nil, tooFewError(op.key, &op.agg.fanout))
+		return
+	}
 	if op.agg.outcome == readTimedOut {
 		op.q.finish(a, nil, fmt.Errorf("%w: key %q: %d of %d replicas answered within %v",
 			ErrTimeout, op.key, len(op.agg.replied)+1, op.agg.needed+1, op.agg.timeout))

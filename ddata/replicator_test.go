@@ -108,13 +108,13 @@ func TestSingleNodeReadsWritesAndNotifies(t *testing.T) {
 
 		// WriteTo(2) cannot reach a second replica, but the local value changes.
 		err := Update(ctx, r, counterKey, WriteTo(2, time.Second), nil, inc(r, 1))
-		if !errors.Is(err, ErrTimeout) {
-			t.Fatalf("WriteTo(2) alone: %v, want ErrTimeout", err)
+		if !errors.Is(err, ErrNotEnoughReplicas) {
+			t.Fatalf("WriteTo(2) alone: %v, want ErrNotEnoughReplicas", err)
 		}
 		if v := counterValue(t, r, ReadLocal()); v != 3 {
-			t.Fatalf("after a timed-out write: %d, want 3", v)
+			t.Fatalf("after a failed write: %d, want 3", v)
 		}
-		if _, err := Read(ctx, r, counterKey, ReadFrom(2, time.Second)); !errors.Is(err, ErrTimeout) {
+		if _, err := Read(ctx, r, counterKey, ReadFrom(2, time.Second)); !errors.Is(err, ErrNotEnoughReplicas) {
 			t.Fatalf("ReadFrom(2) alone: %v", err)
 		}
 		// Majority and All act as local when alone.
@@ -506,4 +506,39 @@ func TestStartHonoursContext(t *testing.T) {
 	if err := Update(t.Context(), r, NewKey[*GCounter]("durable-n"), WriteLocal(), nil, inc(r, 1)); err != nil {
 		t.Fatalf("Update of a durable key: %v", err)
 	}
+}
+
+// A From level that needs more replicas than there are nodes fails at once with
+// ErrNotEnoughReplicas, naming both counts, instead of reporting a timeout; the
+// update is applied locally all the same. ReplicaCount tells how many count.
+func TestTooFewReplicasFailsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sys := testkit.NewSystem(t)
+		r := startAlone(t, sys, Config{})
+		ctx := context.Background()
+		if n, err := ReplicaCount(ctx, r); err != nil || n != 1 {
+			t.Fatalf("ReplicaCount alone: %d, %v; want 1", n, err)
+		}
+		start := time.Now()
+		err := Update(ctx, r, counterKey, WriteTo(3, 5*time.Second), nil, inc(r, 1))
+		if !errors.Is(err, ErrNotEnoughReplicas) || errors.Is(err, ErrTimeout) {
+			t.Fatalf("WriteTo(3) alone: %v, want ErrNotEnoughReplicas", err)
+		}
+		if want := "needs 3 replicas and 1 are known"; !strings.Contains(err.Error(), want) {
+			t.Fatalf("WriteTo(3) alone: %q does not say %q", err, want)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("WriteTo(3) alone answered after %v, want at once", d)
+		}
+		if v := counterValue(t, r, ReadLocal()); v != 1 {
+			t.Fatalf("the update is not applied locally: %d", v)
+		}
+		_, err = Read(ctx, r, counterKey, ReadFrom(2, 5*time.Second))
+		if !errors.Is(err, ErrNotEnoughReplicas) || !strings.Contains(err.Error(), "needs 2 replicas and 1 are known") {
+			t.Fatalf("ReadFrom(2) alone: %v, want ErrNotEnoughReplicas", err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("ReadFrom(2) alone answered after %v, want at once", d)
+		}
+	})
 }
