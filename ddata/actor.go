@@ -575,7 +575,7 @@ func (a *replicator) peers() []peer {
 	if !a.peersOK {
 		a.peerList = a.peerList[:0]
 		for n, info := range a.members {
-			a.peerList = append(a.peerList, peer{node: n, reachable: !a.unreachable[n], exiting: info.exiting})
+			a.peerList = append(a.peerList, peer{Node: n, Reachable: !a.unreachable[n], Exiting: info.exiting})
 		}
 		a.peersOK = true
 	}

@@ -293,7 +293,7 @@ func (a *replicator) stored(w storeWaiter, ok bool) {
 		}
 	case w.op != 0:
 		if op := a.writes[w.op]; op != nil {
-			if op.agg.localStore(ok) != writePending {
+			if op.agg.LocalStore(ok) != writePending {
 				a.finishWrite(op)
 			}
 		}
