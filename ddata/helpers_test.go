@@ -17,6 +17,9 @@ var (
 	n5 = cluster.UniqueAddress{Addr: "10.0.0.5:2552", UID: 55}
 )
 
+// dg returns a digest that stands for a value.
+func dg(b byte) Digest { return Digest{0: b, 1: 1} }
+
 // t0 is a fixed time for the pure types' tests.
 var t0 = time.Unix(1_700_000_000, 0)
 
