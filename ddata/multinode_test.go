@@ -277,7 +277,7 @@ func TestDeltasAndFullValues(t *testing.T) {
 		q := &updateRequest[*ORSet[string]]{key: lossy, level: WriteLocal(), modify: add(r0, "lost"), ch: make(chan UpdateResponse[*ORSet[string]], 1)}
 		q.handle(a, actor.Ref{})
 		a.flushDelta(lossy.ID(), a.entries[lossy.ID()])
-		a.deltas.collect() // "sent", and lost
+		a.deltas.Collect() // "sent", and lost
 		return true
 	})
 	update(t, r0, lossy, WriteAll(3*time.Second), add(r0, "written"))

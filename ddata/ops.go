@@ -84,20 +84,16 @@ func (a *replicator) writeDelta(key string, e *entry, id uint64) *deltasMsg {
 	if a.cfg.DisableDeltas || e.deleted {
 		return nil
 	}
-	list := a.deltas.entries[key]
-	if len(list) == 0 {
+	d, seq, ok := a.deltas.LastDelta(key)
+	if !ok || seq != e.deltaVersions[a.self] {
 		return nil
 	}
-	last := list[len(list)-1]
-	if last.delta == nil || last.seq != e.deltaVersions[a.self] || last.delta.Size() > a.deltas.maxDeltaSize {
-		return nil
-	}
-	manifest, data, err := a.reg.Marshal(last.delta)
+	manifest, data, err := a.reg.Marshal(d)
 	if err != nil {
 		return nil
 	}
 	return &deltasMsg{From: a.selfWire(), ID: id, Reply: true,
-		Deltas: []deltaWire{{Key: key, Manifest: manifest, Data: data, FromSeq: last.seq, ToSeq: last.seq}}}
+		Deltas: []deltaWire{{Key: key, Manifest: manifest, Data: data, FromSeq: seq, ToSeq: seq}}}
 }
 
 // sendWrite sends the write to node n: the delta, or the value.
@@ -374,7 +370,7 @@ func (a *replicator) delete(key string, level WriteConsistency, q writeReplier) 
 		a.entries[key] = e
 	}
 	e.envelope = envelope{deleted: true}
-	a.deltas.delete(key)
+	a.deltas.Delete(key)
 	a.changed(key, e)
 	a.write(key, e, level, q)
 }

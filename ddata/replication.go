@@ -151,7 +151,7 @@ func (a *replicator) propagateDeltas() {
 		}
 	}
 	a.dirty = a.dirty[:0]
-	sends := a.deltas.collect()
+	sends := a.deltas.Collect()
 	if len(sends) == 0 {
 		return
 	}
@@ -168,15 +168,15 @@ func (a *replicator) propagateDeltas() {
 		var batch []deltaWire
 		size := 0
 		for _, ds := range list {
-			rk := rangeKey{ds.key, ds.fromSeq, ds.toSeq}
+			rk := rangeKey{ds.Key, ds.FromSeq, ds.ToSeq}
 			dw, ok := encoded[rk]
 			if !ok {
-				dw = deltaWire{Key: ds.key, FromSeq: ds.fromSeq, ToSeq: ds.toSeq}
-				if ds.delta != nil {
-					if m, data, err := a.reg.Marshal(ds.delta); err == nil {
+				dw = deltaWire{Key: ds.Key, FromSeq: ds.FromSeq, ToSeq: ds.ToSeq}
+				if !ds.Full {
+					if m, data, err := a.reg.Marshal(ds.Delta); err == nil {
 						dw.Manifest, dw.Data = m, data
 					} else {
-						a.drops.warn(a.log, "ddata: cannot encode a delta; the value goes whole", zap.String("key", ds.key), zap.Error(err))
+						a.drops.warn(a.log, "ddata: cannot encode a delta; the value goes whole", zap.String("key", ds.Key), zap.Error(err))
 					}
 				}
 				encoded[rk] = dw
@@ -238,10 +238,10 @@ func (a *replicator) receiveDeltas(m *deltasMsg, sender actor.Ref) {
 			env = &e.envelope
 		}
 		switch checkDelta(env, from, d, dw.FromSeq, dw.ToSeq) {
-		case deltaNeedFull:
+		case replication.DeltaNeedFull:
 			needFull = append(needFull, dw.Key)
 			continue
-		case deltaSeen:
+		case replication.DeltaSeen:
 			continue
 		}
 		if e == nil {
