@@ -47,9 +47,11 @@ type memberInfo struct {
 	ref     actor.Ref // its replicator, resolved on first use
 }
 
-// replicator is the replicator actor: a thin shell around the pure types of this
-// package (envelopes, aggregators, gossip digests, delta propagation, pruner,
-// subscribers) that does the I/O.
+// replicator is the replicator actor: a shell that does the I/O around pure types.
+// The replication protocol (quorum counting, read and write aggregation, gossip
+// digests and chunks, delta propagation and the receiver's delta verdict) is the
+// core package internal/replication; the CRDT side (envelopes, merges, pruner,
+// subscribers) is this package's own.
 type replicator struct {
 	h       *Replicator
 	cfg     Config
