@@ -3,6 +3,7 @@ package replication
 import (
 	"cmp"
 	"container/heap"
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -52,9 +53,12 @@ func (c *counter) merge(o *counter) {
 // digest is the counts' hash; 0 is kept for "not found".
 func (c *counter) digest() uint64 {
 	h := fnv.New64a()
+	var b []byte
 	for _, n := range slices.Sorted(maps.Keys(c.counts)) {
-		fmt.Fprintf(h, "%d=%d;", n, c.counts[n])
+		b = binary.LittleEndian.AppendUint64(b, uint64(n))
+		b = binary.LittleEndian.AppendUint64(b, c.counts[n])
 	}
+	h.Write(b)
 	return h.Sum64() | 1
 }
 
@@ -454,6 +458,33 @@ func (r *replica) receive(from int, msg any) {
 	}
 }
 
+// settled reports whether every request has been answered and every replica
+// holds the model's value: the run is over.
+func (s *sim) settled() bool {
+	for _, req := range s.requests {
+		if req.replies == 0 {
+			return false
+		}
+	}
+	for _, r := range s.nodes {
+		for _, k := range keys {
+			if !r.holds(k, s.model[k]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// holds reports whether r's value of key is want.
+func (r *replica) holds(key string, want map[int]uint64) bool {
+	v := r.vals[key]
+	if v == nil {
+		return len(want) == 0
+	}
+	return maps.Equal(v.counts, want)
+}
+
 // reply records a request's answer; a second answer fails the test.
 func (s *sim) reply(req *request, ok bool, value map[int]uint64) {
 	req.replies++
@@ -551,6 +582,9 @@ func runSim(t *testing.T, seed uint64) {
 			clear(s.side)
 			s.loss, s.dup = 0, 0
 			s.logf("last heal; no more loss")
+		} else if elapsed%time.Second == 0 && s.settled() {
+			s.logf("converged")
+			break
 		}
 		s.now = s.now.Add(step)
 	}
@@ -580,16 +614,12 @@ func runSim(t *testing.T, seed uint64) {
 	// Convergence.
 	for _, r := range s.nodes {
 		for _, k := range keys {
-			want := s.model[k]
-			got := map[int]uint64{}
-			if v := r.vals[k]; v != nil {
-				got = v.counts
-			}
-			if len(want) == 0 && len(got) == 0 {
-				continue
-			}
-			if !maps.Equal(got, want) {
-				t.Errorf("node %d: %s = %v, want %v", r.self, k, got, want)
+			if !r.holds(k, s.model[k]) {
+				var got map[int]uint64
+				if v := r.vals[k]; v != nil {
+					got = v.counts
+				}
+				t.Errorf("node %d: %s = %v after %v, want %v", r.self, k, got, settleFor, s.model[k])
 			}
 		}
 	}
