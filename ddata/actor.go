@@ -10,6 +10,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/internal/replication"
 	"github.com/troupe-go/troupe/serialization"
 	"go.uber.org/zap"
 )
@@ -46,9 +47,11 @@ type memberInfo struct {
 	ref     actor.Ref // its replicator, resolved on first use
 }
 
-// replicator is the replicator actor: a thin shell around the pure types of this
-// package (envelopes, aggregators, gossip digests, delta propagation, pruner,
-// subscribers) that does the I/O.
+// replicator is the replicator actor: a shell that does the I/O around pure types.
+// The replication protocol (quorum counting, read and write aggregation, gossip
+// digests and chunks, delta propagation and the receiver's delta verdict) is the
+// core package internal/replication; the CRDT side (envelopes, merges, pruner,
+// subscribers) is this package's own.
 type replicator struct {
 	h       *Replicator
 	cfg     Config
@@ -197,7 +200,7 @@ func (a *replicator) start(ctx actor.Context) {
 	if c := a.cfg.Cluster; c != nil {
 		ctx.StartPeriodicTimer(tickGossip{}, tickGossip{}, a.cfg.GossipInterval)
 		if !a.cfg.DisableDeltas {
-			ctx.StartPeriodicTimer(tickDeltas{}, tickDeltas{}, deltaInterval(a.cfg.GossipInterval))
+			ctx.StartPeriodicTimer(tickDeltas{}, tickDeltas{}, replication.DeltaInterval(a.cfg.GossipInterval))
 		}
 		ctx.StartPeriodicTimer(tickPruning{}, tickPruning{}, a.cfg.PruningInterval)
 		c.Subscribe(ctx.Self())
@@ -302,10 +305,13 @@ func (a *replicator) flushDelta(key string, e *entry) {
 		return
 	}
 	var seq uint64
-	if a.deltaNodes == 0 {
-		seq = a.deltas.bump(key) // nobody to send it to: the next delta shows a gap
-	} else {
-		seq = a.deltas.update(key, d)
+	switch {
+	case a.deltaNodes == 0:
+		seq = a.deltas.Bump(key) // nobody to send it to: the next delta shows a gap
+	case d == nil:
+		seq = a.deltas.UpdateFull(key)
+	default:
+		seq = a.deltas.Update(key, d)
 	}
 	if e.deltaVersions == nil {
 		e.deltaVersions = make(map[cluster.UniqueAddress]uint64)
@@ -371,7 +377,7 @@ func (a *replicator) mergeIncoming(key string, env *envelope) (*entry, error) {
 		a.entries[key] = e
 	}
 	if e.deleted && !wasDeleted {
-		a.deltas.delete(key)
+		a.deltas.Delete(key)
 	}
 	a.changed(key, e)
 	return e, nil
@@ -566,7 +572,7 @@ func (a *replicator) membersChanged() {
 			nodes = append(nodes, n)
 		}
 	}
-	a.deltas.setNodes(nodes)
+	a.deltas.SetNodes(nodes)
 	a.deltaNodes = len(nodes)
 }
 
@@ -575,7 +581,7 @@ func (a *replicator) peers() []peer {
 	if !a.peersOK {
 		a.peerList = a.peerList[:0]
 		for n, info := range a.members {
-			a.peerList = append(a.peerList, peer{node: n, reachable: !a.unreachable[n], exiting: info.exiting})
+			a.peerList = append(a.peerList, peer{Node: n, Reachable: !a.unreachable[n], Exiting: info.exiting})
 		}
 		a.peersOK = true
 	}

@@ -35,13 +35,19 @@ var (
 	// StoreFailure). The change is applied in memory and spreads to other nodes;
 	// it may be lost if this node restarts before it is stored again.
 	ErrStoreFailed = errors.New("ddata: durable store failed")
+	// ErrNotEnoughReplicas: a ReadFrom(n) or WriteTo(n) found fewer than n nodes
+	// that count (see ReplicaCount), so it cannot succeed; it fails at once
+	// instead of waiting for its timeout. The error names both counts. An update
+	// or delete is applied locally all the same, and spreads later. (Akka waits
+	// for the timeout and answers GetFailure or UpdateTimeout.)
+	ErrNotEnoughReplicas = errors.New("ddata: not enough replicas")
 	// ErrStopped: the replicator has stopped (its actor system shut down).
 	ErrStopped = errors.New("ddata: replicator stopped")
 )
 
 // ReadResponse is the reply to SendRead. Err is nil when the key was found, and
 // then Value is a copy that the receiver owns; otherwise Err wraps ErrNotFound,
-// ErrTimeout, ErrDeleted, ErrTypeMismatch or ErrInvalidConsistency, and Value is
+// ErrTimeout, ErrNotEnoughReplicas, ErrDeleted, ErrTypeMismatch or ErrInvalidConsistency, and Value is
 // the zero T. Context is the request context given to SendRead.
 type ReadResponse[T ReplicatedData] struct {
 	Key     Key[T]
@@ -52,9 +58,10 @@ type ReadResponse[T ReplicatedData] struct {
 
 // UpdateResponse is the reply to SendUpdate. Err is nil when the update reached
 // the replicas its level needs (and, for a durable key, the local disk);
-// otherwise it wraps ErrTimeout, ErrModifyFailed, ErrStoreFailed, ErrDeleted,
-// ErrTypeMismatch, ErrInvalidConsistency or serialization.ErrUnregistered.
-// Context is the request context given to SendUpdate.
+// otherwise it wraps ErrTimeout, ErrNotEnoughReplicas, ErrModifyFailed,
+// ErrStoreFailed, ErrDeleted, ErrTypeMismatch, ErrInvalidConsistency or
+// serialization.ErrUnregistered. Context is the request context given to
+// SendUpdate.
 type UpdateResponse[T ReplicatedData] struct {
 	Key     Key[T]
 	Err     error
@@ -62,8 +69,8 @@ type UpdateResponse[T ReplicatedData] struct {
 }
 
 // DeleteResponse is the reply to SendDelete. Err is nil when the deletion reached
-// the replicas its level needs; otherwise it wraps ErrTimeout (the key is deleted
-// here all the same), ErrDeleted (it was deleted already), ErrStoreFailed,
+// the replicas its level needs; otherwise it wraps ErrTimeout or
+// ErrNotEnoughReplicas (the key is deleted here all the same), ErrDeleted (it was deleted already), ErrStoreFailed,
 // ErrTypeMismatch or ErrInvalidConsistency. Context is the request context given
 // to SendDelete.
 type DeleteResponse[T ReplicatedData] struct {
@@ -76,6 +83,13 @@ type DeleteResponse[T ReplicatedData] struct {
 // and that are not deleted, sorted.
 type KeysResponse struct {
 	IDs     []string
+	Context any
+}
+
+// ReplicaCountResponse answers SendReplicaCount (and ReplicaCount): how many
+// replicas the replicator knows, its own included.
+type ReplicaCountResponse struct {
+	Count   int
 	Context any
 }
 
@@ -95,8 +109,8 @@ type Deleted[T ReplicatedData] struct {
 
 // Read returns the key's value, read from the replicas level asks for and merged
 // (the merge is written back locally before Read returns: read repair). The value
-// is a copy the caller owns. It fails with ErrNotFound, ErrTimeout, ErrDeleted,
-// ErrTypeMismatch (the key holds another type), ErrInvalidConsistency or ErrStopped.
+// is a copy the caller owns. It fails with ErrNotFound, ErrTimeout,
+// ErrNotEnoughReplicas (ReadFrom(n) with fewer nodes), ErrDeleted, ErrTypeMismatch (the key holds another type), ErrInvalidConsistency or ErrStopped.
 // It blocks until the answer or ctx's end (ErrTimeout); from inside an actor, use
 // SendRead.
 //
@@ -122,13 +136,14 @@ func Read[T ReplicatedData](ctx context.Context, r *Replicator, key Key[T], leve
 // value for every type of this package) and returns the new one. The change is
 // applied to the local replica first, so that this node reads its own write at
 // once, and then sent to the replicas level asks for. A failure (ErrTimeout,
-// ErrStoreFailed) does not undo the local change.
+// ErrNotEnoughReplicas, ErrStoreFailed) does not undo the local change.
 //
 // modify runs on the replicator's goroutine, one at a time, and must be quick. It
 // may change the value it receives in place and return it (cheapest: the value
 // records a delta), or return another value of the same type, which is merged into
 // the current one; it must not keep the value. Errors: ErrModifyFailed (modify
-// returned an error or panicked), ErrTimeout, ErrStoreFailed, ErrDeleted,
+// returned an error or panicked), ErrTimeout, ErrNotEnoughReplicas (WriteTo(n)
+// with fewer nodes), ErrStoreFailed, ErrDeleted,
 // ErrTypeMismatch, ErrInvalidConsistency, serialization.ErrUnregistered (T is not
 // in the registry) or ErrStopped. It blocks until the answer or ctx's end; from
 // inside an actor, use SendUpdate.
@@ -149,8 +164,8 @@ func Update[T ReplicatedData](ctx context.Context, r *Replicator, key Key[T], le
 
 // Delete deletes the key, here at once and on the replicas level asks for. A
 // deleted key stays deleted for ever, everywhere: later reads, updates and deletes
-// fail with ErrDeleted, and it can never be used again. Errors: ErrTimeout (the
-// key is deleted here all the same), ErrDeleted, ErrStoreFailed, ErrTypeMismatch,
+// fail with ErrDeleted, and it can never be used again. Errors: ErrTimeout or
+// ErrNotEnoughReplicas (the key is deleted here all the same), ErrDeleted, ErrStoreFailed, ErrTypeMismatch,
 // ErrInvalidConsistency or ErrStopped. It blocks until the answer or ctx's end;
 // from inside an actor, use SendDelete.
 func Delete[T ReplicatedData](ctx context.Context, r *Replicator, key Key[T], level WriteConsistency) error {
@@ -183,6 +198,34 @@ func Keys(ctx context.Context, r *Replicator) ([]string, error) {
 	case <-r.stopped:
 		return nil, ErrStopped
 	}
+}
+
+// ReplicaCount returns how many replicas the replicator knows, its own included:
+// the members it replicates with (Up, Leaving and Exiting members with Config.Role,
+// reachable or not) plus itself; 1 without a cluster. This is the N that
+// consistency levels count from (ReadAll and the Plus levels then leave out
+// Exiting members), so a caller can tell, for instance, whether WriteTo(n) can be
+// met. It is the replicator's view when it answers; members join and leave. From
+// inside an actor, use SendReplicaCount.
+func ReplicaCount(ctx context.Context, r *Replicator) (int, error) {
+	q := &replicaCountRequest{ch: make(chan ReplicaCountResponse, 1)}
+	if err := r.ref.Tell(q); err != nil {
+		return 0, r.sendError(err)
+	}
+	select {
+	case resp := <-q.ch:
+		return resp.Count, nil
+	case <-ctx.Done():
+		return 0, contextError(ctx, "")
+	case <-r.stopped:
+		return 0, ErrStopped
+	}
+}
+
+// SendReplicaCount is ReplicaCount for an actor: the reply arrives as a
+// ReplicaCountResponse carrying reqCtx.
+func SendReplicaCount(ctx actor.SenderContext, r *Replicator, reqCtx any) error {
+	return ctx.Send(r.ref, &replicaCountRequest{reqCtx: reqCtx})
 }
 
 // SendRead is Read for an actor: it sends the request with ctx's actor as the
@@ -403,6 +446,20 @@ type keysRequest struct {
 
 func (q *keysRequest) handle(a *replicator, sender actor.Ref) {
 	resp := KeysResponse{IDs: a.keyIDs(), Context: q.reqCtx}
+	if q.ch != nil {
+		q.ch <- resp
+		return
+	}
+	a.reply(sender, resp)
+}
+
+type replicaCountRequest struct {
+	reqCtx any
+	ch     chan ReplicaCountResponse
+}
+
+func (q *replicaCountRequest) handle(a *replicator, sender actor.Ref) {
+	resp := ReplicaCountResponse{Count: len(a.members) + 1, Context: q.reqCtx}
 	if q.ch != nil {
 		q.ch <- resp
 		return

@@ -15,15 +15,15 @@ import (
 func BenchmarkGCounterIncrement(b *testing.B) {
 	c := NewGCounter()
 	p := newDeltaPropagation(0)
-	p.setNodes([]cluster.UniqueAddress{n2})
+	p.SetNodes([]cluster.UniqueAddress{n2})
 	i := 0
 	b.ReportAllocs()
 	for b.Loop() {
 		c.Increment(n1, 1)
 		if i++; i%1024 == 0 {
 			d, _ := c.TakeDelta()
-			p.update("counter", d)
-			p.collect()
+			p.Update("counter", d)
+			p.Collect()
 		}
 	}
 	if c.Value() != uint64(b.N) {
@@ -36,15 +36,15 @@ func BenchmarkGCounterIncrement(b *testing.B) {
 func BenchmarkGCounterIncrementEagerDelta(b *testing.B) {
 	c := NewGCounter()
 	p := newDeltaPropagation(0)
-	p.setNodes([]cluster.UniqueAddress{n2})
+	p.SetNodes([]cluster.UniqueAddress{n2})
 	i := 0
 	b.ReportAllocs()
 	for b.Loop() {
 		c.Increment(n1, 1)
 		d, _ := c.TakeDelta()
-		p.update("counter", d)
+		p.Update("counter", d)
 		if i++; i%1024 == 0 {
-			p.collect()
+			p.Collect()
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/internal/replication"
 )
 
 func TestMajorityFormula(t *testing.T) {
@@ -11,7 +13,7 @@ func TestMajorityFormula(t *testing.T) {
 	want := []int{3, 4, 5, 5, 5, 5, 5, 6, 6, 7}
 	for i, w := range want {
 		n := i + 3
-		if got := majority(n, 0, 5); got != w {
+		if got := replication.MajorityOf(n, 0, 5); got != w {
 			t.Errorf("majority(%d, minCap 5) = %d, want %d", n, got, w)
 		}
 		if got := ReadMajority(time.Second, 5).Required(n); got != w {

@@ -9,7 +9,7 @@
 // Start starts it once per actor system, at /system/ddataReplicator, after remote
 // and cluster; Get finds it:
 //
-//	repl, err := ddata.Start(sys, ddata.Config{
+//	repl, err := ddata.Start(context.Background(), sys, ddata.Config{
 //		Cluster:  c,   // from cluster.Start
 //		Registry: reg, // the registry of remote.Config: messages and values cross the wire through it
 //	})
@@ -36,9 +36,9 @@
 // return at once and the reply arrives as a typed message (ReadResponse[T],
 // UpdateResponse[T], DeleteResponse[T], KeysResponse) carrying a request context
 // of the caller's choice. Both report the same outcomes: nil, or an error
-// wrapping ErrNotFound, ErrTimeout, ErrDeleted, ErrModifyFailed, ErrStoreFailed,
-// ErrTypeMismatch (a key id used with two types), ErrInvalidConsistency or
-// serialization.ErrUnregistered. Subscribe sends an actor Changed[T] when the
+// wrapping ErrNotFound, ErrTimeout, ErrNotEnoughReplicas, ErrDeleted,
+// ErrModifyFailed, ErrStoreFailed, ErrTypeMismatch (a key id used with two types),
+// ErrInvalidConsistency or serialization.ErrUnregistered. Subscribe sends an actor Changed[T] when the
 // value changes (and Deleted[T]). (Akka's Get is Read here: Get is the extension's
 // lookup, as in every Troupe extension.)
 //

@@ -1,6 +1,7 @@
 package ddata
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -53,7 +54,12 @@ type storeWaiter struct {
 }
 
 // openDurable opens (creating) the store in dir and reads every stored envelope.
-func openDurable(dir string, reg *serialization.Registry, log *zap.Logger) (*durableStore, map[string][]byte, error) {
+// It gives up with ctx's error when ctx ends before it opens the database or while
+// it reads (badger's open itself cannot be interrupted).
+func openDurable(ctx context.Context, dir string, reg *serialization.Registry, log *zap.Logger) (*durableStore, map[string][]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("ddata: durable store %s: %w", dir, err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("ddata: durable store: %w", err)
 	}
@@ -75,6 +81,9 @@ func openDurable(dir string, reg *serialization.Registry, log *zap.Logger) (*dur
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(durableKeyPrefix), PrefetchValues: true, PrefetchSize: 100})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			item := it.Item()
 			v, err := item.ValueCopy(nil)
 			if err != nil {
@@ -84,6 +93,9 @@ func openDurable(dir string, reg *serialization.Registry, log *zap.Logger) (*dur
 		}
 		return nil
 	})
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		_ = db.Close()
 		return nil, nil, fmt.Errorf("ddata: durable store %s: reading: %w", dir, err)
@@ -281,7 +293,7 @@ func (a *replicator) stored(w storeWaiter, ok bool) {
 		}
 	case w.op != 0:
 		if op := a.writes[w.op]; op != nil {
-			if op.agg.localStore(ok) != writePending {
+			if op.agg.LocalStore(ok) != writePending {
 				a.finishWrite(op)
 			}
 		}

@@ -84,7 +84,7 @@ func Example_replicator() {
 		return
 	}
 	defer func() { _ = sys.Shutdown(context.Background()) }()
-	repl, err := ddata.Start(sys, ddata.Config{})
+	repl, err := ddata.Start(context.Background(), sys, ddata.Config{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -159,7 +159,7 @@ func ExampleSendUpdate() {
 		return
 	}
 	defer func() { _ = sys.Shutdown(context.Background()) }()
-	repl, err := ddata.Start(sys, ddata.Config{})
+	repl, err := ddata.Start(context.Background(), sys, ddata.Config{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -3,6 +3,7 @@ package ddata
 import (
 	"bytes"
 	"slices"
+	"time"
 
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/serialization"
@@ -15,6 +16,12 @@ var (
 	n4 = cluster.UniqueAddress{Addr: "10.0.0.4:2552", UID: 44}
 	n5 = cluster.UniqueAddress{Addr: "10.0.0.5:2552", UID: 55}
 )
+
+// dg returns a digest that stands for a value.
+func dg(b byte) Digest { return Digest{0: b, 1: 1} }
+
+// t0 is a fixed time for the pure types' tests.
+var t0 = time.Unix(1_700_000_000, 0)
 
 var testNodes = []cluster.UniqueAddress{n1, n2, n3, n4, n5}
 

@@ -57,10 +57,10 @@ func TestReplicaSetFollowsARestartedNode(t *testing.T) {
 				ps := a.peers()
 				var addrs []string
 				for _, p := range ps {
-					if downed && p.node == old.Unique {
+					if downed && p.Node == old.Unique {
 						t.Fatalf("after %T: the downed incarnation still counts: %+v", ev, ps)
 					}
-					addrs = append(addrs, p.node.Addr)
+					addrs = append(addrs, p.Node.Addr)
 				}
 				slices.Sort(addrs)
 				if len(slices.Compact(addrs)) != len(ps) {
@@ -68,9 +68,9 @@ func TestReplicaSetFollowsARestartedNode(t *testing.T) {
 				}
 			}
 			ps := a.peers()
-			slices.SortFunc(ps, func(x, y peer) int { return x.node.Compare(y.node) })
-			want := []peer{{node: other.Unique, reachable: true}, {node: neu.Unique, reachable: true}}
-			slices.SortFunc(want, func(x, y peer) int { return x.node.Compare(y.node) })
+			slices.SortFunc(ps, func(x, y peer) int { return x.Node.Compare(y.Node) })
+			want := []peer{{Node: other.Unique, Reachable: true}, {Node: neu.Unique, Reachable: true}}
+			slices.SortFunc(want, func(x, y peer) int { return x.Node.Compare(y.Node) })
 			if !slices.Equal(ps, want) {
 				t.Fatalf("peers %+v, want %+v", ps, want)
 			}

@@ -19,11 +19,11 @@ var levelNames = [...]string{levelLocal: "local", levelFrom: "from", levelMajori
 
 // metricLevel returns the level attribute's value for l.
 func metricLevel(l level) int {
-	if l.kind == levelMajority && l.additional > 0 {
+	if l.Kind == levelMajority && l.Additional > 0 {
 		return len(levelNames) // majority_plus
 	}
-	if int(l.kind) < len(levelNames) {
-		return int(l.kind)
+	if int(l.Kind) < len(levelNames) {
+		return int(l.Kind)
 	}
 	return int(levelLocal)
 }

@@ -17,7 +17,7 @@ import (
 func TestMetricsTimeReadsAndWritesByLevel(t *testing.T) {
 	m := metrictest.NewReader(t)
 	sys := testkit.NewSystem(t, actor.Config{MeterProvider: m.Provider})
-	r, err := Start(sys, Config{})
+	r, err := Start(t.Context(), sys, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func (tc *testCluster) startReplicator(i int) *Replicator {
 	node := tc.c.Node(i)
 	cfg := tc.cfg(i)
 	cfg.Cluster, cfg.Registry = node.Cluster, tc.reg
-	r, err := Start(node.System, cfg)
+	r, err := Start(tc.t.Context(), node.System, cfg)
 	if err != nil {
 		tc.t.Fatalf("node %d: Start: %v", i, err)
 	}
@@ -185,6 +185,11 @@ func TestTwoNodes(t *testing.T) {
 			t.Fatalf("node %d: %d after WriteTo(2), want 42", i, v)
 		}
 	}
+	for i, r := range []*Replicator{r0, r1} {
+		if n, err := ReplicaCount(context.Background(), r); err != nil || n != 2 {
+			t.Fatalf("node %d: ReplicaCount %d, %v; want 2", i, n, err)
+		}
+	}
 	for _, r := range []*Replicator{r0, r1} {
 		update(t, r, counterKey, WriteAll(3*time.Second), inc(r, 1))
 	}
@@ -272,7 +277,7 @@ func TestDeltasAndFullValues(t *testing.T) {
 		q := &updateRequest[*ORSet[string]]{key: lossy, level: WriteLocal(), modify: add(r0, "lost"), ch: make(chan UpdateResponse[*ORSet[string]], 1)}
 		q.handle(a, actor.Ref{})
 		a.flushDelta(lossy.ID(), a.entries[lossy.ID()])
-		a.deltas.collect() // "sent", and lost
+		a.deltas.Collect() // "sent", and lost
 		return true
 	})
 	update(t, r0, lossy, WriteAll(3*time.Second), add(r0, "written"))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/replication"
 	"go.uber.org/zap"
 )
 
@@ -64,13 +65,13 @@ func (a *replicator) write(key string, e *entry, level WriteConsistency, q write
 	if e.durable {
 		a.queueStore(key, e, storeWaiter{key: key, op: op.id})
 	}
-	if agg.outcome != writePending {
+	if agg.Outcome() != writePending {
 		a.finishWrite(op)
 		return
 	}
 	a.flushDelta(key, e)
 	op.delta = a.writeDelta(key, e, op.id)
-	for _, n := range agg.primary {
+	for _, n := range agg.Primary() {
 		a.sendWrite(op, n)
 	}
 	a.ctx.StartSingleTimer(opTimer{op.id}, opTimer{op.id}, max(level.Timeout()/5, time.Millisecond))
@@ -83,20 +84,16 @@ func (a *replicator) writeDelta(key string, e *entry, id uint64) *deltasMsg {
 	if a.cfg.DisableDeltas || e.deleted {
 		return nil
 	}
-	list := a.deltas.entries[key]
-	if len(list) == 0 {
+	d, seq, ok := a.deltas.LastDelta(key)
+	if !ok || seq != e.deltaVersions[a.self] {
 		return nil
 	}
-	last := list[len(list)-1]
-	if last.delta == nil || last.seq != e.deltaVersions[a.self] || last.delta.Size() > a.deltas.maxDeltaSize {
-		return nil
-	}
-	manifest, data, err := a.reg.Marshal(last.delta)
+	manifest, data, err := a.reg.Marshal(d)
 	if err != nil {
 		return nil
 	}
 	return &deltasMsg{From: a.selfWire(), ID: id, Reply: true,
-		Deltas: []deltaWire{{Key: key, Manifest: manifest, Data: data, FromSeq: last.seq, ToSeq: last.seq}}}
+		Deltas: []deltaWire{{Key: key, Manifest: manifest, Data: data, FromSeq: seq, ToSeq: seq}}}
 }
 
 // sendWrite sends the write to node n: the delta, or the value.
@@ -115,8 +112,7 @@ func (a *replicator) sendFullWrite(op *writeOp, n cluster.UniqueAddress) {
 		w, err := e.toWire(a.reg, true)
 		if err != nil {
 			a.log.Error("ddata: cannot encode a value for a write", zap.String("key", op.key), zap.Error(err))
-			op.agg.nack(n)
-			if op.agg.outcome != writePending {
+			if op.agg.Nack(n) != writePending {
 				a.finishWrite(op)
 			}
 			return
@@ -140,15 +136,24 @@ func (a *replicator) checkSize(key string, n int) {
 func (a *replicator) finishWrite(op *writeOp) {
 	delete(a.writes, op.id)
 	a.ctx.CancelTimer(opTimer{op.id})
-	switch op.agg.outcome {
+	switch op.agg.Outcome() {
 	case writeSucceeded:
 		op.q.finish(a, nil)
 	case writeStoreFailed:
 		op.q.finish(a, fmt.Errorf("%w: key %q", ErrStoreFailed, op.key))
+	case writeTooFew:
+		op.q.finish(a, tooFewError(op.key, &op.agg.Fanout))
 	default:
 		op.q.finish(a, fmt.Errorf("%w: key %q: %d of %d replicas answered within %v",
-			ErrTimeout, op.key, len(op.agg.replied)+1, op.agg.needed+1, op.agg.timeout))
+			ErrTimeout, op.key, op.agg.Answered(), op.agg.Needed(), op.agg.Timeout()))
 	}
+}
+
+// tooFewError is the error of a read or write whose level needs more replicas
+// than there are nodes.
+func tooFewError(key string, f *replication.Fanout[cluster.UniqueAddress]) error {
+	return fmt.Errorf("%w: key %q: the level needs %d replicas and %d are known (this node included)",
+		ErrNotEnoughReplicas, key, f.Needed(), f.Known())
 }
 
 // opTimeout handles a read's or write's timer: the secondary nodes at timeout/5,
@@ -156,7 +161,7 @@ func (a *replicator) finishWrite(op *writeOp) {
 func (a *replicator) opTimeout(id uint64) {
 	now := time.Now()
 	if op := a.writes[id]; op != nil {
-		secondary, outcome := op.agg.tick(now)
+		secondary, outcome := op.agg.Tick(now)
 		for _, n := range secondary {
 			a.sendWrite(op, n)
 		}
@@ -164,11 +169,11 @@ func (a *replicator) opTimeout(id uint64) {
 			a.finishWrite(op)
 			return
 		}
-		a.ctx.StartSingleTimer(opTimer{id}, opTimer{id}, max(op.agg.start.Add(op.agg.timeout).Sub(now), time.Millisecond))
+		a.ctx.StartSingleTimer(opTimer{id}, opTimer{id}, max(op.agg.Deadline().Sub(now), time.Millisecond))
 		return
 	}
 	if op := a.reads[id]; op != nil {
-		secondary, outcome := op.agg.tick(now)
+		secondary, outcome := op.agg.Tick(now)
 		if len(secondary) > 0 {
 			msg := &readMsg{From: a.selfWire(), ID: id, Key: op.key}
 			for _, n := range secondary {
@@ -179,7 +184,7 @@ func (a *replicator) opTimeout(id uint64) {
 			a.finishRead(op)
 			return
 		}
-		a.ctx.StartSingleTimer(opTimer{id}, opTimer{id}, max(op.agg.start.Add(op.agg.timeout).Sub(now), time.Millisecond))
+		a.ctx.StartSingleTimer(opTimer{id}, opTimer{id}, max(op.agg.Deadline().Sub(now), time.Millisecond))
 	}
 }
 
@@ -200,16 +205,16 @@ func (a *replicator) read(key string, level ReadConsistency, q readReplier) {
 		a.answerRead(key, q)
 		return
 	}
-	agg := newReadAggregator(level, a.peers(), a.rng, nil, time.Now())
+	agg := newReadAggregator(level, a.peers(), a.rng, time.Now())
 	a.nextID++
 	op := &readOp{id: a.nextID, key: key, q: q, agg: agg}
-	if agg.outcome != readPending {
+	if agg.Outcome() != readPending {
 		a.finishRead(op)
 		return
 	}
 	a.reads[op.id] = op
 	msg := &readMsg{From: a.selfWire(), ID: op.id, Key: key}
-	for _, n := range agg.primary {
+	for _, n := range agg.Primary() {
 		a.sendTo(n, msg)
 	}
 	a.ctx.StartSingleTimer(opTimer{op.id}, opTimer{op.id}, max(level.Timeout()/5, time.Millisecond))
@@ -237,9 +242,13 @@ func (a *replicator) answerRead(key string, q readReplier) {
 func (a *replicator) finishRead(op *readOp) {
 	delete(a.reads, op.id)
 	a.ctx.CancelTimer(opTimer{op.id})
-	if op.agg.outcome == readTimedOut {
+	if op.agg.Outcome() == readTooFew {
+		op.q.finish(a, nil, tooFewError(op.key, &op.agg.Fanout))
+		return
+	}
+	if op.agg.Outcome() == readTimedOut {
 		op.q.finish(a, nil, fmt.Errorf("%w: key %q: %d of %d replicas answered within %v",
-			ErrTimeout, op.key, len(op.agg.replied)+1, op.agg.needed+1, op.agg.timeout))
+			ErrTimeout, op.key, op.agg.Answered(), op.agg.Needed(), op.agg.Timeout()))
 		return
 	}
 	if op.acc != nil {
@@ -275,15 +284,13 @@ func (a *replicator) receiveReadResult(m *readResultMsg, sender actor.Ref) {
 		}
 		if err != nil {
 			a.invalid("a read reply", from, op.key, err)
-			op.agg.fail(from)
-			op.agg.decide()
-			if op.agg.outcome != readPending {
+			if op.agg.Fail(from) != readPending {
 				a.finishRead(op)
 			}
 			return
 		}
 	}
-	if outcome, _ := op.agg.reply(from, nil); outcome != readPending {
+	if op.agg.Reply(from) != readPending {
 		a.finishRead(op)
 	}
 }
@@ -342,15 +349,15 @@ func (a *replicator) receiveWriteReply(m *writeReplyMsg, sender actor.Ref) {
 	}
 	switch m.Kind {
 	case replyAck:
-		op.agg.ack(from)
+		op.agg.Ack(from)
 	case replyNack:
-		op.agg.nack(from)
+		op.agg.Nack(from)
 	case replyDeltaNack:
-		if op.agg.deltaNack(from) {
+		if op.agg.DeltaNack(from) {
 			a.sendFullWrite(op, from)
 		}
 	}
-	if op.agg.outcome != writePending {
+	if op.agg.Outcome() != writePending {
 		a.finishWrite(op)
 	}
 }
@@ -363,7 +370,7 @@ func (a *replicator) delete(key string, level WriteConsistency, q writeReplier) 
 		a.entries[key] = e
 	}
 	e.envelope = envelope{deleted: true}
-	a.deltas.delete(key)
+	a.deltas.Delete(key)
 	a.changed(key, e)
 	a.write(key, e, level, q)
 }

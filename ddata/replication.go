@@ -5,19 +5,13 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/replication"
 	"go.uber.org/zap"
 )
 
-// unreachableGossipEvery: every this many gossip rounds, the round goes to an
-// unreachable member instead of a reachable one (when there is one).
-const unreachableGossipEvery = 3
-
-// gossip sends one random peer the digests of one chunk of the keys
-// (anti-entropy). An idle cluster exchanges nothing else. The peer is a reachable
-// member, except every third round, which goes to an unreachable one when there
-// is one: the failure detector may call a member unreachable long after the
-// network has healed, and a message to a member that is really gone costs
-// nothing but a dead letter.
+// gossip sends one peer the digests of one chunk of the keys (anti-entropy); the
+// core picks the peer (replication.GossipTarget) and the chunk. An idle cluster
+// exchanges nothing else.
 func (a *replicator) gossip() {
 	var reachable, unreachable []cluster.UniqueAddress
 	for n := range a.members {
@@ -27,25 +21,21 @@ func (a *replicator) gossip() {
 			reachable = append(reachable, n)
 		}
 	}
-	candidates := reachable
-	if len(unreachable) > 0 && (len(reachable) == 0 || a.gossipRound%unreachableGossipEvery == unreachableGossipEvery-1) {
-		candidates = unreachable
-	}
-	if len(candidates) == 0 {
+	target, ok := replication.GossipTarget(reachable, unreachable, a.gossipRound, a.rng)
+	if !ok {
 		return
 	}
-	target := candidates[a.rng.IntN(len(candidates))]
 	a.refreshDigests()
-	st := buildStatus(a.digests, a.gossipRound, a.cfg.MaxDeltaElements)
+	st := replication.BuildStatus(a.digests, a.gossipRound, a.cfg.MaxDeltaElements)
 	a.gossipRound++
 	a.sendTo(target, a.statusMsg(st))
 }
 
 // statusMsg encodes a status.
 func (a *replicator) statusMsg(st gossipStatus) *statusMsg {
-	m := &statusMsg{From: a.selfWire(), Chunk: st.chunk, TotChunks: st.totChunks,
-		Keys: make([]string, 0, len(st.digests)), Digests: make([]byte, 0, 32*len(st.digests))}
-	for k, d := range st.digests {
+	m := &statusMsg{From: a.selfWire(), Chunk: st.Chunk, TotChunks: st.TotChunks,
+		Keys: make([]string, 0, len(st.Digests)), Digests: make([]byte, 0, 32*len(st.Digests))}
+	for k, d := range st.Digests {
 		m.Keys = append(m.Keys, k)
 		m.Digests = append(m.Digests, d[:]...)
 	}
@@ -59,32 +49,21 @@ func (a *replicator) receiveStatus(m *statusMsg, sender actor.Ref) {
 	if !ok {
 		return
 	}
-	if len(m.Digests) != 32*len(m.Keys) || m.TotChunks < 1 || m.Chunk < 0 || m.Chunk >= m.TotChunks {
+	st := gossipStatus{Chunk: m.Chunk, TotChunks: m.TotChunks, Digests: make(map[string]Digest, len(m.Keys))}
+	if len(m.Digests) != 32*len(m.Keys) || !st.Valid() {
 		a.invalid("a gossip status", from, "", errBadStatus)
 		return
 	}
-	st := gossipStatus{chunk: m.Chunk, totChunks: m.TotChunks, digests: make(map[string]Digest, len(m.Keys))}
 	for i, k := range m.Keys {
-		st.digests[k] = Digest(m.Digests[32*i : 32*i+32])
+		st.Digests[k] = Digest(m.Digests[32*i : 32*i+32])
 	}
 	a.refreshDigests()
-	r := compareStatus(a.digests, st, a.cfg.MaxDeltaElements)
-	if len(r.send) > 0 {
-		a.sendValues(from, sender, r.send, r.sendBack)
+	r := replication.CompareStatus(a.digests, st, notFoundDigest, a.cfg.MaxDeltaElements)
+	if len(r.Send) > 0 {
+		a.sendValues(from, sender, r.Send, r.SendBack)
 	}
-	if len(r.request) > 0 {
-		// Name this node's own keys of the chunk too, so that the peer sends only
-		// what differs.
-		req := gossipStatus{chunk: st.chunk, totChunks: st.totChunks, digests: make(map[string]Digest)}
-		for k, d := range a.digests {
-			if st.totChunks == 1 || chunkOf(k, st.totChunks) == st.chunk {
-				req.digests[k] = d
-			}
-		}
-		for _, k := range r.request {
-			req.digests[k] = notFoundDigest
-		}
-		a.send(sender, a.statusMsg(req))
+	if len(r.Request) > 0 {
+		a.send(sender, a.statusMsg(replication.RequestStatus(a.digests, r.Request, st, notFoundDigest)))
 	}
 }
 
@@ -172,7 +151,7 @@ func (a *replicator) propagateDeltas() {
 		}
 	}
 	a.dirty = a.dirty[:0]
-	sends := a.deltas.collect()
+	sends := a.deltas.Collect()
 	if len(sends) == 0 {
 		return
 	}
@@ -189,15 +168,15 @@ func (a *replicator) propagateDeltas() {
 		var batch []deltaWire
 		size := 0
 		for _, ds := range list {
-			rk := rangeKey{ds.key, ds.fromSeq, ds.toSeq}
+			rk := rangeKey{ds.Key, ds.FromSeq, ds.ToSeq}
 			dw, ok := encoded[rk]
 			if !ok {
-				dw = deltaWire{Key: ds.key, FromSeq: ds.fromSeq, ToSeq: ds.toSeq}
-				if ds.delta != nil {
-					if m, data, err := a.reg.Marshal(ds.delta); err == nil {
+				dw = deltaWire{Key: ds.Key, FromSeq: ds.FromSeq, ToSeq: ds.ToSeq}
+				if !ds.Full {
+					if m, data, err := a.reg.Marshal(ds.Delta); err == nil {
 						dw.Manifest, dw.Data = m, data
 					} else {
-						a.drops.warn(a.log, "ddata: cannot encode a delta; the value goes whole", zap.String("key", ds.key), zap.Error(err))
+						a.drops.warn(a.log, "ddata: cannot encode a delta; the value goes whole", zap.String("key", ds.Key), zap.Error(err))
 					}
 				}
 				encoded[rk] = dw
@@ -259,10 +238,10 @@ func (a *replicator) receiveDeltas(m *deltasMsg, sender actor.Ref) {
 			env = &e.envelope
 		}
 		switch checkDelta(env, from, d, dw.FromSeq, dw.ToSeq) {
-		case deltaNeedFull:
+		case replication.DeltaNeedFull:
 			needFull = append(needFull, dw.Key)
 			continue
-		case deltaSeen:
+		case replication.DeltaSeen:
 			continue
 		}
 		if e == nil {

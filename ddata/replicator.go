@@ -1,6 +1,7 @@
 package ddata
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -47,9 +48,12 @@ var extensionID = actor.NewExtensionID("ddata", func(*actor.System) *slot { retu
 // system, after cluster.Start (when replicating); a second call fails with
 // ErrAlreadyStarted, an invalid cfg with an error wrapping ErrInvalidConfig. With
 // durable keys it opens the durable store and loads every stored value before it
-// returns, so the replicator serves nothing before they are in. The replicator
-// stops, and closes its store, when the system shuts down.
-func Start(sys *actor.System, cfg Config) (*Replicator, error) {
+// returns, so the replicator serves nothing before they are in. That is the only
+// part of Start that may take a while: when ctx ends before the store is open and
+// read, Start closes the store and returns an error wrapping ctx's error (badger's
+// open itself runs to its end). The replicator stops, and closes its store, when
+// the system shuts down.
+func Start(ctx context.Context, sys *actor.System, cfg Config) (*Replicator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -79,7 +83,7 @@ func Start(sys *actor.System, cfg Config) (*Replicator, error) {
 	}
 	a := newReplicator(r)
 	if len(cfg.DurableKeys) > 0 {
-		store, loaded, err := openDurable(cfg.DurableDir, reg, sys.Logger())
+		store, loaded, err := openDurable(ctx, cfg.DurableDir, reg, sys.Logger())
 		if err != nil {
 			return nil, err
 		}

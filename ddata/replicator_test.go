@@ -45,7 +45,7 @@ func startAlone(t *testing.T, sys *actor.System, cfg Config) *Replicator {
 	if cfg.NotifySubscribersInterval == 0 {
 		cfg.NotifySubscribersInterval = 50 * time.Millisecond
 	}
-	r, err := Start(sys, cfg)
+	r, err := Start(t.Context(), sys, cfg)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -79,7 +79,7 @@ func TestSingleNodeReadsWritesAndNotifies(t *testing.T) {
 		if Get(sys) != r {
 			t.Fatal("Get does not return the started replicator")
 		}
-		if _, err := Start(sys, Config{}); !errors.Is(err, ErrAlreadyStarted) {
+		if _, err := Start(t.Context(), sys, Config{}); !errors.Is(err, ErrAlreadyStarted) {
 			t.Fatalf("second Start: %v", err)
 		}
 
@@ -108,13 +108,13 @@ func TestSingleNodeReadsWritesAndNotifies(t *testing.T) {
 
 		// WriteTo(2) cannot reach a second replica, but the local value changes.
 		err := Update(ctx, r, counterKey, WriteTo(2, time.Second), nil, inc(r, 1))
-		if !errors.Is(err, ErrTimeout) {
-			t.Fatalf("WriteTo(2) alone: %v, want ErrTimeout", err)
+		if !errors.Is(err, ErrNotEnoughReplicas) {
+			t.Fatalf("WriteTo(2) alone: %v, want ErrNotEnoughReplicas", err)
 		}
 		if v := counterValue(t, r, ReadLocal()); v != 3 {
-			t.Fatalf("after a timed-out write: %d, want 3", v)
+			t.Fatalf("after a failed write: %d, want 3", v)
 		}
-		if _, err := Read(ctx, r, counterKey, ReadFrom(2, time.Second)); !errors.Is(err, ErrTimeout) {
+		if _, err := Read(ctx, r, counterKey, ReadFrom(2, time.Second)); !errors.Is(err, ErrNotEnoughReplicas) {
 			t.Fatalf("ReadFrom(2) alone: %v", err)
 		}
 		// Majority and All act as local when alone.
@@ -480,6 +480,65 @@ func TestSubscriberStops(t *testing.T) {
 		synctest.Wait()
 		if n := inspect(r, func(a *replicator) int { return len(a.notifiers) + len(a.watching) + len(a.subs.subs) }); n != 0 {
 			t.Fatalf("%d subscription records left after the subscriber stopped", n)
+		}
+	})
+}
+
+// Start honours its context: the durable store is where it may block, and a
+// context that has ended stops it there, closing the store, so that a later
+// Start can open the same directory.
+func TestStartHonoursContext(t *testing.T) {
+	dir := t.TempDir() // before the system, so that it is removed after the system stops
+	sys := testkit.NewSystem(t)
+	cfg := Config{DurableKeys: []string{"durable-*"}, DurableDir: dir}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := Start(ctx, sys, cfg); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Start with an ended context: %v, want context.Canceled", err)
+	}
+	if Get(sys) != nil {
+		t.Fatal("Get returns a replicator after a failed Start")
+	}
+	r, err := Start(t.Context(), sys, cfg)
+	if err != nil {
+		t.Fatalf("Start after the failed one: %v", err)
+	}
+	if err := Update(t.Context(), r, NewKey[*GCounter]("durable-n"), WriteLocal(), nil, inc(r, 1)); err != nil {
+		t.Fatalf("Update of a durable key: %v", err)
+	}
+}
+
+// A From level that needs more replicas than there are nodes fails at once with
+// ErrNotEnoughReplicas, naming both counts, instead of reporting a timeout; the
+// update is applied locally all the same. ReplicaCount tells how many count.
+func TestTooFewReplicasFailsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sys := testkit.NewSystem(t)
+		r := startAlone(t, sys, Config{})
+		ctx := context.Background()
+		if n, err := ReplicaCount(ctx, r); err != nil || n != 1 {
+			t.Fatalf("ReplicaCount alone: %d, %v; want 1", n, err)
+		}
+		start := time.Now()
+		err := Update(ctx, r, counterKey, WriteTo(3, 5*time.Second), nil, inc(r, 1))
+		if !errors.Is(err, ErrNotEnoughReplicas) || errors.Is(err, ErrTimeout) {
+			t.Fatalf("WriteTo(3) alone: %v, want ErrNotEnoughReplicas", err)
+		}
+		if want := "needs 3 replicas and 1 are known"; !strings.Contains(err.Error(), want) {
+			t.Fatalf("WriteTo(3) alone: %q does not say %q", err, want)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("WriteTo(3) alone answered after %v, want at once", d)
+		}
+		if v := counterValue(t, r, ReadLocal()); v != 1 {
+			t.Fatalf("the update is not applied locally: %d", v)
+		}
+		_, err = Read(ctx, r, counterKey, ReadFrom(2, 5*time.Second))
+		if !errors.Is(err, ErrNotEnoughReplicas) || !strings.Contains(err.Error(), "needs 2 replicas and 1 are known") {
+			t.Fatalf("ReadFrom(2) alone: %v, want ErrNotEnoughReplicas", err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("ReadFrom(2) alone answered after %v, want at once", d)
 		}
 	})
 }

@@ -54,7 +54,7 @@ type node struct {
 // singleton "boss" and the management server on n; cfg adjusts the server's config.
 func startServices(t *testing.T, reg *serialization.Registry, n *multinode.Node, cfg management.Config) *node {
 	t.Helper()
-	if _, err := ddata.Start(n.System, ddata.Config{Cluster: n.Cluster, Registry: reg, GossipInterval: 500 * time.Millisecond}); err != nil {
+	if _, err := ddata.Start(t.Context(), n.System, ddata.Config{Cluster: n.Cluster, Registry: reg, GossipInterval: 500 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := sharding.Start(n.System, sharding.Config{Registry: reg})

@@ -213,7 +213,7 @@ func (sc *shardCluster) startSharding(i int) *shardNode {
 		sc.t.Fatal(err)
 	}
 	if sc.ddataDir != "" {
-		_, err := ddata.Start(node.System, ddata.Config{
+		_, err := ddata.Start(context.Background(), node.System, ddata.Config{
 			Cluster: node.Cluster, Registry: sc.reg, GossipInterval: 500 * time.Millisecond,
 			DurableKeys: []string{"shard-*"}, DurableDir: filepath.Join(sc.ddataDir, fmt.Sprintf("node%d", i)),
 		})

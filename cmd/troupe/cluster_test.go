@@ -42,7 +42,7 @@ type testNode struct {
 // singleton "boss" and a management server (cfg, on a free port) on n.
 func startServices(t *testing.T, reg *serialization.Registry, n *multinode.Node, cfg management.Config) *testNode {
 	t.Helper()
-	if _, err := ddata.Start(n.System, ddata.Config{Cluster: n.Cluster, Registry: reg, GossipInterval: 500 * time.Millisecond}); err != nil {
+	if _, err := ddata.Start(t.Context(), n.System, ddata.Config{Cluster: n.Cluster, Registry: reg, GossipInterval: 500 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := sharding.Start(n.System, sharding.Config{Registry: reg})

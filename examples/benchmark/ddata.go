@@ -71,7 +71,7 @@ func startDdataCluster(n int, cfg ddata.Config) ([]*ddataNode, error) {
 		nodes[i].rep = nil
 		c2 := cfg
 		c2.Cluster, c2.Registry = c, reg
-		if nodes[i].rep, err = ddata.Start(sys, c2); err != nil {
+		if nodes[i].rep, err = ddata.Start(context.Background(), sys, c2); err != nil {
 			stop()
 			return nil, err
 		}

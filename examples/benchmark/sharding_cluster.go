@@ -41,7 +41,7 @@ func startShardingOn(node *clusterNode, cfg sharding.EntityConfig) (actor.Ref, e
 
 // startReplicator starts node's replicator, which the coordinator's state store uses.
 func startReplicator(node *clusterNode) error {
-	_, err := ddata.Start(node.sys, ddata.Config{Cluster: node.c, Registry: node.reg})
+	_, err := ddata.Start(context.Background(), node.sys, ddata.Config{Cluster: node.c, Registry: node.reg})
 	return err
 }
 

@@ -81,7 +81,7 @@ func runNode(o options) error {
 		stop()
 		return err
 	}
-	repl, err := ddata.Start(sys, ddata.Config{
+	repl, err := ddata.Start(context.Background(), sys, ddata.Config{
 		Cluster:                   cl,
 		Registry:                  reg,
 		GossipInterval:            500 * time.Millisecond, // the default is 2s; shorter for the demo

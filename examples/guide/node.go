@@ -76,7 +76,7 @@ func startServices(sys *actor.System, cfg nodeConfig) (*node, error) {
 		return nil, err
 	}
 	// 4. Distributed data: the replicator (sharding keeps its coordinator's state there).
-	repl, err := ddata.Start(sys, ddata.Config{Cluster: c, Registry: reg})
+	repl, err := ddata.Start(context.Background(), sys, ddata.Config{Cluster: c, Registry: reg})
 	if err != nil {
 		return nil, err
 	}

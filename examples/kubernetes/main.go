@@ -97,7 +97,7 @@ func start(sys *actor.System, cfg settings, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	if _, err := ddata.Start(sys, ddata.Config{Cluster: c, Registry: reg}); err != nil {
+	if _, err := ddata.Start(context.Background(), sys, ddata.Config{Cluster: c, Registry: reg}); err != nil {
 		return fmt.Errorf("ddata: %w", err)
 	}
 	s, err := sharding.Start(sys, sharding.Config{Registry: reg})
