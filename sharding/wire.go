@@ -28,7 +28,7 @@ type delivery struct {
 }
 
 // UserMessage returns what the user sent, for a delivery that becomes a dead letter
-// (its shard stopped before it arrived; actorstate.Wrapper): a StartEntity, or the
+// (its shard stopped before it arrived; actor.MessageWrapper): a StartEntity, or the
 // Envelope of the entity's message.
 func (d *delivery) UserMessage() any {
 	if d.start {
