@@ -260,7 +260,7 @@ type refResolver struct{ sys *actor.System }
 // ResolveRef implements serialization.RefResolver.
 func (r refResolver) ResolveRef(uri string) (actor.Ref, error) { return r.sys.Resolve(uri) }
 
-// ReceivingSystem implements hooks.ReceivingSystem: a batch decoded with it decodes
+// ReceivingSystem implements wirebatch.ReceivingSystem: a batch decoded with it decodes
 // its messages at once, as on a transport's reader.
 func (r refResolver) ReceivingSystem() *actor.System { return r.sys }
 
