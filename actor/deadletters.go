@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/troupe-go/troupe/internal/actorstate"
 	"github.com/troupe-go/troupe/internal/ratelog"
 	"go.uber.org/zap"
 )
@@ -27,14 +26,13 @@ type DeadLetter struct {
 }
 
 // deadLetter publishes an undeliverable message, counts and logs it, and fails an Ask
-// waiting on it. A batch of users' messages (actorstate.Batch) is as many dead letters,
+// waiting on it. A batch of users' messages (MessageBatch) is as many dead letters,
 // each with its own sender.
 func (s *System) deadLetter(recipient Ref, msg any, sender Ref, reason error) {
 	msg = untraced(msg)
-	if b, ok := msg.(actorstate.Batch); ok {
-		b.EachUserMessage(func(m, from any) {
-			r, _ := from.(Ref)
-			s.deadLetter(recipient, m, r, reason)
+	if b, ok := msg.(MessageBatch); ok {
+		b.EachUserMessage(func(m any, from Ref) {
+			s.deadLetter(recipient, m, from, reason)
 		})
 		return
 	}
@@ -161,9 +159,9 @@ func (d *deadLetterSink) isDead() bool    { return true }
 func typeName(v any) string { return fmt.Sprintf("%T", v) }
 
 // userMessage returns what the user sent: msg, or the message a Troupe layer wrapped
-// in it (actorstate.Wrapper).
+// in it (MessageWrapper).
 func userMessage(msg any) any {
-	if w, ok := msg.(actorstate.Wrapper); ok {
+	if w, ok := msg.(MessageWrapper); ok {
 		return w.UserMessage()
 	}
 	return msg

@@ -101,6 +101,17 @@
 // actors in other systems (package remote is one). Refs to such actors behave as local
 // ones.
 //
+// # Extension point: layers
+//
+// A layer that carries users' messages through actors of its own (sharding through
+// its regions and shards, persistence from its journal) keeps what users see the same
+// as if the messages had gone straight to their actors: its messages implement
+// MessageWrapper, MessageBatch, MessageCarrier or UntracedMessage, so that dead
+// letters, failed asks and spans name the users' messages; Ref.AskDeferred queues an
+// ask under the layer's own lock and leaves running an idle recipient to the caller,
+// Future.Await waits for an ask as the blocking Ask does, and System.PublishDeadLetter
+// publishes what the layer could not deliver as the runtime's own dead letters.
+//
 // # Shutdown
 //
 // System.Shutdown runs coordinated shutdown: named phases in order, each with tasks

@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"sync"
 
-	"github.com/troupe-go/troupe/internal/actorstate"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -26,9 +25,9 @@ type traced struct {
 	sc  trace.SpanContext
 }
 
-// isUntraced reports whether msg is a layer's own message (actorstate.Untraced).
+// isUntraced reports whether msg is a layer's own message (UntracedMessage).
 func isUntraced(msg any) bool {
-	_, ok := msg.(actorstate.Untraced)
+	_, ok := msg.(UntracedMessage)
 	return ok
 }
 
@@ -181,7 +180,7 @@ func (f *Future) startAsk(ctx context.Context, target Ref, msg any) trace.SpanCo
 	if tr == nil || !trace.SpanContextFromContext(ctx).IsValid() {
 		return trace.SpanContext{}
 	}
-	if c, ok := msg.(actorstate.Carrier); ok {
+	if c, ok := msg.(MessageCarrier); ok {
 		msg = c.CarriedMessage()
 	}
 	_, span := tr.Start(ctx, spanName("troupe.ask ", msg), trace.WithSpanKind(trace.SpanKindClient),

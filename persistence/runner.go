@@ -455,7 +455,7 @@ func (r *runner) takeOps() []*sideOp {
 }
 
 // The journal's answers to an entity are persistence's own messages: an entity whose
-// Props set Trace makes no span for them (actorstate.Untraced).
+// Props set Trace makes no span for them (actor.UntracedMessage).
 func (recoveryDone) UntracedMessage()      {}
 func (recoveredSnapshot) UntracedMessage() {}
 func (recoveredEvents) UntracedMessage()   {}

@@ -4,13 +4,13 @@ import (
 	"testing"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/hooks"
+	"github.com/troupe-go/troupe/internal/wirebatch"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/testkit"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// decodedIn records the system its decoder's context names (hooks.ReceivingSystem).
+// decodedIn records the system its decoder's context names (wirebatch.ReceivingSystem).
 type decodedIn struct{ sys *actor.System }
 
 func (d *decodedIn) EncodeMsgpack(enc *msgpack.Encoder) error { return enc.EncodeBool(true) }
@@ -19,7 +19,7 @@ func (d *decodedIn) DecodeMsgpack(dec *msgpack.Decoder) error {
 	if err := dec.Skip(); err != nil {
 		return err
 	}
-	if rs, ok := serialization.DecoderContext(dec).(hooks.ReceivingSystem); ok {
+	if rs, ok := serialization.DecoderContext(dec).(wirebatch.ReceivingSystem); ok {
 		d.sys = rs.ReceivingSystem()
 	}
 	return nil

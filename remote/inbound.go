@@ -563,7 +563,7 @@ func decodeAny(codec *serialization.Codec, resolver serialization.RefResolver, m
 // inboundResolver resolves the refs inside messages from the peer (see resolve).
 type inboundResolver struct{ in *inbound }
 
-// ReceivingSystem implements hooks.ReceivingSystem: batches of other packages decode
+// ReceivingSystem implements wirebatch.ReceivingSystem: batches of other packages decode
 // their messages on the reader's goroutine with it.
 func (i inboundResolver) ReceivingSystem() *actor.System { return i.in.r.sys }
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/actorstate"
 	"github.com/troupe-go/troupe/internal/syslane"
 	"github.com/troupe-go/troupe/internal/tracewire"
 	"github.com/troupe-go/troupe/serialization"
@@ -617,7 +616,7 @@ func (l *outLane) count(n int) {
 // counts but does not log (actor.DeadLetterSuppression): Troupe's own messages whose
 // loss at a peer that goes away is expected.
 func expectedDeadLetter(msg any) bool {
-	if w, ok := msg.(actorstate.Wrapper); ok {
+	if w, ok := msg.(actor.MessageWrapper); ok {
 		msg = w.UserMessage()
 	}
 	_, ok := msg.(actor.DeadLetterSuppression)

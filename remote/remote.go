@@ -263,7 +263,7 @@ func (t transport) ResolveRemote(addr actor.Address, path string, uid uint64) (a
 // back from a queue for dead letters): local actors, or Refs that send over the wire.
 type localResolver struct{ r *Remote }
 
-// ReceivingSystem implements hooks.ReceivingSystem: a batch of another package read
+// ReceivingSystem implements wirebatch.ReceivingSystem: a batch of another package read
 // back for dead letters decodes its messages with it, so that each dead letter names
 // one of them.
 func (l localResolver) ReceivingSystem() *actor.System { return l.r.sys }

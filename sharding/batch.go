@@ -29,7 +29,7 @@ import (
 // gives back once it has decoded every delivery, receivedBatch.release) and checks
 // the index; the receiving region reads the deliveries from them one after another
 // (receivedBatch.next), sharing them. Decoded on a transport's reader for a system that
-// runs sharding (its context names the system, hooks.ReceivingSystem), a batch also
+// runs sharding (its context names the system, wirebatch.ReceivingSystem), a batch also
 // decodes every delivery's message there (receivedBatch.predecode), so that the region
 // only routes them, as a plain remote message reaches its actor decoded.
 //
@@ -375,7 +375,7 @@ func decodeDeliveries(dec *msgpack.Decoder) (receivedBatch, error) {
 	if err := b.check(); err != nil {
 		return b, err
 	}
-	if rs, ok := serialization.DecoderContext(dec).(hooks.ReceivingSystem); ok {
+	if rs, ok := serialization.DecoderContext(dec).(wirebatch.ReceivingSystem); ok {
 		if s := Get(rs.ReceivingSystem()); s != nil {
 			codec := s.decoders.Get().(*serialization.Codec)
 			b.predecode(codec)

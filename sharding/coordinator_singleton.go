@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/singleton"
 	"github.com/troupe-go/troupe/supervision"
 )
@@ -26,8 +25,9 @@ import (
 //
 // A leaving member hands its shards off first (the regions, in the sharding shutdown
 // phase, while the coordinator still runs here), and moves the coordinator after: the
-// sharding shutdown task runs the singleton's hand-over itself (hooks.SingletonHandOver),
-// in the order Akka's shutdown has.
+// singleton is started with singleton.Config.CallerHandsOver, and the sharding
+// shutdown task runs its hand-over itself (Manager.HandOver), in the order Akka's
+// shutdown has.
 //
 // Without a cluster the coordinator never moves: the same supervisor runs as
 // /system/sharding/<type>Coordinator.
@@ -67,19 +67,18 @@ func coordinatorSupervisorProps(ext *Sharding, e *typeEntry) (*actor.Props, erro
 }
 
 // startCoordinatorSingleton starts the manager of a type's coordinator singleton on
-// this member; the sharding shutdown task hands it over (see handOverCoordinators).
-func (s *Sharding) startCoordinatorSingleton(e *typeEntry) error {
+// this member and returns it; the sharding shutdown task hands it over (see
+// handOverCoordinators).
+func (s *Sharding) startCoordinatorSingleton(e *typeEntry) (*singleton.Manager, error) {
 	props, err := coordinatorSupervisorProps(s, e)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	name := coordinatorName(e.name)
-	hooks.ClaimSingletonHandOver(s.sys, name)
-	_, err = singleton.Start(s.sys, singleton.Config{
-		Name:               name,
+	return singleton.Start(s.sys, singleton.Config{
+		Name:               coordinatorName(e.name),
 		Props:              props,
 		Role:               e.cfg.Role,
 		TerminationMessage: coordinatorStop{},
+		CallerHandsOver:    true,
 	})
-	return err
 }

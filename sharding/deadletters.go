@@ -2,7 +2,6 @@ package sharding
 
 import (
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/actorstate"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
 )
@@ -13,13 +12,9 @@ import (
 // bounded rate. Its message is what the user sent, in the form the public API gives
 // it: for a message the region had placed, the Envelope of the entity and the message
 // the entity would have received (StartEntity for a start); a message that cannot be
-// decoded is named by a remote.Undecodable in its Envelope.
-
-// deadLetter publishes msg, which recipient (a region or a shard of sys) cannot
-// deliver, as a dead letter with its reason; an ask waiting for it fails at once.
-func deadLetter(sys *actor.System, recipient actor.Ref, msg any, sender actor.Ref, reason error) {
-	actorstate.DeadLetter(sys, recipient, msg, sender, reason)
-}
+// decoded is named by a remote.Undecodable in its Envelope. A region or a shard
+// publishes them with actor.System.PublishDeadLetter, addressed to itself; an ask
+// waiting for one fails at once.
 
 // undecodable is the dead letter's message for a delivery to entity id whose
 // encoding cannot be decoded.
@@ -29,12 +24,12 @@ func undecodable(id EntityID, manifest string, payload []byte) Envelope {
 
 // EachUserMessage gives each delivery of the batch as the user sent it: the Envelope
 // the receiving region would have placed (the entity and its message), with the
-// delivery's own sender. It implements actorstate.Batch, so that a batch that becomes
+// delivery's own sender. It implements actor.MessageBatch, so that a batch that becomes
 // a dead letter (the transport refused it, or the region it was for has stopped) is as
 // many dead letters, each of them a user's message, and the dead-letter count is the
 // count of messages. A message that cannot be decoded where this runs (no sharding
 // there, or a type it does not know) is given as a remote.Undecodable in its Envelope.
-func (m *msgDeliveries) EachUserMessage(yield func(msg, sender any)) {
+func (m *msgDeliveries) EachUserMessage(yield func(msg any, sender actor.Ref)) {
 	if m.out == nil {
 		m.in.each(nil, yield)
 		return
@@ -52,7 +47,7 @@ func (m *msgDeliveries) EachUserMessage(yield func(msg, sender any)) {
 
 // each gives b's deliveries to yield as EachUserMessage does, decoding with codec
 // (when not nil) those not decoded on the transport's reader.
-func (b *receivedBatch) each(codec *serialization.Codec, yield func(msg, sender any)) {
+func (b *receivedBatch) each(codec *serialization.Codec, yield func(msg any, sender actor.Ref)) {
 	var c batchCursor
 	for d, ok := b.next(&c); ok; d, ok = b.next(&c) {
 		msg := d.msg
@@ -62,17 +57,9 @@ func (b *receivedBatch) each(codec *serialization.Codec, yield func(msg, sender 
 			}
 		}
 		if msg == nil {
-			yield(undecodable(d.entity, d.manifest, d.payload), senderOrNil(d.sender))
+			yield(undecodable(d.entity, d.manifest, d.payload), d.sender)
 			continue
 		}
-		yield(Envelope{EntityID: d.entity, Message: msg}, senderOrNil(d.sender))
+		yield(Envelope{EntityID: d.entity, Message: msg}, d.sender)
 	}
-}
-
-// senderOrNil returns ref, or nil for the zero Ref (no sender).
-func senderOrNil(ref actor.Ref) any {
-	if ref.IsZero() {
-		return nil
-	}
-	return ref
 }

@@ -9,7 +9,6 @@ import (
 	"weak"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/actorstate"
 )
 
 // EntityRef is a typed reference to one entity: it sends messages of type M to the
@@ -108,11 +107,11 @@ type refMessage struct {
 
 // UserMessage returns the Envelope the region places: a refMessage that becomes a dead
 // letter (its region stopped first) is published as that Envelope, and an ask that
-// fails with it names it (actorstate.Wrapper).
+// fails with it names it (actor.MessageWrapper).
 func (m refMessage) UserMessage() any { return m.env }
 
 // CarriedMessage returns the entity's message, which an ask's span is named after
-// (actorstate.Carrier).
+// (actor.MessageCarrier).
 func (m refMessage) CarriedMessage() any { return m.env.Message }
 
 // path returns the fast path of the entity's shard when a sender may take it now: the
@@ -170,11 +169,11 @@ func (e *entityRoute) send(id EntityID, msg any, sender actor.Ref) bool {
 
 // ask tries the fast path for an ask (see fastPath.tryAsk); a nil future when it
 // cannot be taken.
-func (e *entityRoute) ask(ctx context.Context, id EntityID, msg any, watch bool) (*actor.Future, any) {
+func (e *entityRoute) ask(ctx context.Context, id EntityID, msg any, watch bool) (*actor.Future, actor.Ref) {
 	if fp := e.shard.path(); fp != nil {
 		return fp.tryAsk(ctx, e, id, msg, watch)
 	}
-	return nil, nil
+	return nil, actor.Ref{}
 }
 
 // EntityRefFor returns a reference to entity id of typeName. The type must be started
@@ -301,7 +300,7 @@ func Ask[R, M any](ctx context.Context, ref EntityRef[M], msg M) (R, error) {
 	if fut == nil {
 		fut, target = ref.direct.shard.viaRegionAsk(ctx, ref.region, ref.id, msg), ref.region
 	}
-	res, err := actorstate.AwaitAsk(ctx, fut, target, msg)
+	res, err := fut.Await(ctx, target, msg)
 	var zero R
 	if err != nil {
 		return zero, err

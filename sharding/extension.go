@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,10 +15,10 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/ddata"
-	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/singleton"
 	"go.uber.org/zap"
 )
 
@@ -63,6 +64,10 @@ type typeEntry struct {
 	// outbox is the running region's outbox, which EntityRefs add messages for shards
 	// on other nodes to (outbox.go); nil while no region runs.
 	outbox atomic.Pointer[outbox]
+	// coordinator is the manager of the type's coordinator singleton on this member,
+	// whose hand-over the sharding shutdown task runs (handOverCoordinators); nil for
+	// a proxy, without a cluster, and until it has started.
+	coordinator *singleton.Manager
 }
 
 var extID = actor.NewExtensionID("troupe.sharding", func(*actor.System) *atomic.Pointer[Sharding] {
@@ -207,8 +212,9 @@ func (s *Sharding) startType(typeName string, cfg EntityConfig, proxy bool) (act
 		s.mu.Unlock()
 		return actor.Ref{}, fmt.Errorf("sharding: starting entity type %q: %w", typeName, err)
 	}
+	var coordinator *singleton.Manager
 	if !proxy && clusterFor(s.sys) != nil {
-		if err := s.startCoordinatorSingleton(e); err != nil {
+		if coordinator, err = s.startCoordinatorSingleton(e); err != nil {
 			_ = s.sys.Stop(ref)
 			s.mu.Lock()
 			delete(s.types, typeName)
@@ -218,6 +224,7 @@ func (s *Sharding) startType(typeName string, cfg EntityConfig, proxy bool) (act
 	}
 	s.mu.Lock()
 	e.region = ref
+	e.coordinator = coordinator
 	s.mu.Unlock()
 	return ref, nil
 }
@@ -317,20 +324,18 @@ func stopReserve(budget time.Duration) time.Duration {
 // their managers' part.
 func (s *Sharding) handOverCoordinators(ctx context.Context) error {
 	s.mu.Lock()
-	var names []string
+	var managers []*singleton.Manager
 	for _, e := range s.types {
-		if !e.proxy {
-			names = append(names, coordinatorName(e.name))
+		if e.coordinator != nil {
+			managers = append(managers, e.coordinator)
 		}
 	}
 	s.mu.Unlock()
-	sort.Strings(names)
+	slices.SortFunc(managers, func(a, b *singleton.Manager) int { return strings.Compare(a.Name(), b.Name()) })
 	var errs []error
-	for _, name := range names {
-		if handOver := hooks.SingletonHandOver(s.sys, name); handOver != nil {
-			if err := handOver(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("sharding: handing over %s: %w", name, err))
-			}
+	for _, m := range managers {
+		if err := m.HandOver(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("sharding: handing over %s: %w", m.Name(), err))
 		}
 	}
 	return errors.Join(errs...)

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/actorstate"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -182,24 +181,22 @@ func (f *fastPath) outsideMayGo() bool {
 }
 
 // tryAsk is trySend for an ask: it sends msg to entity id with a new future as its
-// sender and returns the future and the entity (boxed, for AwaitAsk), or a nil
-// future when the fast path cannot be taken. With watch the future fails by itself
-// when ctx ends; without, the caller waits with actorstate.AwaitAsk.
-func (f *fastPath) tryAsk(ctx context.Context, e *entityRoute, id EntityID, msg any, watch bool) (*actor.Future, any) {
+// sender and returns the future and the entity (for Future.Await), or a nil future
+// when the fast path cannot be taken. With watch the future fails by itself when ctx
+// ends; without, the caller waits with Future.Await.
+func (f *fastPath) tryAsk(ctx context.Context, e *entityRoute, id EntityID, msg any, watch bool) (*actor.Future, actor.Ref) {
 	if !f.outsideMayGo() {
-		return nil, nil
+		return nil, actor.Ref{}
 	}
 	var fut *actor.Future
-	var target any
+	var target actor.Ref
 	var run func()
 	f.mu.Lock()
 	if ref, ok := f.reach(e, id); ok {
 		// The message is queued now, under the lock; an idle entity is run (on this
 		// goroutine) only after the lock is released.
 		target = ref
-		var v any
-		v, run = actorstate.AskDeferred(ctx, target, msg, watch)
-		fut = v.(*actor.Future)
+		fut, run = ref.AskDeferred(ctx, msg, watch)
 	}
 	f.mu.Unlock()
 	if run != nil {

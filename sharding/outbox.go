@@ -293,7 +293,7 @@ func (r *regionActor) fromRegionBatch(ctx actor.Context, m *msgDeliveries) {
 		}
 		if err != nil {
 			r.entry.stats.undelivered.Add(1)
-			deadLetter(ctx.System(), r.self, undecodable(in.entity, in.manifest, in.payload), in.sender, err)
+			ctx.System().PublishDeadLetter(r.self, undecodable(in.entity, in.manifest, in.payload), in.sender, err)
 			r.drops.warn(r.log, "sharding: a delivery from another region cannot be decoded; sent to dead letters",
 				zap.String("entity", string(in.entity)), zap.Error(err))
 			continue

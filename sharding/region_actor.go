@@ -432,7 +432,7 @@ func (r *regionActor) forgetRegion(id RegionID) {
 // letters.
 func (r *regionActor) unplaceable(ctx actor.Context, msg any, err error) {
 	r.entry.stats.unplaceable.Add(1)
-	deadLetter(ctx.System(), ctx.Self(), msg, ctx.Sender(), err)
+	ctx.System().PublishDeadLetter(ctx.Self(), msg, ctx.Sender(), err)
 	r.drops.warn(r.log, "sharding: message cannot be placed; sent to dead letters",
 		zap.String("message", fmt.Sprintf("%T", msg)), zap.Stringer("sender", ctx.Sender()), zap.Error(err))
 }
@@ -494,7 +494,7 @@ func (r *regionActor) fromRegion(ctx actor.Context, m *msgDelivery) {
 	d, err := unwire(r.ext.reg, ctx.System(), m, ctx.Sender())
 	if err != nil {
 		r.entry.stats.undelivered.Add(1)
-		deadLetter(ctx.System(), ctx.Self(), undecodable(m.Entity, m.Manifest, m.Payload), ctx.Sender(), err)
+		ctx.System().PublishDeadLetter(ctx.Self(), undecodable(m.Entity, m.Manifest, m.Payload), ctx.Sender(), err)
 		r.drops.warn(r.log, "sharding: a delivery from another region cannot be decoded; sent to dead letters", zap.Error(err))
 		return
 	}
@@ -730,7 +730,7 @@ func (r *regionActor) drop(ctx actor.Context, d *delivery, err error) {
 	// route's callers keep on the stack to the heap, for every message.
 	msg := d.UserMessage()
 	if d.start || d.msg != nil {
-		deadLetter(ctx.System(), r.self, msg, d.sender, err)
+		ctx.System().PublishDeadLetter(r.self, msg, d.sender, err)
 	}
 	r.drops.warn(r.log, "sharding: message dropped; sent to dead letters", zap.String("shard", string(d.shard)),
 		zap.String("entity", string(d.entity)), zap.String("message", fmt.Sprintf("%T", msg)), zap.Error(err))

@@ -300,7 +300,7 @@ func (s *shardActor) drop(ctx actor.Context, d *delivery, err error) {
 	}
 	msg := d.UserMessage()
 	if d.start || d.msg != nil {
-		deadLetter(ctx.System(), ctx.Self(), msg, d.sender, err)
+		ctx.System().PublishDeadLetter(ctx.Self(), msg, d.sender, err)
 	}
 	s.drops.warn(s.log, "sharding: message dropped; sent to dead letters", zap.String("entity", string(d.entity)),
 		zap.String("message", fmt.Sprintf("%T", msg)), zap.Error(err))

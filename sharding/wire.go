@@ -28,7 +28,7 @@ type delivery struct {
 }
 
 // UserMessage returns what the user sent, for a delivery that becomes a dead letter
-// (its shard stopped before it arrived; actorstate.Wrapper): a StartEntity, or the
+// (its shard stopped before it arrived; actor.MessageWrapper): a StartEntity, or the
 // Envelope of the entity's message.
 func (d *delivery) UserMessage() any {
 	if d.start {
@@ -260,7 +260,7 @@ type refResolver struct{ sys *actor.System }
 // ResolveRef implements serialization.RefResolver.
 func (r refResolver) ResolveRef(uri string) (actor.Ref, error) { return r.sys.Resolve(uri) }
 
-// ReceivingSystem implements hooks.ReceivingSystem: a batch decoded with it decodes
+// ReceivingSystem implements wirebatch.ReceivingSystem: a batch decoded with it decodes
 // its messages at once, as on a transport's reader.
 func (r refResolver) ReceivingSystem() *actor.System { return r.sys }
 

@@ -109,6 +109,15 @@ type Config struct {
 	// split-brain resolver and the down-removal margin alone keep two singletons from
 	// running at once.
 	Lease lease.Lease
+	// CallerHandsOver, when true, leaves the hand-over at shutdown to the caller of
+	// Start: Start adds no coordinated-shutdown task, and the caller runs the hand-over
+	// with Manager.HandOver in a task of its own, at the point of its own shutdown it
+	// needs, before this member leaves the cluster (a phase before
+	// actor.PhaseClusterLeave). A layer that runs singletons of its own uses it to
+	// order the hand-over after its own work: sharding hands its shards off first,
+	// while the coordinator still runs here, and moves its coordinator after. False
+	// (the default): the manager hands over in the before-cluster-shutdown phase.
+	CallerHandsOver bool
 }
 
 // WithDefaults returns the configuration with zero values replaced by the defaults.

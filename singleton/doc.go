@@ -50,7 +50,9 @@
 // phase, before the member leaves the cluster: the next oldest claims it, the old
 // instance gets Config.TerminationMessage (default actor.PoisonPill), and once it has
 // terminated the new instance starts. The phase waits until this member can leave
-// without losing anything (Status.Finished), up to its timeout.
+// without losing anything (Status.Finished), up to its timeout. A layer that must
+// move its singleton at a point of its own shutdown (sharding, after its shards) sets
+// Config.CallerHandsOver and runs Manager.HandOver itself.
 //
 // When the member crashes or is partitioned away, the split-brain resolver downs it;
 // the downed member stops its instance, and the next oldest starts one once the

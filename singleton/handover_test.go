@@ -230,3 +230,43 @@ func countOf(events []string, e string) int {
 	}
 	return n
 }
+
+// With Config.CallerHandsOver the manager adds no shutdown task: the singleton still
+// runs on the leaving oldest after the before-cluster-shutdown phase, until the caller
+// runs Manager.HandOver in a later phase of its own (as sharding does after handing
+// its shards off); then it hands over as at any graceful leave.
+func TestCallerHandsOver(t *testing.T) {
+	h := newHarness(t, harnessOptions{nodes: 2, mod: func(_ int, cfg *singleton.Config) {
+		cfg.TerminationMessage = Terminate{}
+		cfg.CallerHandsOver = true
+	}})
+	h.awaitRunning(0, 5*time.Second)
+	next := h.byAge(0)[1]
+	m := h.manager(0)
+	ran := make(chan error, 1)
+	err := h.c.Node(0).System.CoordinatedShutdown().AddTask(actor.PhaseClusterShardingShutdownRegion, "test-hand-over",
+		func(ctx context.Context) error {
+			if s := m.Status(); !s.Running || s.Finished || slices.Contains(h.tab.eventsSnapshot(), "terminate 0") {
+				ran <- fmt.Errorf("before the caller's hand-over: status %+v, events %v; want the singleton still running", s, h.tab.eventsSnapshot())
+				return nil
+			}
+			err := m.HandOver(ctx)
+			if s := m.Status(); err == nil && (!s.Finished || s.Running) {
+				err = fmt.Errorf("after HandOver: status %+v, want finished", s)
+			}
+			ran <- err
+			return err
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.leave(0)
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	h.awaitRunning(next, 5*time.Second)
+	ev := h.tab.eventsSnapshot()
+	if term, started := indexOf(ev, "terminate 0", 0), indexOf(ev, fmt.Sprintf("start %d", next), 0); term < 0 || started < term {
+		t.Fatalf("want terminate 0, then start %d; events %v", next, ev)
+	}
+}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
-	"github.com/troupe-go/troupe/internal/hooks"
 	core "github.com/troupe-go/troupe/internal/singletoncore"
 	"github.com/troupe-go/troupe/lease"
 )
@@ -96,7 +95,8 @@ type Manager struct {
 // When sys shuts down, the manager hands the singleton over in the
 // before-cluster-shutdown phase of coordinated shutdown, before the member leaves the
 // cluster (cluster-leave); the phase waits until nothing is lost by leaving
-// (Status.Finished), up to its timeout.
+// (Status.Finished), up to its timeout. With cfg.CallerHandsOver the caller runs the
+// hand-over itself (Manager.HandOver) and Start adds no shutdown task.
 func Start(sys *actor.System, cfg Config) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -140,11 +140,11 @@ func Start(sys *actor.System, cfg Config) (*Manager, error) {
 		return fail(fmt.Errorf("singleton %q: starting its manager: %w", cfg.Name, err))
 	}
 	m.ref = ref
-	if hooks.OfferSingletonHandOver(sys, cfg.Name, m.handOver) {
-		return m, nil // the layer that owns this singleton hands it over (sharding)
+	if cfg.CallerHandsOver {
+		return m, nil // the caller runs HandOver at its point of the shutdown (sharding)
 	}
 	if err := sys.CoordinatedShutdown().AddTask(actor.PhaseBeforeClusterShutdown, "singleton-hand-over-"+cfg.Name,
-		m.handOver); err != nil {
+		m.HandOver); err != nil {
 		_ = sys.Stop(ref)
 		return fail(fmt.Errorf("singleton %q: %w", cfg.Name, err))
 	}
@@ -222,9 +222,18 @@ func (m *Manager) update(f func(*Status)) {
 	m.mu.Unlock()
 }
 
-// handOver is the manager's coordinated-shutdown task: it tells the manager that this
-// member is leaving and waits until the member may leave.
-func (m *Manager) handOver(ctx context.Context) error {
+// HandOver hands the singleton over because this member is leaving the cluster: it
+// tells the manager that the member leaves, and waits until the member may leave
+// without losing anything (Status.Finished: the singleton has terminated here, or
+// never ran here, and what the manager held was passed on to the next oldest). It
+// returns ctx's error when ctx ends first, and nil once the manager has stopped.
+//
+// It is the manager's coordinated-shutdown task, which Start adds itself unless
+// Config.CallerHandsOver is set; then the caller must call it during its shutdown,
+// before the member leaves the cluster (in a phase before actor.PhaseClusterLeave).
+// After it the manager never runs the singleton on this member again, so call it only
+// when the member is about to leave. Calling it again waits for the same condition.
+func (m *Manager) HandOver(ctx context.Context) error {
 	if m.Status().Stopped {
 		return nil
 	}

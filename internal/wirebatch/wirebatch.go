@@ -2,7 +2,9 @@
 // proxy batches and sharding's batches of deliveries both carry many messages in one,
 // with an index of uvarints per message and tables of the senders and manifests they
 // name once each. It has the pieces both encode and check in the same way; each
-// message type keeps its own layout and its own error to wrap these errors in.
+// message type keeps its own layout and its own error to wrap these errors in. It
+// also names the decoder context through which a batch decoding on a transport's
+// reader finds the system it arrived at (ReceivingSystem).
 package wirebatch
 
 import (
@@ -159,4 +161,13 @@ func truncate(s string) string {
 		return s[:max] + "..."
 	}
 	return s
+}
+
+// ReceivingSystem is implemented by the decoder context (serialization.DecoderContext)
+// under which a transport decodes what arrives for a system (remote's resolvers), and
+// by sharding's own when it reads a batch back: it names that system. A batch of
+// messages decoding there can so find the extension it is for, and decode its
+// messages at once, off the recipient's goroutine, as plain remote messages are.
+type ReceivingSystem interface {
+	ReceivingSystem() *actor.System
 }

@@ -6,14 +6,12 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/troupe-go/troupe/internal/actorstate"
 )
 
-// The hooks package actor gives internal/actorstate: AskDeferred queues an ask and leaves running the
-// idle recipient to the caller; AwaitAsk waits for such an ask as a blocking ask does,
-// and fails it when ctx ends.
-func TestActorStateHooks(t *testing.T) {
+// Ref.AskDeferred queues an ask and leaves running the idle recipient to the caller;
+// Future.Await waits for such an ask as a blocking ask does, and fails it when ctx
+// ends.
+func TestAskDeferredAndAwait(t *testing.T) {
 	sys, err := New("hooks", Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -46,12 +44,12 @@ func TestActorStateHooks(t *testing.T) {
 	}
 
 	// Deferred: the recipient is idle, so the caller owns it and runs it.
-	v, run := actorstate.AskDeferred(ctx, ref, "ping", false)
+	fut, run := ref.AskDeferred(ctx, "ping", false)
 	if run == nil {
 		t.Fatal("no run for an idle recipient")
 	}
 	run()
-	if got, err := v.(*Future).Result(ctx); err != nil || got != "pong" {
+	if got, err := fut.Await(ctx, ref, "ping"); err != nil || got != "pong" {
 		t.Fatalf("deferred ask: %v, %v", got, err)
 	}
 
@@ -60,18 +58,61 @@ func TestActorStateHooks(t *testing.T) {
 	_ = ref.Tell("block")
 	short, cancelShort := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancelShort()
-	v, run = actorstate.AskDeferred(short, ref, "ping", false)
+	fut, run = ref.AskDeferred(short, "ping", false)
 	if run != nil {
 		run()
 	}
-	_, err = actorstate.AwaitAsk(short, v, ref, "ping")
+	_, err = fut.Await(short, ref, "ping")
 	if !errors.Is(err, ErrTimeout) {
-		t.Fatalf("AwaitAsk: %v, want ErrTimeout", err)
+		t.Fatalf("Await: %v, want ErrTimeout", err)
+	}
+	// With watch the future fails by itself when its context ends.
+	watched, cancelWatched := context.WithCancel(context.Background())
+	fut, run = ref.AskDeferred(watched, "ping", true)
+	if run != nil {
+		t.Fatal("a run for a busy recipient")
+	}
+	cancelWatched()
+	if _, err := fut.Result(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("watched deferred ask: %v, want context.Canceled", err)
+	}
+	// The zero Ref: no run, and the future has failed.
+	fut, run = Ref{}.AskDeferred(ctx, "ping", false)
+	if _, err := fut.Await(ctx, Ref{}, "ping"); run != nil || !errors.Is(err, ErrNoRecipient) {
+		t.Fatalf("deferred ask to the zero Ref: run %v, %v; want no run and ErrNoRecipient", run != nil, err)
 	}
 	close(release)
 }
 
-// wrapped is a layer's wrapper around a user's message (actorstate.Wrapper).
+// PublishDeadLetter publishes a layer's undelivered message as the runtime's own dead
+// letters: the user's message in the event, counted, and the ask waiting for it
+// failed at once with the reason.
+func TestPublishDeadLetter(t *testing.T) {
+	sys, err := New("publish", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sys.Shutdown(context.Background()) }()
+	dead, sub := deadLetterChan(t, sys)
+	fut := newFuture(sys)
+	errGone := errors.New("the layer's reason")
+	before := sys.DeadLetterCount()
+	sys.PublishDeadLetter(sub, wrapped{"hello"}, Ref{fut}, errGone)
+	dl := <-dead
+	if dl.Message != "hello" || dl.Recipient != sub || dl.Sender != (Ref{fut}) || !errors.Is(dl.Reason, errGone) {
+		t.Fatalf("dead letter %+v, want the user's message to the recipient, from the ask, with the reason", dl)
+	}
+	if n := sys.DeadLetterCount() - before; n != 1 {
+		t.Fatalf("the count grew by %d, want 1", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := fut.Result(ctx); !errors.Is(err, ErrDeadLetter) || !errors.Is(err, errGone) {
+		t.Fatalf("the ask's future: %v; want ErrDeadLetter and the reason", err)
+	}
+}
+
+// wrapped is a layer's wrapper around a user's message (MessageWrapper).
 type wrapped struct{ user string }
 
 func (w wrapped) UserMessage() any { return w.user }
@@ -143,13 +184,13 @@ func TestDeadLetterNamesTheUsersMessage(t *testing.T) {
 	}
 }
 
-// batch is a layer's batch of users' messages (actorstate.Batch), each with a sender.
+// batch is a layer's batch of users' messages (MessageBatch), each with a sender.
 type batch struct {
 	msgs    []any
 	senders []Ref
 }
 
-func (b batch) EachUserMessage(yield func(msg, sender any)) {
+func (b batch) EachUserMessage(yield func(msg any, sender Ref)) {
 	for i, m := range b.msgs {
 		yield(m, b.senders[i])
 	}
