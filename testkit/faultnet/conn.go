@@ -14,10 +14,10 @@ import (
 // link, hanging until ctx ends on a black-holed one.
 func (nd *Node) Dial(ctx context.Context, network, address string) (net.Conn, error) {
 	n := nd.n
-	n.mu.Lock()
+	n.mu.RLock()
 	to := n.remotes[address]
 	f := n.faultOf(nd.name, to)
-	n.mu.Unlock()
+	n.mu.RUnlock()
 	switch f.remote {
 	case remoteRefuse:
 		return nil, &net.OpError{Op: "dial", Net: network, Err: ErrCut}
@@ -107,7 +107,8 @@ func newConn(n *Network, raw net.Conn, local, peer string) *conn {
 }
 
 // peerOf returns the node at the other end of c, "" while unknown (an accepted
-// connection whose dialler is not a node of n); n.mu must be held. The dialler
+// connection whose dialler is not a node of n); n.mu must be held (read-locked at
+// least). The dialler
 // registers its end before it writes, so an accepted end knows its peer by the time
 // anything arrives.
 func (n *Network) peerOf(c *conn) string {
@@ -126,9 +127,9 @@ func (c *conn) Write(b []byte) (int, error) {
 	if c.broken.Load() {
 		return len(b), nil
 	}
-	c.n.mu.Lock()
+	c.n.mu.RLock()
 	f := c.n.faultOf(c.local, c.n.peerOf(c))
-	c.n.mu.Unlock()
+	c.n.mu.RUnlock()
 	switch f.remote {
 	case remoteRefuse:
 		_ = c.Close()
@@ -185,8 +186,8 @@ func (c *conn) faulty() bool {
 	if c.broken.Load() {
 		return true
 	}
-	c.n.mu.Lock()
-	defer c.n.mu.Unlock()
+	c.n.mu.RLock()
+	defer c.n.mu.RUnlock()
 	f := c.n.faultOf(c.local, c.n.peerOf(c))
 	return f.remote != remoteOK || f.delay > 0
 }

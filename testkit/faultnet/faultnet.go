@@ -31,7 +31,7 @@ type fault struct {
 // Network is a set of named nodes and the faults on the links between them. Its
 // methods are safe for concurrent use. The zero Network is not usable: call New.
 type Network struct {
-	mu       sync.Mutex
+	mu       sync.RWMutex      // read-locked on every write and packet, locked to change
 	remotes  map[string]string // listening "host:port" -> node
 	gossips  map[string]string // gossip "host:port" -> node
 	dialled  map[string]string // local "host:port" of a dialled connection -> node
@@ -161,7 +161,7 @@ func (n *Network) update(from, to string, change func(*fault)) {
 	closeAll(stale)
 }
 
-// faultOf returns the fault of from to; n.mu must be held.
+// faultOf returns the fault of from to; n.mu must be held (read-locked at least).
 func (n *Network) faultOf(from, to string) fault {
 	if from == "" || to == "" || from == to {
 		return fault{}

@@ -41,8 +41,8 @@ func (g *gossip) GetAutoBindPort() int { return g.nt.GetAutoBindPort() }
 
 func (g *gossip) cut(addr string) bool {
 	n := g.nd.n
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	n.mu.RLock()
+	defer n.mu.RUnlock()
 	return n.faultOf(g.nd.name, n.gossips[addr]).gossip
 }
 
