@@ -11,7 +11,6 @@ import (
 
 	"github.com/hashicorp/serf/serf"
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/lease"
 	"github.com/troupe-go/troupe/remote"
@@ -38,9 +37,8 @@ var (
 // during the system's coordinated shutdown. Its methods are safe for concurrent use.
 type Cluster struct {
 	sys  *actor.System
-	r    *remote.Remote
-	link hooks.Remote // the transport's quarantine and failure-detection hand-over
-	cfg  Config       // with defaults
+	r    *remote.Remote // the transport: quarantine and failure-detection hand-over
+	cfg  Config         // with defaults
 	log  *zap.Logger
 	self Member
 	serf *serf.Serf
@@ -189,7 +187,7 @@ func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {
 	c.leaseCtx, c.leaseCancel = context.WithCancel(context.Background())
 	k.c = c
 	c.state = k.ms.State()
-	sc, err := c.serfConfig(tags, hooks.GossipWrapperOf(sys))
+	sc, err := c.serfConfig(tags)
 	if err != nil {
 		c.leaseCancel()
 		return nil, err
@@ -204,11 +202,10 @@ func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {
 		c.join.Joined = true
 		close(c.joined)
 	}
-	c.link = hooks.RemoteOf(sys)
-	c.link.SetMembership(c.isMember)
+	r.SetMembership(c.isMember)
 	c.core, err = sys.SpawnSystem(actor.PropsOf(func() actor.Actor { return k }), "cluster")
 	if err != nil {
-		c.link.SetMembership(nil)
+		r.SetMembership(nil)
 		_ = c.serf.Shutdown()
 		c.leaseCancel()
 		return nil, err
@@ -216,8 +213,7 @@ func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {
 	// A member that removed this one refuses its connections from then on: that tells
 	// this node it was downed when the decision itself missed it (see onQuarantinedBy).
 	core := c.core
-	c.link.OnQuarantinedBy(func(by actor.Address) { _ = core.Tell(quarantinedBy{addr: by.String()}) })
-	hooks.SetCluster(sys, crasher{c})
+	r.OnQuarantinedBy(func(by actor.Address) { _ = core.Tell(quarantinedBy{addr: by.String()}) })
 	c.wg.Add(1)
 	go c.pump()
 	switch {
@@ -381,15 +377,11 @@ func (c *Cluster) Leave(ctx context.Context) error {
 // Stopped is closed when this node has left the cluster, was downed, or shut down.
 func (c *Cluster) Stopped() <-chan struct{} { return c.done }
 
-// crasher exposes Crash to the test kits through internal/hooks: serf stops at once
-// without leaving, as a killed process would; the others see this member become
-// unreachable.
-type crasher struct{ c *Cluster }
-
-func (k crasher) Crash() { k.c.stop() }
-
-// DownRemovalMargin returns the margin in force (see DowningConfig.DownRemovalMargin).
-func (k crasher) DownRemovalMargin() time.Duration { return k.c.cfg.Downing.DownRemovalMargin }
+// DownRemovalMargin returns the down-removal margin in force on this node
+// (DowningConfig.DownRemovalMargin, with its default applied): how long after
+// removing a downed member the node waits before the services above it (singleton,
+// sharding) take over what that member ran.
+func (c *Cluster) DownRemovalMargin() time.Duration { return c.cfg.Downing.DownRemovalMargin }
 
 // stop shuts serf down and ends the node's goroutines; it is idempotent.
 func (c *Cluster) stop() {

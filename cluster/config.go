@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/troupe-go/troupe/discovery"
 	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/internal/sbr"
@@ -67,6 +68,18 @@ type Config struct {
 	// Timing tunes gossip and failure detection; zero fields keep the defaults.
 	// TestTiming returns settings that make a test take seconds.
 	Timing Timing
+
+	// Transport, when set, makes the transport serf gossips over (UDP packets and TCP
+	// streams), in place of the memberlist.NetTransport serf would bind itself. It
+	// gets the configuration that transport would have (GossipHost, GossipPort, serf's
+	// logger) and may return memberlist.NewNetTransport of it, wrapped, or a transport
+	// of its own. The node advertises the port the transport reports bound (its
+	// GetAutoBindPort method when it has one, else FinalAdvertiseAddr("", 0)) unless
+	// AdvertiseGossipPort is set. Serf shuts the transport down when the node stops.
+	// It is the seam for fault injection in tests (testkit/faultnet drops packets and
+	// streams per link and direction) and for special networks. Default: nil, serf's
+	// own NetTransport.
+	Transport func(cfg *memberlist.NetTransportConfig) (memberlist.NodeAwareTransport, error)
 }
 
 // BootstrapConfig configures joining a cluster through discovery, as Akka's Cluster

@@ -453,9 +453,9 @@ func (k *core) apply(evs []membership.Event, err error) {
 			k.table.Remove(u)
 			if addr, err := actor.ParseAddress(u.Addr); err == nil {
 				if e.PreviousStatus == Down {
-					k.c.link.Quarantine(addr, u.UID, "downed and removed from the cluster", false)
+					k.c.r.Quarantine(addr, u.UID, "downed and removed from the cluster", false)
 				} else {
-					k.c.link.Quarantine(addr, u.UID, "left the cluster", true)
+					k.c.r.Quarantine(addr, u.UID, "left the cluster", true)
 				}
 			}
 			follow = append(follow, k.margins.Removed(e, now)...)

@@ -25,6 +25,12 @@
 // two clusters never merge: gossip from a member of another cluster is refused and
 // logged as an error.
 //
+// The cluster uses the transport Start finds in the system (remote.Get): it hands it
+// the failure detection of members and quarantines removed members' incarnations
+// there. Config.Transport is the seam for serf's own network: it makes the memberlist
+// transport serf gossips over (memberlist's NetTransport by default), for special
+// networks or fault injection (testkit/faultnet drops gossip per link through it).
+//
 // # Bootstrap by discovery
 //
 // Where the addresses are not known in advance (Kubernetes), Config.Bootstrap finds
@@ -84,8 +90,8 @@
 // A downed member is removed at once, but the other side of a partition decides on its
 // own schedule and needs a moment to stop. So a removal is followed by
 // RemovalMarginPassed: at once after a graceful leave, and after DownRemovalMargin
-// (StableAfter by default) after a downing; meanwhile CurrentClusterState lists the
-// member under AwaitingRemovalMargin. Take a removed member's work over (start its
+// (StableAfter by default; Cluster.DownRemovalMargin returns the one in force) after a
+// downing; meanwhile CurrentClusterState lists the member under AwaitingRemovalMargin. Take a removed member's work over (start its
 // singleton, reallocate its shards) on RemovalMarginPassed, never on MemberRemoved.
 // What this promises: the downed side has stopped its cluster services by then, as long
 // as both sides' failure detection works within the detection spread (StableAfter is at

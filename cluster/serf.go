@@ -12,7 +12,6 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/serf/serf"
-	"github.com/troupe-go/troupe/internal/hooks"
 	"go.uber.org/zap"
 )
 
@@ -20,7 +19,7 @@ import (
 // the member's UniqueAddress.String().
 const userEventDown = "troupe.down"
 
-func (c *Cluster) serfConfig(tags map[string]string, wrap hooks.GossipWrapper) (*serf.Config, error) {
+func (c *Cluster) serfConfig(tags map[string]string) (*serf.Config, error) {
 	sc := serf.DefaultConfig()
 	sc.NodeName = nodeName(c.self.Unique.Addr)
 	sc.Tags = tags
@@ -61,8 +60,8 @@ func (c *Cluster) serfConfig(tags map[string]string, wrap hooks.GossipWrapper) (
 		ml.Keyring = kr
 		ml.SecretKey = c.cfg.Keyring[0]
 	}
-	if wrap != nil {
-		nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
+	if c.cfg.Transport != nil {
+		tr, err := c.cfg.Transport(&memberlist.NetTransportConfig{
 			BindAddrs: []string{c.cfg.GossipHost},
 			BindPort:  c.cfg.GossipPort,
 			Logger:    logger,
@@ -70,15 +69,30 @@ func (c *Cluster) serfConfig(tags map[string]string, wrap hooks.GossipWrapper) (
 		if err != nil {
 			return nil, fmt.Errorf("cluster: gossip transport: %w", err)
 		}
-		ml.Transport = wrap(nt)
-		ml.BindPort = nt.GetAutoBindPort()
-		ml.AdvertisePort = ml.BindPort
+		port, err := boundGossipPort(tr)
+		if err != nil {
+			_ = tr.Shutdown()
+			return nil, fmt.Errorf("cluster: gossip transport: %w", err)
+		}
+		ml.Transport = tr
+		ml.BindPort = port
+		ml.AdvertisePort = port
 	}
 	if c.cfg.AdvertiseGossipPort != 0 {
 		ml.AdvertisePort = c.cfg.AdvertiseGossipPort
 	}
 	sc.MemberlistConfig = ml
 	return sc, nil
+}
+
+// boundGossipPort returns the port a gossip transport is bound to: its
+// GetAutoBindPort (memberlist.NetTransport's), else the port of its advertise address.
+func boundGossipPort(tr memberlist.NodeAwareTransport) (int, error) {
+	if b, ok := tr.(interface{ GetAutoBindPort() int }); ok {
+		return b.GetAutoBindPort(), nil
+	}
+	_, port, err := tr.FinalAdvertiseAddr("", 0)
+	return port, err
 }
 
 // nodeName returns the serf node name of the member at addr: the address without its

@@ -71,16 +71,17 @@ func (s *orderedSink) wait(t *testing.T, what string) {
 func TestABurstIsDeliveredOrReported(t *testing.T) {
 	n := burstSize()
 	reg := registry(t)
-	a := startNode(t, "a", reg, func(c *remote.Config) { c.OutboundQueueBytes = 256 << 10 })
+	cut := newCutter()
+	a := startNode(t, "a", reg, cut.seams, func(c *remote.Config) { c.OutboundQueueBytes = 256 << 10 })
 	b := startNode(t, "b", reg)
 	sink, s := spawnOrderedSink(t, b.sys, 0, n) // the last message (n) is a marker
 	ref := a.remoteRef(t, sink)
 	deadBefore := a.sys.DeadLetterCount()
-	remote.SetBlocked(a.r, b.r.Address(), true)
+	cut.set(true)
 	refused := 0
 	for i := range n {
 		if i == n/3 {
-			remote.SetBlocked(a.r, b.r.Address(), false)
+			cut.set(false)
 		}
 		switch err := ref.Tell(&pong{N: i}); {
 		case err == nil:

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -21,6 +22,24 @@ type Config struct {
 	// the listen address (with the port actually bound).
 	AdvertisedHost string
 	AdvertisedPort int
+
+	// Dial, when set, opens every connection this system makes to another, in place
+	// of a net.Dialer: network is "tcp" and address the peer's advertised host:port.
+	// It must honour ctx, which ends at HandshakeTimeout or when the transport closes.
+	// TLS, when configured, runs over the connection it returns. It is the seam for
+	// tunnels and proxies, and for fault injection in tests: testkit/faultnet wraps it
+	// to cut, black-hole or slow a link. A connection with a SyscallConn method (as
+	// *net.TCPConn has) is written to directly through its RawConn when the socket
+	// takes the bytes at once, without a hand-over to the lane's writer goroutine;
+	// its Write is used otherwise. Default: net.Dialer's DialContext.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// Listen, when set, opens the listener that accepts other systems' connections, in
+	// place of net.Listen: network is "tcp" and address ListenHost:ListenPort. The
+	// transport closes the listener when it shuts down. When AdvertisedPort is zero,
+	// the listener's address must carry the port (a *net.TCPAddr, or "host:port").
+	// Like Dial, it is a seam for tests (testkit/faultnet) and special networks.
+	// Default net.Listen.
+	Listen func(network, address string) (net.Listener, error)
 
 	// Registry names the message types that may cross the wire (shared with
 	// persistence). Required.
@@ -129,12 +148,22 @@ type FailureDetectorConfig struct {
 	MaxSamples int
 }
 
+// defaultMaxFrameSize is MaxFrameSize's default.
+const defaultMaxFrameSize = 256 << 10
+
 func (c Config) withDefaults() Config {
+	if c.Dial == nil {
+		var d net.Dialer
+		c.Dial = d.DialContext
+	}
+	if c.Listen == nil {
+		c.Listen = net.Listen
+	}
 	if c.ListenHost == "" {
 		c.ListenHost = "127.0.0.1"
 	}
 	if c.MaxFrameSize == 0 {
-		c.MaxFrameSize = 256 << 10
+		c.MaxFrameSize = defaultMaxFrameSize
 	}
 	if c.OutboundQueueBytes == 0 {
 		c.OutboundQueueBytes = 8 << 20
@@ -200,7 +229,7 @@ func (c Config) Validate() error {
 	fd := c.FailureDetector
 	frame := c.MaxFrameSize
 	if frame == 0 {
-		frame = 256 << 10
+		frame = defaultMaxFrameSize
 	}
 	switch {
 	case c.Registry == nil:

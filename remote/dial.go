@@ -21,9 +21,6 @@ func (l *outLane) connect() (net.Conn, *bufio.Reader, error) {
 	if r.isClosed() {
 		return nil, nil, ErrClosed
 	}
-	if r.isBlocked(l.p.addr) {
-		return nil, nil, errBlocked
-	}
 	if l.p.currentUID() == 0 {
 		select {
 		case r.dialSlots <- struct{}{}:
@@ -62,11 +59,10 @@ func (l *outLane) connect() (net.Conn, *bufio.Reader, error) {
 	return conn, br, nil
 }
 
-// dial opens a connection to addr, with TLS when configured, within ctx (whose
-// deadline it also sets on the connection).
+// dial opens a connection to addr through Config.Dial, with TLS when configured,
+// within ctx (whose deadline it also sets on the connection).
 func (r *Remote) dial(ctx context.Context, addr actor.Address) (net.Conn, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr.HostPort())
+	conn, err := r.cfg.Dial(ctx, "tcp", addr.HostPort())
 	if err != nil {
 		if r.isClosed() {
 			return nil, ErrClosed
@@ -163,9 +159,6 @@ func (r *Remote) verify(addr actor.Address) (uint64, error) {
 
 // probe runs a handshake on the probe lane with addr and returns the acceptor's uid.
 func (r *Remote) probe(addr actor.Address) (uint64, error) {
-	if r.isBlocked(addr) {
-		return 0, errBlocked
-	}
 	select {
 	case r.verifySlots <- struct{}{}:
 		defer func() { <-r.verifySlots }()

@@ -22,6 +22,19 @@
 // Kill act remotely as they do locally, and a Failure crosses as its error's text (an
 // Ask answered with one fails with that text, matching ErrRemoteFailure).
 //
+// Config.Dial and Config.Listen are the transport's network seams: they make its
+// connections (plain TCP by default), and a function of the user's can route them
+// through a tunnel or an in-memory network, or inject faults (testkit/faultnet cuts,
+// black-holes and slows links through them).
+//
+// # The cluster's interface
+//
+// The cluster layer finds the running transport with Get and uses methods no
+// application needs: SetMembership hands failure detection for members to it,
+// Quarantine ends a removed member's incarnation, OnQuarantinedBy reports a peer that
+// refuses this incarnation; Serialization and MaxFrameSize serve layers that pack
+// several messages into one of their own.
+//
 // # Delivery
 //
 // User messages are delivered at most once, in order per sender-receiver pair, as in

@@ -8,13 +8,6 @@ import (
 	"github.com/troupe-go/troupe/actor"
 )
 
-// SetBlocked, Abort and Quarantine reach the hooks that internal/hooks exposes.
-func SetBlocked(r *Remote, addr actor.Address, blocked bool) { r.setBlocked(addr, blocked) }
-func Abort(r *Remote)                                        { r.abort() }
-func Quarantine(r *Remote, addr actor.Address, uid uint64, reason string) {
-	r.quarantine(addr, uid, reason, false)
-}
-
 // BreakConnections closes every connection r has; both sides reconnect on their own.
 func BreakConnections(r *Remote) {
 	r.mu.Lock()

@@ -223,9 +223,8 @@ func (r *Remote) serveInbound(ic *inConn) {
 	r.mu.Lock()
 	ic.uid, ic.from = h.fromUID, p.addr
 	_, quarantined := r.quarantined[h.fromUID]
-	_, blocked := r.blocked[p.addr]
 	r.mu.Unlock()
-	if quarantined || blocked || r.isClosed() {
+	if quarantined || r.isClosed() {
 		return
 	}
 	p.user.redialNow()
@@ -318,9 +317,6 @@ func (r *Remote) acceptHandshake(conn net.Conn, br *bufio.Reader) (hello, *peer,
 		return refuse("sender claims this system's own address")
 	case h.fromUID == 0:
 		return refuse("zero uid")
-	case r.isBlocked(from):
-		// Before the quarantine's refusal: a cut link carries no answer at all.
-		return hello{}, nil, errBlocked
 	case r.isQuarantined(h.fromUID):
 		h, p, err := refuse(rejectQuarantined)
 		return h, p, refusedQuarantined{err}

@@ -325,7 +325,7 @@ func TestQuarantineSendsTheQueueToDeadLetters(t *testing.T) {
 		t.Fatalf("the refused message is number %d, want %d", refused, accepted)
 	}
 	addr, _ := actor.ParseAddress(fake.addr)
-	r.quarantine(addr, 777, "test", false)
+	r.Quarantine(addr, 777, "test", false)
 	// The queue goes to dead letters in order, after the write in flight failed and
 	// counted what it had reached as lost: once the last accepted message is a dead
 	// letter, the accounting is complete.

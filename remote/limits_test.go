@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/testkit"
 )
@@ -116,18 +115,19 @@ func TestConfigIsValidated(t *testing.T) {
 	}
 }
 
-func TestBlockedAddressIsCutOffUntilUnblocked(t *testing.T) {
+// A link cut through the Dial and Listen seams carries nothing, and the transport
+// reconnects on its own once it is restored.
+func TestACutLinkCarriesNothingUntilRestored(t *testing.T) {
 	reg := registry(t)
-	a, b := startNode(t, "a", reg), startNode(t, "b", reg)
+	cut := newCutter()
+	a, b := startNode(t, "a", reg, cut.seams), startNode(t, "b", reg)
 	roundTrip(t, a, b, 1)
-	remote.SetBlocked(a.r, b.r.Address(), true)
-	remote.SetBlocked(b.r, a.r.Address(), true)
+	cut.set(true)
 	probe := testkit.NewProbe(t, b.sys)
 	ref := a.remoteRef(t, probe.Ref())
 	_ = ref.Tell(&pong{N: 1})
 	probe.ExpectNoMsg(testkit.Dilated(200 * time.Millisecond))
-	remote.SetBlocked(a.r, b.r.Address(), false)
-	remote.SetBlocked(b.r, a.r.Address(), false)
+	cut.set(false)
 	roundTrip(t, a, b, 2)
 }
 
@@ -139,7 +139,7 @@ func TestQuarantineByHand(t *testing.T) {
 	probe := testkit.NewProbe(t, a.sys)
 	probe.Watch(ref)
 	roundTrip(t, a, b, 1)
-	remote.Quarantine(a.r, b.r.Address(), b.r.UID(), "removed from the cluster")
+	a.r.Quarantine(b.r.Address(), b.r.UID(), "removed from the cluster", false)
 	if term := probe.ExpectTerminated(ref); !term.AddressTerminated {
 		t.Error("not address terminated")
 	}
@@ -152,7 +152,7 @@ func TestAQuarantinedSystemLearnsItFromTheRefusal(t *testing.T) {
 	reg := registry(t)
 	a, b := startNode(t, "a", reg), startNode(t, "b", reg)
 	by := make(chan actor.Address, 1)
-	hooks.RemoteOf(b.sys).OnQuarantinedBy(func(addr actor.Address) {
+	b.r.OnQuarantinedBy(func(addr actor.Address) {
 		select {
 		case by <- addr:
 		default: // reported again at each refused attempt
@@ -164,7 +164,7 @@ func TestAQuarantinedSystemLearnsItFromTheRefusal(t *testing.T) {
 	}
 	// Before b connects: a send on a connection a has just closed can be written
 	// before b notices, and then nothing is left to make b connect again.
-	remote.Quarantine(a.r, b.r.Address(), b.r.UID(), "removed from the cluster")
+	a.r.Quarantine(b.r.Address(), b.r.UID(), "removed from the cluster", false)
 	_ = b.remoteRef(t, echo).Tell(&ping{N: 1}) // b connects to a, and is refused
 	select {
 	case got := <-by:

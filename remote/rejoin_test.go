@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/testkit"
 )
@@ -18,7 +17,7 @@ func restartAtTheSameAddress(t *testing.T) (a, b2 node) {
 	reg := registry(t)
 	a, b := startNode(t, "a", reg, patient), startNode(t, "b", reg, patient)
 	member := b.r.Address()
-	hooks.RemoteOf(a.sys).SetMembership(func(addr actor.Address) bool { return addr == member })
+	a.r.SetMembership(func(addr actor.Address) bool { return addr == member })
 	echo, err := b.sys.Spawn(echoProps(), "echo")
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +57,7 @@ func TestASendToAMembersAddressWhereNobodyAnswersIsADeadLetter(t *testing.T) {
 	reg := registry(t)
 	a, b := startNode(t, "a", reg, patient), startNode(t, "b", reg, patient)
 	member := b.r.Address()
-	hooks.RemoteOf(a.sys).SetMembership(func(addr actor.Address) bool { return addr == member })
+	a.r.SetMembership(func(addr actor.Address) bool { return addr == member })
 	echo, err := b.sys.Spawn(echoProps(), "echo")
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +116,7 @@ func TestAWatchAtAMembersAddressWhereNobodyAnswersEnds(t *testing.T) {
 	reg := registry(t)
 	a, b := startNode(t, "a", reg, patient), startNode(t, "b", reg, patient)
 	member := b.r.Address()
-	hooks.RemoteOf(a.sys).SetMembership(func(addr actor.Address) bool { return addr == member })
+	a.r.SetMembership(func(addr actor.Address) bool { return addr == member })
 	echo, err := b.sys.Spawn(echoProps(), "echo")
 	if err != nil {
 		t.Fatal(err)

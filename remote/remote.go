@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/internal/tracewire"
 	"github.com/troupe-go/troupe/serialization"
 	"go.opentelemetry.io/otel/trace"
@@ -89,7 +88,6 @@ type Remote struct {
 	inState     map[uint64]*inboundState // system-lane receive state per peer uid
 	readers     map[readerKey]*inConn    // the connection read for a peer incarnation's lane
 	quarantined map[uint64]string        // peer uid -> reason
-	blocked     map[actor.Address]struct{}
 	verifying   map[actor.Address]*verification
 	unverified  []*peer // peers known only from inbound refs and never reached; oldest first
 	nUnverified int
@@ -125,7 +123,7 @@ func Start(sys *actor.System, cfg Config) (*Remote, error) {
 		return nil, ErrAlreadyStarted
 	}
 	cfg = cfg.withDefaults()
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.ListenHost, strconv.Itoa(cfg.ListenPort)))
+	ln, err := cfg.Listen("tcp", net.JoinHostPort(cfg.ListenHost, strconv.Itoa(cfg.ListenPort)))
 	if err != nil {
 		return nil, fmt.Errorf("remote: listen: %w", err)
 	}
@@ -134,7 +132,10 @@ func Start(sys *actor.System, cfg Config) (*Remote, error) {
 		host = cfg.ListenHost
 	}
 	if port == 0 {
-		port = ln.Addr().(*net.TCPAddr).Port
+		if port, err = boundPort(ln.Addr()); err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("%w: the listener's address %q has no port: set AdvertisedPort", ErrInvalidConfig, ln.Addr())
+		}
 	}
 	r := &Remote{
 		sys:         sys,
@@ -150,7 +151,6 @@ func Start(sys *actor.System, cfg Config) (*Remote, error) {
 		inState:     make(map[uint64]*inboundState),
 		readers:     make(map[readerKey]*inConn),
 		quarantined: make(map[uint64]string),
-		blocked:     make(map[actor.Address]struct{}),
 		verifying:   make(map[actor.Address]*verification),
 		done:        make(chan struct{}),
 	}
@@ -177,7 +177,6 @@ func Start(sys *actor.System, cfg Config) (*Remote, error) {
 		r.cancel()
 		return nil, err
 	}
-	hooks.SetRemote(sys, hookAdapter{r})
 	extension.Get(sys).Store(r)
 	serialization.Attach(sys, cfg.Registry)
 	r.startMetrics()
@@ -195,6 +194,18 @@ var extension = actor.NewExtensionID("troupe.remote", func(*actor.System) *atomi
 // Get returns the transport Start installed in sys, or nil when remoting was not
 // started.
 func Get(sys *actor.System) *Remote { return extension.Get(sys).Load() }
+
+// boundPort returns the port of a listener's address.
+func boundPort(a net.Addr) (int, error) {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.Port, nil
+	}
+	_, p, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(p)
+}
 
 func randomUID() uint64 {
 	var b [8]byte

@@ -110,7 +110,8 @@ func TestFailureDetectorTerminatesWatchedActorsOfALostSystem(t *testing.T) {
 			MinStdDeviation:   20 * time.Millisecond,
 		}
 	}
-	a, b := startNode(t, "a", reg, fast), startNode(t, "b", reg, fast)
+	cut := newCutter()
+	a, b := startNode(t, "a", reg, fast), startNode(t, "b", reg, fast, cut.seams)
 	echo, _ := b.sys.Spawn(echoProps(), "echo")
 	ref := a.remoteRef(t, echo)
 	probe := testkit.NewProbe(t, a.sys)
@@ -118,7 +119,7 @@ func TestFailureDetectorTerminatesWatchedActorsOfALostSystem(t *testing.T) {
 	probe.Send(ref, &ping{N: 1})
 	testkit.ExpectMsgType[*pong](probe)
 
-	remote.Abort(b.r) // the actor lives on, but nobody can reach its system
+	cut.set(true) // the actor lives on, but nobody can reach its system
 	term := probe.ExpectTerminated(ref, testkit.Dilated(5*time.Second))
 	if !term.AddressTerminated {
 		t.Error("Terminated after a lost system does not say address terminated")

@@ -49,14 +49,16 @@ type rawWriter struct {
 	n  int
 }
 
-// newRawWriter returns a rawWriter for a plain TCP connection; nil for other
-// connections (TLS), which only the writer goroutine writes.
+// newRawWriter returns a rawWriter for a connection that gives its socket
+// (syscall.Conn: a plain TCP connection, or one of Config.Dial's that passes its
+// socket on); nil for other connections (TLS), which only the writer goroutine
+// writes.
 func newRawWriter(c net.Conn) *rawWriter {
-	tc, ok := c.(*net.TCPConn)
+	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return nil
 	}
-	rc, err := tc.SyscallConn()
+	rc, err := sc.SyscallConn()
 	if err != nil {
 		return nil
 	}

@@ -8,9 +8,9 @@ import (
 	"sync"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/internal/wirebatch"
 	"github.com/troupe-go/troupe/internal/wiretypes"
+	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -180,11 +180,13 @@ const indexWidth = 5
 // identifiers and encodings: the array and the lengths.
 const deliveriesOverhead = 32
 
-// maxDeliveriesBytes bounds the encoding of a batch (see hooks.BatchLimit).
+// maxDeliveriesBytes bounds the encoding of a batch (see wirebatch.Limit).
 const maxDeliveriesBytes = 32 << 10
 
 // deliveriesLimit returns the bytes a batch's encoding may take in sys.
-func deliveriesLimit(sys *actor.System) int { return hooks.BatchLimit(sys, maxDeliveriesBytes) }
+func deliveriesLimit(sys *actor.System) int {
+	return wirebatch.Limit(remote.Get(sys).MaxFrameSize(), maxDeliveriesBytes)
+}
 
 // errMalformedDeliveries is returned for an encoding that is not a msgDeliveries.
 var errMalformedDeliveries = errors.New("sharding: malformed batch of deliveries")

@@ -6,7 +6,6 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
-	"github.com/troupe-go/troupe/internal/hooks"
 )
 
 // The sharding actors follow the cluster through its events: which members run (and
@@ -198,16 +197,10 @@ func unsubscribe(sys *actor.System, ref actor.Ref) {
 // from the cluster without handing its shards off (it was downed, or crashed), before
 // it gives that region's shards new homes: the time the other side of a partition
 // needs to have stopped them. It is the cluster's down-removal margin (zero without a
-// cluster), or marginOverride when a test sets one.
+// cluster).
 func removalMargin(sys *actor.System) time.Duration {
-	if marginOverride > 0 {
-		return marginOverride
-	}
-	if c := hooks.ClusterOf(sys); c != nil {
+	if c := cluster.Get(sys); c != nil {
 		return c.DownRemovalMargin()
 	}
 	return 0
 }
-
-// marginOverride replaces the cluster's margin in tests that need a longer one.
-var marginOverride time.Duration

@@ -8,11 +8,11 @@ import (
 	"sync"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/hooks"
 	core "github.com/troupe-go/troupe/internal/singletoncore"
 	"github.com/troupe-go/troupe/internal/tracewire"
 	"github.com/troupe-go/troupe/internal/wirebatch"
 	"github.com/troupe-go/troupe/internal/wiretypes"
+	"github.com/troupe-go/troupe/remote"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -74,11 +74,13 @@ const batchFields = 11
 // addresses, its tables, index and encodings: the array, the numbers and the lengths.
 const batchOverhead = 64
 
-// maxBatchBytes bounds a batch's encoding (see hooks.BatchLimit).
+// maxBatchBytes bounds a batch's encoding (see wirebatch.Limit).
 const maxBatchBytes = 32 << 10
 
 // batchLimit returns the bytes a batch's encoding may take in sys.
-func batchLimit(sys *actor.System) int { return hooks.BatchLimit(sys, maxBatchBytes) }
+func batchLimit(sys *actor.System) int {
+	return wirebatch.Limit(remote.Get(sys).MaxFrameSize(), maxBatchBytes)
+}
 
 // errBatch is returned for an encoding that is not a batch.
 var errBatch = errors.New("singleton: malformed batch")

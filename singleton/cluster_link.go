@@ -7,7 +7,6 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
-	"github.com/troupe-go/troupe/internal/hooks"
 	core "github.com/troupe-go/troupe/internal/singletoncore"
 )
 
@@ -27,8 +26,8 @@ func clusterOf(sys *actor.System) (*cluster.Cluster, error) {
 // removalMargin returns the down-removal margin of sys's cluster node, which bounds
 // the hand-over retries; 0 when it cannot be known.
 func removalMargin(sys *actor.System) time.Duration {
-	if h := hooks.ClusterOf(sys); h != nil {
-		return h.DownRemovalMargin()
+	if c := cluster.Get(sys); c != nil {
+		return c.DownRemovalMargin()
 	}
 	return 0
 }

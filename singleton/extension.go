@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/hooks"
+	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/supervision"
 )
@@ -121,7 +121,7 @@ func (e *extension) nextProxyName(name string) string {
 // inside payloads. The messages managers and proxies exchange are Troupe's own wire
 // types, which every registry knows.
 func serializationOf(sys *actor.System) (*serialization.Registry, serialization.RefResolver, error) {
-	r := hooks.RemoteOf(sys)
+	r := remote.Get(sys)
 	if r == nil {
 		return nil, nil, fmt.Errorf("%w: remoting is not started in system %q", ErrInvalidConfig, sys.Name())
 	}

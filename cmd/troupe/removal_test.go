@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/troupe-go/troupe/internal/pgtest"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/persistence/badgerjournal"
 	"github.com/troupe-go/troupe/persistence/pgjournal"
+	"github.com/troupe-go/troupe/testkit/pgtest"
 	"go.uber.org/zap"
 )
 

@@ -7,9 +7,9 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
-	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/testkit/faultnet"
 )
 
 // clusterNode is one in-process node of the cluster scenarios.
@@ -24,13 +24,22 @@ type clusterNode struct {
 // shortest that cluster.TestTiming allows (twice its detection spread of about 0.66s).
 const stableAfter = 1400 * time.Millisecond
 
+// network connects the in-process nodes of the cluster scenarios, through the
+// transports' seams, so that a scenario can crash one (crash).
+var network = faultnet.New()
+
 func startClusterNode(i int, seed string) (*clusterNode, error) {
-	sys, err := actor.New(fmt.Sprintf("node%d", i), baseConfig())
+	name := fmt.Sprintf("node%d", i)
+	sys, err := actor.New(name, baseConfig())
 	if err != nil {
 		return nil, err
 	}
+	seams := network.Node(name)
+	network.Reconnect(name) // an earlier scenario's node of that name may have crashed
 	reg := wireRegistry()
-	r, err := remote.Start(sys, remote.Config{Registry: reg, BackpressureTimeout: 10 * time.Second})
+	rc := remote.Config{Registry: reg, BackpressureTimeout: 10 * time.Second}
+	seams.Install(&rc, nil)
+	r, err := remote.Start(sys, rc)
 	if err != nil {
 		shutdown(sys)
 		return nil, err
@@ -43,12 +52,22 @@ func startClusterNode(i int, seed string) (*clusterNode, error) {
 	if seed != "" {
 		cfg.SeedNodes = []string{seed}
 	}
+	seams.Install(nil, &cfg)
 	c, err := cluster.Start(sys, cfg)
 	if err != nil {
 		shutdown(sys)
 		return nil, err
 	}
 	return &clusterNode{sys: sys, r: r, c: c, reg: reg}, nil
+}
+
+// crash kills the node as a crashed process would, as far as the others can tell:
+// every link of it is cut at once, so they hear nothing more from it (no leave, no
+// hand-over). Behind the cut it downs itself, which stops its cluster services and
+// then, in the background, its system.
+func (n *clusterNode) crash() {
+	network.Isolate(n.sys.Name())
+	_ = n.c.Down(n.c.SelfUniqueAddress())
 }
 
 // formCluster starts n nodes, all joining the first, and returns when every node sees
@@ -142,8 +161,7 @@ func runClusterFailover(n int) (result, error) {
 	gone := victim.c.SelfUniqueAddress()
 	survivors := nodes[:n-1]
 	start := time.Now()
-	hooks.ClusterOf(victim.sys).Crash()
-	hooks.RemoteOf(victim.sys).Abort()
+	victim.crash()
 	err = waitFor(survivors, 60*time.Second, func(st cluster.CurrentClusterState) bool {
 		for _, m := range st.Members {
 			if m.Unique == gone {

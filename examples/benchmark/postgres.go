@@ -12,10 +12,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/pgtest"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/persistence/pgjournal"
 	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/testkit/pgtest"
 )
 
 // The PostgreSQL scenarios run against the server named by the

@@ -11,7 +11,6 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/ddata"
-	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/sharding"
 )
 
@@ -729,8 +728,7 @@ func runShardingFailover(n int) (result, error) {
 
 	start = time.Now()
 	armed.Store(true)
-	hooks.ClusterOf(nodes[victim].sys).Crash()
-	hooks.RemoteOf(nodes[victim].sys).Abort()
+	nodes[victim].crash()
 	stopped := make(chan struct{})
 	go func() { shutdown(nodes[victim].sys); close(stopped) }()
 	removed := make(chan time.Duration, 1)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/singleton"
 )
 
@@ -110,8 +109,8 @@ func runSingletonHandover(int) (result, error) {
 	return result{"n": 1, "seconds": round(took.Seconds(), 3), "ns_per_op": float64(took.Nanoseconds()), "new_node": at}, nil
 }
 
-// runSingletonFailover: the oldest of three crashes (serf and transport stopped without
-// a leave); the time until the new instance answers through a proxy on the youngest.
+// runSingletonFailover: the oldest of three crashes (all its links cut at once, no
+// leave: see crash); the time until the new instance answers through a proxy on the youngest.
 func runSingletonFailover(int) (result, error) {
 	nodes, proxy, err := singletonCluster(0)
 	if err != nil {
@@ -119,8 +118,7 @@ func runSingletonFailover(int) (result, error) {
 	}
 	defer stopCluster(nodes)
 	start := time.Now()
-	hooks.ClusterOf(nodes[0].sys).Crash()
-	hooks.RemoteOf(nodes[0].sys).Abort()
+	nodes[0].crash()
 	at, err := awaitSingleton(proxy, 0, 60*time.Second)
 	if err != nil {
 		return nil, err

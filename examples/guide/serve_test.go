@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/troupe-go/troupe/internal/pgtest"
 	"github.com/troupe-go/troupe/testkit"
 	"github.com/troupe-go/troupe/testkit/multinode"
+	"github.com/troupe-go/troupe/testkit/pgtest"
 )
 
 // The mode of the guide's step 7: three node processes on one PostgreSQL journal,

@@ -33,6 +33,7 @@ import (
 
 	"github.com/troupe-go/troupe/persistence/badgerjournal"
 	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/testkit/faultnet"
 	"go.uber.org/zap"
 )
 
@@ -109,7 +110,7 @@ func runInProcess(f flags) error {
 	if err := registerCounter(reg); err != nil {
 		return err
 	}
-	cfg := nodeConfig{reg: reg, journal: store, snapshots: store, idle: f.idle, shards: f.shards, logger: logger(f.verbose)}
+	cfg := nodeConfig{reg: reg, journal: store, snapshots: store, idle: f.idle, shards: f.shards, logger: logger(f.verbose), net: faultnet.New()}
 
 	fmt.Println("starting three nodes sharing the journal in", dir)
 	fmt.Println("(each node: an actor system with remoting, cluster membership, persistence and")

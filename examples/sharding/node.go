@@ -9,11 +9,11 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
-	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/sharding"
+	"github.com/troupe-go/troupe/testkit/faultnet"
 	"go.uber.org/zap"
 )
 
@@ -24,6 +24,7 @@ type node struct {
 	sys     *actor.System
 	cluster *cluster.Cluster
 	region  actor.Ref
+	net     *faultnet.Network
 }
 
 // nodeConfig is what every node shares.
@@ -36,6 +37,9 @@ type nodeConfig struct {
 	logger     *zap.Logger
 	remotePort int
 	gossipPort int
+	// net, when set, connects the nodes in this process through the transports'
+	// seams, so that the demo can crash one: cut all its links at once.
+	net *faultnet.Network
 }
 
 func startNode(name string, seeds []string, cfg nodeConfig) (*node, error) {
@@ -47,15 +51,20 @@ func startNode(name string, seeds []string, cfg nodeConfig) (*node, error) {
 		_ = sys.Shutdown(context.Background())
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if _, err := remote.Start(sys, remote.Config{Registry: cfg.reg, ListenPort: cfg.remotePort}); err != nil {
-		return fail(err)
-	}
-	c, err := cluster.Start(sys, cluster.Config{
+	rc := remote.Config{Registry: cfg.reg, ListenPort: cfg.remotePort}
+	cc := cluster.Config{
 		GossipPort: cfg.gossipPort,
 		SeedNodes:  seeds,
 		Timing:     cluster.TestTiming(), // failures detected in about a second; production keeps the defaults
 		Downing:    cluster.DowningConfig{StableAfter: 2 * time.Second},
-	})
+	}
+	if cfg.net != nil { // nodes in this process (not -process)
+		cfg.net.Node(name).Install(&rc, &cc)
+	}
+	if _, err := remote.Start(sys, rc); err != nil {
+		return fail(err)
+	}
+	c, err := cluster.Start(sys, cc)
 	if err != nil {
 		return fail(err)
 	}
@@ -77,7 +86,7 @@ func startNode(name string, seeds []string, cfg nodeConfig) (*node, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return &node{name: name, sys: sys, cluster: c, region: region}, nil
+	return &node{name: name, sys: sys, cluster: c, region: region, net: cfg.net}, nil
 }
 
 // leave shuts the node down gracefully: its shards are handed off first.
@@ -87,10 +96,14 @@ func (n *node) leave() error {
 	return n.sys.Shutdown(ctx)
 }
 
-// crash kills the node as a crashed process would: no leave, no hand-off.
+// crash kills the node as a crashed process would, as far as the others can tell: all
+// its links are cut at once, so they hear nothing more from it (no leave, no
+// hand-off). Behind the cut it downs itself, which stops its cluster services, and its
+// system shuts down.
 func (n *node) crash() {
-	hooks.ClusterOf(n.sys).Crash()
-	hooks.RemoteOf(n.sys).Abort()
+	n.net.Isolate(n.name)
+	_ = n.cluster.Down(n.cluster.SelfUniqueAddress())
+	<-n.cluster.Stopped()
 	_ = n.sys.Shutdown(context.Background())
 }
 

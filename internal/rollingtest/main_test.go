@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/troupe-go/troupe/internal/pgtest"
+	"github.com/troupe-go/troupe/testkit/pgtest"
 	"go.uber.org/goleak"
 )
 

@@ -171,3 +171,15 @@ func truncate(s string) string {
 type ReceivingSystem interface {
 	ReceivingSystem() *actor.System
 }
+
+// frameReserve is what a frame's own fields take besides a batch: its header,
+// recipient, sender and manifest.
+const frameReserve = 1 << 10
+
+// Limit returns the bytes a layer's batch of messages (the singleton's proxies',
+// sharding's regions') may take when the transport's frames hold frame bytes: at most
+// limit, and within one frame (half of it, or all but what the frame's own fields
+// need, whichever is more).
+func Limit(frame, limit int) int {
+	return min(limit, max(frame-frameReserve, frame/2))
+}

@@ -69,3 +69,15 @@ func TestReadBytesRejectsMalformed(t *testing.T) {
 		}
 	}
 }
+
+func TestLimitStaysWithinOneFrame(t *testing.T) {
+	for _, c := range []struct{ frame, limit, want int }{
+		{256 << 10, 32 << 10, 32 << 10}, // the default frame holds a whole batch
+		{16 << 10, 32 << 10, 15 << 10},  // all but the frame's own fields
+		{1 << 10, 32 << 10, 512},        // the smallest frame: half of it
+	} {
+		if got := Limit(c.frame, c.limit); got != c.want {
+			t.Errorf("Limit(%d, %d) = %d, want %d", c.frame, c.limit, got, c.want)
+		}
+	}
+}

@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
-	"github.com/troupe-go/troupe/internal/pgtest"
 	"github.com/troupe-go/troupe/lease"
+	"github.com/troupe-go/troupe/testkit/pgtest"
 )
 
 // target is the server of the package's tests: TROUPE_TEST_POSTGRES, or a throwaway

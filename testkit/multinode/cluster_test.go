@@ -115,6 +115,7 @@ func TestCrashedNodeIsDownedByTheMajority(t *testing.T) {
 	p := subscribe(t, c, 0)
 	start := time.Now()
 	c.Crash(2)
+	t.Logf("Crash returned after %v", time.Since(start))
 	expectEvent[cluster.UnreachableMember](t, p, crashed, testkit.Dilated(10*time.Second))
 	expectEvent[cluster.MemberDowned](t, p, crashed, testkit.Dilated(10*time.Second))
 	expectEvent[cluster.MemberRemoved](t, p, crashed, testkit.Dilated(10*time.Second))

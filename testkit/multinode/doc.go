@@ -5,15 +5,19 @@
 // # Nodes in the test process
 //
 // Start starts N nodes on 127.0.0.1 in the test process, the first as the seed, and
-// waits until every node sees every node Up. Partition cuts two groups of nodes apart in
-// both serf's gossip (through a wrapping memberlist transport, installed with
-// internal/hooks) and the remote transport; PartitionGossip cuts serf's gossip only;
-// HealPartition and Heal remove the cuts;
-// CutOneWay drops what one node sends another in serf's gossip and cuts their remote
-// connection (as TCP fails both ways when one direction drops). Crash kills a node
-// without a leave, and Restart starts it again on the same addresses as a new
-// incarnation. Await waits for a condition on a node's view of the cluster, re-checking
-// at each cluster event. Nodes use cluster.TestTiming and a stable-after of 3s.
+// waits until every node sees every node Up. The nodes are wired through a
+// testkit/faultnet network, plugged into the transports' public seams
+// (remote.Config.Dial and Listen, cluster.Config.Transport). Partition cuts two groups
+// of nodes apart in both serf's gossip and the remote transport; PartitionGossip cuts
+// serf's gossip only; HealPartition and Heal remove the cuts; CutOneWay drops what one
+// node sends another in serf's gossip and cuts their remote connection (as TCP fails
+// both ways when one direction drops); SlowLink delays what one node writes to another
+// on the remote transport; Network gives the network itself for its other faults.
+// Crash kills a node as a killed process, as far as the others can tell: all its links
+// are cut at once, then it downs itself behind the cut and its system shuts down; Restart
+// starts it again on the same addresses as a new incarnation. Await waits for a
+// condition on a node's view of the cluster, re-checking at each cluster event. Nodes
+// use cluster.TestTiming and a stable-after of 3s.
 //
 // # Node processes
 //

@@ -38,10 +38,10 @@ func TestJoiningMemberOnTheMinorityKnownToSomeOfTheMajority(t *testing.T) {
 	// Nodes 1 and 2 hear nothing of node 5: their gossip with the others is cut (the
 	// remote transport, and so the heartbeats, go on).
 	for _, i := range []int{1, 2} {
-		for _, j := range []int{0, 3, 4} {
-			c.net.set(c.Node(i).gossip, c.Node(j).gossip, true)
+		for _, j := range []string{"node0", "node3", "node4", "node5"} { // node5: the joiner
+			c.net.CutGossip(c.Node(i).name, j)
+			c.net.CutGossip(j, c.Node(i).name)
 		}
-		c.net.set(c.Node(i).gossip, joinerGossip, true)
 	}
 	joiner := c.Add()
 	if joiner.gossip != joinerGossip {

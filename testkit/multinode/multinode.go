@@ -11,13 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/memberlist"
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
-	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/testkit"
+	"github.com/troupe-go/troupe/testkit/faultnet"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -50,11 +49,12 @@ type Options struct {
 }
 
 // Cluster is a set of nodes in one process on 127.0.0.1, each an actor system with
-// remoting and cluster membership, wired through a fault-injecting network.
+// remoting and cluster membership, wired through a fault-injecting network
+// (testkit/faultnet) plugged into the transports' seams.
 type Cluster struct {
 	t    testing.TB
 	opts Options
-	net  *network
+	net  *faultnet.Network
 
 	mu       sync.Mutex
 	nodes    []*Node
@@ -88,7 +88,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if opts.StableAfter == 0 {
 		opts.StableAfter = 3 * time.Second
 	}
-	c := &Cluster{t: t, opts: opts, net: &network{}}
+	c := &Cluster{t: t, opts: opts, net: faultnet.New()}
 	t.Cleanup(c.shutdownAll)
 	for i := range opts.Nodes {
 		c.nodes = append(c.nodes, &Node{Index: i, name: "node" + strconv.Itoa(i)})
@@ -126,12 +126,15 @@ func (c *Cluster) boot(n *Node, seeds []string) {
 	c.mu.Lock()
 	c.stopLogs = append(c.stopLogs, stopLog)
 	c.mu.Unlock()
+	seams := c.net.Node(n.name)
+	c.net.Reconnect(n.name) // a restarted node is no longer crashed
 	rc := remote.Config{
 		Registry:            c.opts.Registry,
 		ListenPort:          n.remotePort,
 		ReconnectBackoffMin: 10 * time.Millisecond,
 		ReconnectBackoffMax: 200 * time.Millisecond,
 	}
+	seams.Install(&rc, nil)
 	if c.opts.ConfigureRemote != nil {
 		c.opts.ConfigureRemote(n.Index, &rc)
 	}
@@ -152,13 +155,7 @@ func (c *Cluster) boot(n *Node, seeds []string) {
 		Timing:            cluster.TestTiming(),
 		Downing:           cluster.DowningConfig{StableAfter: c.opts.StableAfter},
 	}
-	hooks.SetGossipWrapper(sys, func(inner memberlist.NodeAwareTransport) memberlist.NodeAwareTransport {
-		self := ""
-		if nt, ok := inner.(*memberlist.NetTransport); ok {
-			self = "127.0.0.1:" + strconv.Itoa(nt.GetAutoBindPort())
-		}
-		return &faultTransport{NodeAwareTransport: inner, net: c.net, self: func() string { return self }}
-	})
+	seams.Install(nil, &cfg)
 	if c.opts.Configure != nil {
 		c.opts.Configure(n.Index, &cfg)
 	}
@@ -213,10 +210,9 @@ func (c *Cluster) Nodes() []*Node {
 func (c *Cluster) Partition(sideA, sideB []int) {
 	for _, i := range sideA {
 		for _, j := range sideB {
-			a, b := c.Node(i), c.Node(j)
-			c.net.set(a.gossip, b.gossip, true)
-			hooks.RemoteOf(a.System).SetBlocked(b.Remote.Address(), true)
-			hooks.RemoteOf(b.System).SetBlocked(a.Remote.Address(), true)
+			a, b := c.Node(i).name, c.Node(j).name
+			c.net.Cut(a, b)
+			c.net.Cut(b, a)
 		}
 	}
 }
@@ -225,14 +221,9 @@ func (c *Cluster) Partition(sideA, sideB []int) {
 func (c *Cluster) HealPartition(sideA, sideB []int) {
 	for _, i := range sideA {
 		for _, j := range sideB {
-			a, b := c.Node(i), c.Node(j)
-			c.net.set(a.gossip, b.gossip, false)
-			if !a.crashed {
-				hooks.RemoteOf(a.System).SetBlocked(b.Remote.Address(), false)
-			}
-			if !b.crashed {
-				hooks.RemoteOf(b.System).SetBlocked(a.Remote.Address(), false)
-			}
+			a, b := c.Node(i).name, c.Node(j).name
+			c.net.Restore(a, b)
+			c.net.Restore(b, a)
 		}
 	}
 }
@@ -246,7 +237,9 @@ func (c *Cluster) HealPartition(sideA, sideB []int) {
 func (c *Cluster) PartitionGossip(sideA, sideB []int) {
 	for _, i := range sideA {
 		for _, j := range sideB {
-			c.net.set(c.Node(i).gossip, c.Node(j).gossip, true)
+			a, b := c.Node(i).name, c.Node(j).name
+			c.net.CutGossip(a, b)
+			c.net.CutGossip(b, a)
 		}
 	}
 }
@@ -257,32 +250,45 @@ func (c *Cluster) PartitionGossip(sideA, sideB []int) {
 // one direction drops its packets (its acknowledgements are lost), so that each node's
 // heartbeats to the other go unanswered.
 func (c *Cluster) CutOneWay(from, to int) {
-	a, b := c.Node(from), c.Node(to)
-	c.net.cutOneWay(a.gossip, b.gossip)
-	hooks.RemoteOf(a.System).SetBlocked(b.Remote.Address(), true)
+	c.net.Cut(c.Node(from).name, c.Node(to).name)
 }
 
-// Heal removes every cut.
+// SlowLink delays every write node from makes to node to on the remote transport's
+// connections by delay, until Heal (or SlowLink with 0); gossip is not delayed.
+func (c *Cluster) SlowLink(from, to int, delay time.Duration) {
+	c.net.Slow(c.Node(from).name, c.Node(to).name, delay)
+}
+
+// Heal removes every cut and delay (a crashed node stays cut off until Restart).
 func (c *Cluster) Heal() {
-	c.net.heal()
-	for _, a := range c.Nodes() {
-		for _, b := range c.Nodes() {
-			if a != b && !a.crashed {
-				hooks.RemoteOf(a.System).SetBlocked(b.Remote.Address(), false)
-			}
-		}
-	}
+	c.net.Heal()
 }
 
-// Crash kills node i as a crashed process would: no leave, no goodbye. Its system is
-// shut down afterwards to free its goroutines.
+// Network returns the fault-injecting network the nodes are wired through, for faults
+// the methods above do not offer (Blackhole, say); node i is named Node(i).Name().
+func (c *Cluster) Network() *faultnet.Network { return c.net }
+
+// Name returns the node's name in its cluster's Network: "node" and its index.
+func (n *Node) Name() string { return n.name }
+
+// Crash kills node i as a crashed process would: no leave, no goodbye, no hand-over.
+// Every link of the node is cut both ways at once (its connections close, its gossip
+// is dropped), so the others hear nothing more from it and see it unreachable; then,
+// behind the cut, the node downs itself (which stops its cluster services, and with
+// them its singletons and shards, at once) and its system shuts down to free its
+// goroutines. It returns once the system has terminated.
 func (c *Cluster) Crash(i int) {
 	n := c.Node(i)
-	hooks.ClusterOf(n.System).Crash()
-	hooks.RemoteOf(n.System).Abort()
+	c.net.Isolate(n.name)
 	c.mu.Lock()
 	n.crashed = true
 	c.mu.Unlock()
+	_ = n.Cluster.Down(n.Cluster.SelfUniqueAddress())
+	select {
+	case <-n.Cluster.Stopped():
+	case <-time.After(testkit.Dilated(5 * time.Second)):
+		c.t.Logf("multinode: node %d did not stop its cluster services within 5s of its crash", i)
+	}
 	shutdown(c.t, n.System)
 }
 

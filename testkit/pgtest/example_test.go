@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/troupe-go/troupe/internal/pgtest"
+	"github.com/troupe-go/troupe/testkit/pgtest"
 )
 
 // A test package starts one server for all its tests from TestMain:
