@@ -50,7 +50,7 @@ type undoRec struct {
 // definitions since the start of the oldest frame that may still have to be written
 // again (see userQueue), so that such frames can be read back.
 type encDict struct {
-	size  uint32 // entries; dictSize on a connection, smaller in tests
+	size  uint32 // entries: dictSize, set where a lane is made (0 means dictSize)
 	strs  map[string]uint32
 	refs  map[actor.Ref]uint32
 	slots []encSlot
@@ -337,7 +337,7 @@ type decEntry struct {
 
 // decDict is the reader's half of the dictionary.
 type decDict struct {
-	size    uint64 // entries; dictSize on a connection, smaller in tests
+	size    uint64 // entries: dictSize, set where a connection is read (0 means dictSize)
 	e       []decEntry
 	scratch [3]decEntry // the literals of the current frame that define no entry
 	named   [3]uint64   // the entries the current frame names

@@ -229,7 +229,7 @@ func (r *Remote) serveInbound(ic *inConn) {
 	}
 	p.user.redialNow()
 	p.sys.redialNow()
-	in := &inbound{r: r, ic: ic, p: p, conn: conn, uid: h.fromUID}
+	in := &inbound{r: r, ic: ic, p: p, conn: conn, uid: h.fromUID, dict: decDict{size: dictSize}}
 	br := bufio.NewReaderSize(small, readBuffer) // reads through small, which is empty after its first fill
 	fr := frameReader{br: br, max: r.cfg.MaxFrameSize}
 	if h.lane == laneSystem {

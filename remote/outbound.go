@@ -76,6 +76,7 @@ type outLane struct {
 
 func newOutLane(p *peer, lane byte) *outLane {
 	l := &outLane{p: p, lane: lane, wake: make(chan struct{}, 1), redial: make(chan struct{}, 1)}
+	l.q.dict.size = dictSize
 	l.gate.timeout = p.r.cfg.DeathNoticeFlushTimeout
 	l.q.self, l.q.selfStr = p.r.addr, p.r.self
 	return l

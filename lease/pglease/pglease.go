@@ -38,10 +38,6 @@ type Lease struct {
 	log      *zap.Logger
 	attach   *stderrlog.Attachable // nil when Config.Logger was set
 
-	// renewed, set by tests (export_test.go) before the first Acquire, is called
-	// after each renewal with its outcome.
-	renewed func(outcome)
-
 	ops sync.Mutex // serialises Acquire, Release and Close
 
 	mu     sync.Mutex // guards cur and closed
@@ -50,6 +46,12 @@ type Lease struct {
 }
 
 var _ lease.Lease = (*Lease)(nil)
+
+// The log lines of renewals: operators see a failing database, and then its recovery.
+const (
+	renewFailedMsg  = "pglease: renewing the lease failed; it is held until the deadline unless a renewal succeeds"
+	renewedAgainMsg = "pglease: renewing the lease succeeded again after failed renewals"
+)
 
 // tenure is one holding of the lease by this value, from a successful Acquire to its
 // Release or loss, with its heartbeat.
@@ -415,6 +417,7 @@ func (l *Lease) heartbeat(ctx context.Context, t *tenure) {
 			return // ended while the renewal was in flight
 		}
 		now = time.Now()
+		failedBefore := t.h.failures
 		v := t.h.renewed(sentAt, now, o)
 		failures := t.h.failures
 		deadline = t.h.deadline
@@ -425,12 +428,11 @@ func (l *Lease) heartbeat(ctx context.Context, t *tenure) {
 			t.loss.Reset(deadline.Sub(now))
 		}
 		l.mu.Unlock()
-		if o == renewFailed && v == holds {
-			l.log.Warn("pglease: renewing the lease failed; it is held until the deadline unless a renewal succeeds",
-				zap.Error(err), zap.Int("consecutive failures", failures), zap.Duration("left", deadline.Sub(now)))
-		}
-		if f := l.renewed; f != nil {
-			f(o)
+		switch {
+		case o == renewFailed && v == holds:
+			l.log.Warn(renewFailedMsg, zap.Error(err), zap.Int("consecutive failures", failures), zap.Duration("left", deadline.Sub(now)))
+		case o == renewedOK && v == holds && failedBefore > 0:
+			l.log.Info(renewedAgainMsg, zap.Int("failed renewals", failedBefore))
 		}
 	}
 }

@@ -3,12 +3,15 @@ package pglease
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/troupe-go/troupe/lease"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // TestServerRestart stops the database and starts it again. A restart shorter than
@@ -43,14 +46,17 @@ func TestServerRestart(t *testing.T) {
 	var failedOnce sync.Once
 	s := fast("restart", "holder")
 	s.HeartbeatTimeout, s.OperationTimeout = time.Minute, time.Second
-	holder, err := newObserved(ctx, s, Config{ConnString: target.ConnString, Schema: schema}, func(o outcome) {
+	// The lease's log says when a renewal fails and when one succeeds again.
+	logs := zap.New(zapcore.RegisterHooks(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), zapcore.DebugLevel), func(e zapcore.Entry) error {
 		switch {
-		case o == renewFailed:
+		case e.Message == renewFailedMsg:
 			failedOnce.Do(func() { close(failed) })
-		case o == renewedOK && resumed.Load():
+		case e.Message == renewedAgainMsg && resumed.Load():
 			once.Do(func() { close(renewedAfter) })
 		}
-	})
+		return nil
+	}))
+	holder, err := New(ctx, s, Config{ConnString: target.ConnString, Schema: schema, Logger: logs})
 	if err != nil {
 		t.Fatal(err)
 	}
