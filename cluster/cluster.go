@@ -14,6 +14,7 @@ import (
 	"github.com/troupe-go/troupe/internal/hooks"
 	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/lease"
+	"github.com/troupe-go/troupe/member"
 	"github.com/troupe-go/troupe/remote"
 	"go.uber.org/zap"
 )
@@ -156,7 +157,7 @@ func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {
 	self := Member{
 		Unique:     UniqueAddress{Addr: r.Address().String(), UID: r.UID()},
 		Status:     Joining,
-		Roles:      membership.NormalizeRoles(cfg.Roles),
+		Roles:      member.NormalizeRoles(cfg.Roles),
 		AppVersion: cfg.AppVersion,
 	}
 	// Without seed nodes the node forms a cluster of its own at once; with them, the

@@ -12,6 +12,7 @@ import (
 	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/internal/reachability"
 	"github.com/troupe-go/troupe/internal/sbr"
+	"github.com/troupe-go/troupe/member"
 	"go.uber.org/zap"
 )
 
@@ -418,7 +419,7 @@ func (k *core) foreignMember(u UniqueAddress, name, id string) {
 }
 
 // apply publishes events from the membership and acts on them.
-func (k *core) apply(evs []membership.Event, err error) {
+func (k *core) apply(evs []member.Event, err error) {
 	if err != nil {
 		k.c.log.Debug("membership input ignored", zap.Error(err))
 	}
@@ -427,7 +428,7 @@ func (k *core) apply(evs []membership.Event, err error) {
 	}
 	now := time.Now()
 	var downed []UniqueAddress
-	var follow []membership.Event
+	var follow []member.Event
 	selfUp := false
 	for _, ev := range evs {
 		switch ev.(type) {
@@ -477,7 +478,7 @@ func (k *core) apply(evs []membership.Event, err error) {
 }
 
 // publish refreshes the snapshot and sends the events to the subscribers, in order.
-func (k *core) publish(evs []membership.Event, _ time.Time) {
+func (k *core) publish(evs []member.Event, _ time.Time) {
 	if len(evs) == 0 {
 		return
 	}

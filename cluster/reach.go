@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/internal/reachability"
 	"github.com/troupe-go/troupe/internal/sbr"
 	"github.com/troupe-go/troupe/internal/wiretypes"
+	"github.com/troupe-go/troupe/member"
 	"go.uber.org/zap"
 )
 
@@ -18,23 +18,23 @@ import (
 type (
 	// heartbeat asks the member ToUID at its heartbeat responder for an answer.
 	heartbeat struct {
-		From   membership.UniqueAddress
+		From   member.UniqueAddress
 		ToUID  uint64
 		SentAt int64 // the sender's clock, in Unix nanoseconds; echoed in the answer
 	}
 	// heartbeatRsp answers a heartbeat.
 	heartbeatRsp struct {
-		From   membership.UniqueAddress
+		From   member.UniqueAddress
 		SentAt int64
 	}
 	// reachGossip carries the sender's reachability table (or its own row).
 	reachGossip struct {
-		From membership.UniqueAddress
+		From member.UniqueAddress
 		Rows []reachability.Row
 	}
 	// downNotice spreads a down decision (as serf's user events do, by another path).
 	downNotice struct {
-		Down []membership.UniqueAddress
+		Down []member.UniqueAddress
 	}
 )
 
