@@ -456,7 +456,7 @@ func (m *ManagerCore) announce() {
 			to = append(to, n)
 		}
 	}
-	slices.SortFunc(to, compareAddress)
+	slices.SortFunc(to, member.CompareAddress)
 	for _, n := range to {
 		m.announced[n] = true
 		m.sendTo(n, TakeOverFromMe{From: m.self})

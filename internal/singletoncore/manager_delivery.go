@@ -240,7 +240,7 @@ func sortedNodes(set map[member.UniqueAddress]bool) []member.UniqueAddress {
 	for n := range set {
 		out = append(out, n)
 	}
-	slices.SortFunc(out, compareAddress)
+	slices.SortFunc(out, member.CompareAddress)
 	return out
 }
 

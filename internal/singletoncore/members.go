@@ -75,25 +75,11 @@ func (t *memberTable) oldest(skip func(member.UniqueAddress) bool) (Member, bool
 	return best, found
 }
 
-// compareAge orders members oldest first, as member.Member.IsOlderThan does: a lower
-// UpNumber is older, a member without one (0) is younger than every member with one,
-// and equal UpNumbers are ordered by address (compareAddress).
+// compareAge orders members oldest first: member.CompareAge, the cluster's one age
+// order (equal UpNumbers ordered by member.CompareAddress), so that the manager's
+// oldest is the cluster's.
 func compareAge(a, b Member) int {
-	ua, ub := a.UpNumber, b.UpNumber
-	switch {
-	case ua > 0 && ub <= 0:
-		return -1
-	case ua <= 0 && ub > 0:
-		return 1
-	case ua < ub:
-		return -1
-	case ua > ub:
-		return 1
-	}
-	return compareAddress(a.Node, b.Node)
+	return member.CompareAge(
+		member.Member{Unique: a.Node, Status: a.Status, UpNumber: a.UpNumber},
+		member.Member{Unique: b.Node, Status: b.Status, UpNumber: b.UpNumber})
 }
-
-// compareAddress orders unique addresses as member.UniqueAddress.Compare does (host,
-// then port, then system name, then uid): the project's one order by address, so that
-// the manager's tie-breaks are those of the cluster and the split-brain resolver.
-func compareAddress(a, b member.UniqueAddress) int { return a.Compare(b) }

@@ -243,7 +243,7 @@ func (s *sequencer) retire(node member.UniqueAddress) {
 func (s *sequencer) reset() { *s = newSequencer() }
 
 func compareProxy(a, b ProxyID) int {
-	if c := compareAddress(a.Node, b.Node); c != 0 {
+	if c := member.CompareAddress(a.Node, b.Node); c != 0 {
 		return c
 	}
 	return strings.Compare(a.Path, b.Path)
