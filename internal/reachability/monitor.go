@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/troupe-go/troupe/internal/phi"
 	"github.com/troupe-go/troupe/member"
 )
 
@@ -56,7 +57,7 @@ func (c MonitorConfig) MaxResponseAge() time.Duration { return c.AcceptablePause
 // margin is taken at MinStdDeviation for the earliest and at a quarter of the interval
 // (the spread the detector starts with) for the latest, if that is larger.
 func (c MonitorConfig) DetectionWindow() (earliest, latest time.Duration) {
-	y := yFor(c.Threshold)
+	y := phi.Deviations(c.Threshold)
 	std := max(c.MinStdDeviation, c.Interval/4)
 	earliest = c.AcceptablePause + time.Duration(y*float64(c.MinStdDeviation))
 	latest = c.Interval + c.AcceptablePause + time.Duration(y*float64(std)) + 2*time.Millisecond
@@ -66,7 +67,7 @@ func (c MonitorConfig) DetectionWindow() (earliest, latest time.Duration) {
 // target is a monitored member.
 type target struct {
 	added       time.Time
-	det         *phiDetector
+	det         *phi.Detector
 	lastSentAt  time.Time // send time of the newest heartbeat whose answer counted
 	unreachable bool
 }
@@ -89,7 +90,7 @@ func NewMonitor(cfg MonitorConfig, self member.UniqueAddress) (*Monitor, error) 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Monitor{cfg: cfg, y: yFor(cfg.Threshold), self: self, targets: make(map[member.UniqueAddress]*target)}, nil
+	return &Monitor{cfg: cfg, y: phi.Deviations(cfg.Threshold), self: self, targets: make(map[member.UniqueAddress]*target)}, nil
 }
 
 // ringKey orders members on the ring: by a hash of the identity, so that neighbours on
@@ -142,7 +143,7 @@ func (m *Monitor) SetTargets(targets []member.UniqueAddress, now time.Time) {
 		}
 		keep[u] = true
 		if _, ok := m.targets[u]; !ok {
-			m.targets[u] = &target{added: now, det: newPhiDetector(m.cfg.AcceptablePause, m.cfg.MinStdDeviation, m.cfg.MaxSamples)}
+			m.targets[u] = &target{added: now, det: phi.New(phi.Config{AcceptablePause: m.cfg.AcceptablePause, MinStdDeviation: m.cfg.MinStdDeviation, MaxSamples: m.cfg.MaxSamples})}
 		}
 	}
 	for u := range m.targets {
@@ -173,7 +174,7 @@ func (m *Monitor) Response(from member.UniqueAddress, sentAt, now time.Time) boo
 		return false
 	}
 	t.lastSentAt = sentAt
-	t.det.heartbeat(now, m.cfg.Interval)
+	t.det.Heartbeat(now, m.cfg.Interval)
 	return true
 }
 
@@ -183,13 +184,13 @@ func (m *Monitor) Response(from member.UniqueAddress, sentAt, now time.Time) boo
 func (m *Monitor) Check(now time.Time) (unreachable, reachable []member.UniqueAddress) {
 	for _, u := range m.Targets() {
 		t := m.targets[u]
-		if !t.det.started() {
+		if !t.det.Started() {
 			if now.Before(t.added.Add(m.cfg.ExpectedFirst)) {
 				continue
 			}
-			t.det.start(t.added.Add(m.cfg.ExpectedFirst), m.cfg.Interval, true)
+			t.det.Start(t.added.Add(m.cfg.ExpectedFirst), m.cfg.Interval, true)
 		}
-		down := t.det.phi(now) >= m.cfg.Threshold
+		down := t.det.Phi(now) >= m.cfg.Threshold
 		switch {
 		case down && !t.unreachable:
 			unreachable = append(unreachable, u)
@@ -227,10 +228,10 @@ func (m *Monitor) NextCheck() (at time.Time, ok bool) {
 	for _, t := range m.targets {
 		var when time.Time
 		switch {
-		case !t.det.started():
+		case !t.det.Started():
 			when = t.added.Add(m.cfg.ExpectedFirst)
 		case !t.unreachable:
-			when = t.det.crossing(m.y)
+			when = t.det.Crossing(m.y)
 		default:
 			continue
 		}

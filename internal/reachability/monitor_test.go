@@ -194,9 +194,6 @@ func TestMonitorConfigValidate(t *testing.T) {
 	if _, err := NewMonitor(bad, ua("a")); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("Monitors 0: %v", err)
 	}
-	if y := yFor(8); y < 5 || y > 5.5 || phiOf(y) < 8 || phiOf(y-0.01) >= 8 {
-		t.Errorf("yFor(8) = %v", y)
-	}
 }
 
 // The wait for a late first answer is not learned as an interval: once answers come
