@@ -201,7 +201,7 @@ func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {
 	}
 	if founding {
 		c.clusterID.Store(&id)
-		k.founder, k.joined = true, true
+		k.cc.SetJoined(true)
 		c.join.Joined = true
 		close(c.joined)
 	}

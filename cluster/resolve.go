@@ -42,7 +42,7 @@ func (k *core) input() sbr.Input {
 
 // decide asks the resolver, acts on its decision and sets its timer.
 func (k *core) decide(ctx actor.Context, now time.Time) {
-	if k.downed || k.leaving {
+	if k.cc.Downed() || k.cc.Leaving() {
 		ctx.CancelTimer(timerResolver)
 		return
 	}
@@ -53,7 +53,7 @@ func (k *core) decide(ctx actor.Context, now time.Time) {
 	if step.Decision.Action != sbr.NoAction {
 		k.act(ctx, step.Decision, step.Unstable)
 	}
-	if k.downed || k.c.isStopped() {
+	if k.cc.Downed() || k.c.isStopped() {
 		return
 	}
 	if step.Next.IsZero() {
@@ -117,7 +117,7 @@ func (k *core) onLeaseResult(ctx actor.Context, m leaseResult, now time.Time) {
 		k.c.leaseReleaseAt.Store(k.lease.releaseAt.UnixNano())
 	}
 	log := k.c.log.With(zap.Bool("acquired", m.acquired), zap.Error(m.err))
-	if k.downed || k.c.isStopped() {
+	if k.cc.Downed() || k.c.isStopped() {
 		log.Info("lease-majority: lease outcome after this node stopped")
 		return
 	}
