@@ -13,7 +13,6 @@ import (
 	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/internal/reachability"
 	"github.com/troupe-go/troupe/internal/sbr"
-	"github.com/troupe-go/troupe/member"
 	"go.uber.org/zap"
 )
 
@@ -112,9 +111,24 @@ func newCore(cfg Config, self Member) (*core, error) {
 }
 
 // run carries out the core's effects, in order.
-func (k *core) run(effects []clustercore.Effect) {
+func (k *core) run(ctx actor.Context, effects []clustercore.Effect) {
 	for _, e := range effects {
 		switch e := e.(type) {
+		case clustercore.Observations:
+			if k.c.setObservations(e.Records) {
+				changed := ReachabilityChanged{Observations: e.Records}
+				for s := range k.subs {
+					k.tell(s, changed)
+				}
+			}
+		case clustercore.PushOwnRow:
+			k.pushOwnRow(ctx)
+		case clustercore.AcquireLease:
+			k.acquireLease(ctx)
+		case clustercore.Decided:
+			k.decided(e)
+		case clustercore.Spread:
+			k.spread(ctx, e.Down, e.To)
 		case clustercore.Publish:
 			k.c.publishState(e.State) // before the events: a subscriber reading State sees them
 			for _, ev := range e.Events {
@@ -162,6 +176,8 @@ func (k *core) run(effects []clustercore.Effect) {
 				k.c.log.Error(e.Msg, fields...)
 			case clustercore.Warn:
 				k.c.log.Warn(e.Msg, fields...)
+			case clustercore.Info:
+				k.c.log.Info(e.Msg, fields...)
 			default:
 				k.c.log.Debug(e.Msg, fields...)
 			}
@@ -172,7 +188,7 @@ func (k *core) run(effects []clustercore.Effect) {
 func (k *core) Receive(ctx actor.Context) {
 	now := time.Now()
 	if done, ok := ctx.Message().(leaveDone); ok {
-		k.run(k.cc.LeaveDone(now))
+		k.run(ctx, k.cc.LeaveDone(now))
 		done.reply <- done.err
 	}
 	if k.c.isStopped() {
@@ -189,8 +205,8 @@ func (k *core) Receive(ctx actor.Context) {
 	case serfEvent:
 		k.onSerf(ctx, m.ev, now)
 	case joinedNotice:
-		k.run(k.cc.JoinedCluster(m.founder))
-		k.observeSerfMembers(now) // the members of this cluster, passed over until now
+		k.run(ctx, k.cc.JoinedCluster(m.founder))
+		k.observeSerfMembers(ctx, now) // the members of this cluster, passed over until now
 	case heartbeatTick:
 		k.sendHeartbeats(ctx, now)
 		changed = k.checkMonitor(now)
@@ -208,7 +224,7 @@ func (k *core) Receive(ctx actor.Context) {
 		changed = false
 		k.decide(ctx, now)
 	case marginTimer:
-		k.run(k.cc.MarginsDue(now))
+		k.run(ctx, k.cc.MarginsDue(now))
 		k.maybeReleaseLease(now)
 	case leaseTimer:
 		k.maybeReleaseLease(now)
@@ -251,7 +267,7 @@ func (k *core) Receive(ctx actor.Context) {
 	case leaveRequest:
 		k.leave(ctx, m.reply)
 	case quarantinedBy:
-		k.run(k.cc.QuarantinedBy(m.addr, now))
+		k.run(ctx, k.cc.QuarantinedBy(m.addr, now))
 		changed = false
 	default:
 		return
@@ -311,7 +327,7 @@ func (k *core) settle(ctx actor.Context, now time.Time, changed bool) {
 		return // the next message stops the services (receiveStopped)
 	}
 	if changed {
-		k.run(k.cc.MaybeUp(now))
+		k.run(ctx, k.cc.MaybeUp(now))
 		k.refreshReachability(ctx, now)
 		k.decide(ctx, now)
 		if k.cc.Downed() || k.c.isStopped() {
@@ -342,7 +358,7 @@ func (k *core) onSerf(ctx actor.Context, ev serf.Event, now time.Time) {
 	switch e := ev.(type) {
 	case serf.MemberEvent:
 		for _, sm := range e.Members {
-			k.onMember(e.Type, sm, now)
+			k.onMember(ctx, e.Type, sm, now)
 		}
 	case serf.UserEvent:
 		if e.Name != userEventDown {
@@ -358,13 +374,13 @@ func (k *core) onSerf(ctx actor.Context, ev serf.Event, now time.Time) {
 }
 
 // observeSerfMembers takes in the members serf knows as if each had just changed.
-func (k *core) observeSerfMembers(now time.Time) {
+func (k *core) observeSerfMembers(ctx actor.Context, now time.Time) {
 	for _, sm := range k.c.serf.Members() {
 		switch sm.Status {
 		case serf.StatusAlive:
-			k.onMember(serf.EventMemberUpdate, sm, now)
+			k.onMember(ctx, serf.EventMemberUpdate, sm, now)
 		case serf.StatusFailed:
-			k.onMember(serf.EventMemberFailed, sm, now)
+			k.onMember(ctx, serf.EventMemberFailed, sm, now)
 		}
 	}
 }
@@ -378,7 +394,7 @@ var serfKinds = map[serf.EventType]clustercore.Kind{
 	serf.EventMemberReap:   clustercore.Reap,
 }
 
-func (k *core) onMember(t serf.EventType, sm serf.Member, now time.Time) {
+func (k *core) onMember(ctx actor.Context, t serf.EventType, sm serf.Member, now time.Time) {
 	kind, ok := serfKinds[t]
 	if !ok {
 		return
@@ -401,12 +417,7 @@ func (k *core) onMember(t serf.EventType, sm serf.Member, now time.Time) {
 		}
 		return
 	}
-	k.run(k.cc.MemberEvent(kind, sm.Name, m, id, k.c.ClusterID(), now))
-}
-
-// apply publishes events from the membership and acts on them.
-func (k *core) apply(evs []member.Event, err error) {
-	k.run(k.cc.Apply(evs, err, time.Now()))
+	k.run(ctx, k.cc.MemberEvent(kind, sm.Name, m, id, k.c.ClusterID(), now))
 }
 
 // snapshot returns the current state with the members awaiting their margin.
@@ -421,34 +432,42 @@ func (k *core) tell(to actor.Ref, msg any) {
 }
 
 // down declares the members Down and then, if it is listed, this node. With spread it
-// first tells every member: a serf user event per member, which gossip carries around
-// broken links, and a notice over the remote transport to each member, which arrives
-// at once and is sent even by a node that downs itself (its transport flushes what is
-// queued before it closes). Members this node does not know are skipped.
+// first tells every member (see spread). Members this node does not know are skipped.
 func (k *core) down(ctx actor.Context, us []UniqueAddress, spread bool) {
 	if k.cc.Downed() || len(us) == 0 {
 		return
 	}
 	if spread {
-		for _, u := range us {
-			if err := k.c.serf.UserEvent(userEventDown, []byte(u.String()), false); err != nil {
-				k.c.log.Warn("spreading a down decision", zap.Error(err))
-			}
-		}
-		notice := downNotice{Down: us}
+		var to []UniqueAddress
 		for _, m := range k.ms.Members() {
-			if m.Unique == k.c.self.Unique || m.Status == Down {
-				continue
-			}
-			if p, ok := k.peerOf(m.Unique); ok {
-				_ = ctx.Send(p.core, notice)
+			if m.Unique != k.c.self.Unique && m.Status != Down {
+				to = append(to, m.Unique)
 			}
 		}
+		k.spread(ctx, us, to)
 	}
 	// The core removes them. serf keeps each as failed (it never answers again: a
 	// downed node stops its serf) until ReconnectTimeout reaps it; serf's own removal
 	// would block on a broadcast and leave a sleeping goroutine behind.
-	k.run(k.cc.Down(us, time.Now()))
+	k.run(ctx, k.cc.Down(us, time.Now()))
+}
+
+// spread tells every member of a down decision: a serf user event per downed member,
+// which gossip carries around broken links, and a notice over the remote transport to
+// each member in to, which arrives at once and is sent even by a node that downs
+// itself (its transport flushes what is queued before it closes).
+func (k *core) spread(ctx actor.Context, us, to []UniqueAddress) {
+	for _, u := range us {
+		if err := k.c.serf.UserEvent(userEventDown, []byte(u.String()), false); err != nil {
+			k.c.log.Warn("spreading a down decision", zap.Error(err))
+		}
+	}
+	notice := downNotice{Down: us}
+	for _, u := range to {
+		if p, ok := k.peerOf(u); ok {
+			_ = ctx.Send(p.core, notice)
+		}
+	}
 }
 
 // leave starts a graceful leave: Leaving in the tags, then serf's leave.
@@ -462,7 +481,7 @@ func (k *core) leave(ctx actor.Context, reply chan error) {
 		reply <- nil
 		return
 	}
-	k.run(effects)
+	k.run(ctx, effects)
 	self, s := ctx.Self(), k.c.serf
 	go func() {
 		err := s.Leave()

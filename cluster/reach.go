@@ -2,15 +2,12 @@ package cluster
 
 import (
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/reachability"
-	"github.com/troupe-go/troupe/internal/sbr"
 	"github.com/troupe-go/troupe/internal/wiretypes"
 	"github.com/troupe-go/troupe/member"
-	"go.uber.org/zap"
 )
 
 // The messages members exchange over the remote transport, between their cluster
@@ -135,106 +132,12 @@ func (k *core) checkMonitor(now time.Time) bool {
 }
 
 // live reports whether u is a member that is neither Down nor Removed.
-func (k *core) live(u UniqueAddress) bool {
-	m, ok := k.ms.Member(u)
-	return ok && m.Status != Down
-}
+func (k *core) live(u UniqueAddress) bool { return k.cc.Live(u) }
 
-// refreshReachability brings the reachability state up to date: the monitored
-// members, this node's own observations (its heartbeats and serf), the table, the
-// unreachable flags of the membership, and the resolver's notion of change.
+// refreshReachability brings the reachability state up to date (see
+// clustercore.Core.RefreshReachability).
 func (k *core) refreshReachability(ctx actor.Context, now time.Time) {
-	// This node's observations first (Check has run on the members monitored so far).
-	var own []UniqueAddress
-	for _, u := range k.mon.Unreachable() {
-		if k.live(u) {
-			own = append(own, u)
-		}
-	}
-	// serf's report counts for the members this node does not heartbeat itself: for
-	// those it does, the heartbeats decide. serf probes members one at a time, round
-	// robin, so its detections of the members of a partition spread over several probe
-	// intervals, and its UDP probes with short timeouts are easily missed on a loaded
-	// host; the heartbeats go to every monitored member at once.
-	for u := range k.serfFailed {
-		if k.live(u) && !k.mon.Monitors(u) {
-			own = append(own, u)
-		}
-	}
-	if k.table.SetOwn(own) {
-		k.pushOwnRow(ctx)
-		serfSays := make([]string, 0, len(k.serfFailed))
-		for u := range k.serfFailed {
-			serfSays = append(serfSays, u.String())
-		}
-		k.c.log.Info("this node's reachability observations changed",
-			zap.Stringers("heartbeats", k.mon.Unreachable()), zap.Strings("serf", serfSays))
-	}
-	ownSet := make(map[UniqueAddress]bool, len(own))
-	for _, u := range own {
-		ownSet[u] = true
-	}
-
-	// Then whom to monitor: the ring over the live members.
-	var ring []UniqueAddress
-	for _, m := range k.ms.Members() {
-		if m.Status != Down && m.Unique != k.c.self.Unique {
-			ring = append(ring, m.Unique)
-		}
-	}
-	k.mon.SetTargets(reachability.Ring(k.c.self.Unique, ring, func(u UniqueAddress) bool { return ownSet[u] }, heartbeatMonitors), now)
-
-	// The aggregated view: unreachable for any observer. Its detail is published before
-	// the events it causes, so that a subscriber reading Observations sees it.
-	unreachable := k.table.Unreachable(k.live)
-	var obs []Observation
-	for _, r := range k.table.Records(k.live) {
-		obs = append(obs, Observation{Observer: r.Observer, Subject: r.Subject})
-	}
-	if k.c.setObservations(obs) {
-		changed := ReachabilityChanged{Observations: obs}
-		for s := range k.subs {
-			k.tell(s, changed)
-		}
-	}
-	set := make(map[UniqueAddress]bool, len(unreachable))
-	for _, u := range unreachable {
-		set[u] = true
-	}
-	for _, m := range k.ms.Members() {
-		u := m.Unique
-		switch {
-		case u == k.c.self.Unique || m.Status == Down:
-		case set[u] && !k.ms.IsUnreachable(u):
-			k.apply(k.ms.Unreachable(u))
-		case !set[u] && k.ms.IsUnreachable(u):
-			k.apply(k.ms.Reachable(u))
-		}
-	}
-	if key := k.reachabilityKey(); key != k.reachKey {
-		k.reachKey = key
-		k.res.ReachabilityChanged(now)
-		k.c.log.Debug("reachability changed", zap.String("observations", key))
-	}
-}
-
-// reachabilityKey describes the members the resolver considers unreachable and, among
-// them, the indirectly connected ones; the resolver is told of a change whenever it
-// changes. Another observer confirming what is already known is no change, so that
-// the observers' detection times do not drag the wait out.
-func (k *core) reachabilityKey() string {
-	unreachable, indirect := sbr.Summary(k.input())
-	var b strings.Builder
-	for _, u := range unreachable {
-		b.WriteString(u.String())
-		b.WriteByte(' ')
-	}
-	b.WriteString("| indirectly connected:")
-	for _, u := range indirect {
-		b.WriteByte(' ')
-		b.WriteString(u.String())
-	}
-	return b.String()
+	k.run(ctx, k.cc.RefreshReachability(now))
 }
 
 // pushOwnRow sends this node's changed row to every live member at once, so that a

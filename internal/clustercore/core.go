@@ -64,6 +64,9 @@ type Core struct {
 	// foreign holds the node names of other clusters' members already logged.
 	foreign map[string]bool
 
+	monitors int    // how many members monitor each member (the ring's width)
+	reachKey string // the unreachable and indirectly connected members last seen
+
 	out []Effect  // the effects of the input being handled
 	now time.Time // the time of the input being handled
 }
@@ -90,6 +93,7 @@ func New(cfg Config, now time.Time) (*Core, error) {
 		res:        res,
 		margins:    membership.NewMargins(cfg.DownRemovalMargin),
 		serfFailed: make(map[member.UniqueAddress]time.Time),
+		monitors:   cfg.Monitor.Monitors,
 	}, nil
 }
 
@@ -345,8 +349,14 @@ func (c *Core) publishSelf() {
 // node does not know are skipped. The shell spreads a decision of its own first.
 func (c *Core) Down(us []member.UniqueAddress, now time.Time) []Effect {
 	c.now = now
+	c.down(us)
+	return c.take()
+}
+
+// down is Down's body.
+func (c *Core) down(us []member.UniqueAddress) {
 	if c.downed || len(us) == 0 {
-		return nil
+		return
 	}
 	self := false
 	for _, u := range us {
@@ -361,7 +371,6 @@ func (c *Core) Down(us []member.UniqueAddress, now time.Time) []Effect {
 	if self {
 		c.downSelf()
 	}
-	return c.take()
 }
 
 // downSelf stops this node's cluster services: it was downed, by the resolver on its

@@ -43,6 +43,7 @@ type Level int8
 // The levels of Log.
 const (
 	Debug Level = iota
+	Info
 	Warn
 	Error
 )

@@ -21,7 +21,10 @@ import (
 // brings a removed incarnation back and that statuses only move forward; after each
 // failed report about a member seen leaving, that the member was removed as having
 // left; and at the end, once every link is healed and every dead member downed, that
-// the surviving nodes agree on the members.
+// the surviving nodes agree on the members. TestSimulationWithResolver lets the
+// nodes' own heartbeats, reachability gossip and resolver decide the downs, and checks
+// that each decision is taken on a view (members and unreachable set) unchanged for
+// StableAfter.
 
 const simMargin = 2 * time.Second
 
@@ -36,6 +39,9 @@ type simNode struct {
 	stopped   bool                          // its cluster services stopped (left or downed)
 	leaving   bool                          // it asked to leave and serf has not finished
 	undecided bool                          // on a losing side, it has not downed itself yet
+	summary   string                        // the resolver's unreachable summary, last tick
+	stableAt  time.Time                     // when summary or the members last changed
+	members   string                        // the members and statuses, last tick
 	removed   map[member.UniqueAddress]bool // removed in its view
 	lastSeen  map[member.UniqueAddress]member.MemberStatus
 	published []member.Event
@@ -49,7 +55,10 @@ type sim struct {
 	// current holds the latest incarnation at each address: serf keeps one entry per
 	// address, so its events are about these only.
 	current []*simNode
-	next    uint64 // next uid
+	// resolver: the nodes run their heartbeats, reachability gossip and split-brain
+	// resolver (keep-majority) instead of the model's downMinority.
+	resolver bool
+	next     uint64 // next uid
 }
 
 func simConfig(self member.Member) Config {
@@ -106,10 +115,26 @@ func (s *sim) run(n *simNode, effects []Effect) {
 			n.stopped = true
 		}
 	}
+	s.observe(n)
 	for _, m := range n.core.Snapshot().Members {
 		if n.removed[m.Unique] {
 			s.t.Fatalf("%s: removed %s is back in the state: %v", n.self.Unique, m.Unique, m.Status)
 		}
+	}
+}
+
+// observe notes when n's view (the resolver's unreachable summary and the members)
+// last changed.
+func (s *sim) observe(n *simNode) {
+	unreachable, indirect := sbr.Summary(n.core.Input())
+	summary := fmt.Sprint(unreachable, indirect)
+	var ms []string
+	for _, m := range n.core.Membership().Members() {
+		ms = append(ms, m.Unique.String()+" "+m.Status.String())
+	}
+	members := fmt.Sprint(ms)
+	if summary != n.summary || members != n.members || n.stableAt.IsZero() {
+		n.summary, n.members, n.stableAt = summary, members, s.now
 	}
 }
 
@@ -208,6 +233,61 @@ func (s *sim) tick(d time.Duration) {
 		s.run(n, n.core.MaybeUp(s.now))
 		s.run(n, n.core.MarginsDue(s.now))
 	}
+	if s.resolver {
+		s.reachability()
+	}
+}
+
+// find returns the incarnation u.
+func (s *sim) find(u member.UniqueAddress) *simNode {
+	for _, n := range s.nodes {
+		if n.self.Unique == u {
+			return n
+		}
+	}
+	return nil
+}
+
+// reachability runs each live node's heartbeats (answered across working links),
+// reachability gossip (to the members it reaches) and resolver, and checks that a
+// decision is taken only on an unreachable set and members unchanged for StableAfter.
+func (s *sim) reachability() {
+	for _, n := range s.live() {
+		mon := n.core.Monitor()
+		for _, u := range mon.Targets() {
+			if t := s.find(u); t != nil && connected(n, t) {
+				mon.Response(u, s.now.Add(-time.Millisecond), s.now)
+			}
+		}
+		mon.Check(s.now)
+	}
+	for _, n := range s.live() {
+		for _, o := range s.live() {
+			if o != n && connected(n, o) {
+				known := func(u member.UniqueAddress) bool { _, ok := o.core.Membership().Member(u); return ok }
+				o.core.Table().Merge(n.core.Table().Rows(), known, o.core.Membership().WasRemoved)
+			}
+		}
+	}
+	for _, n := range s.live() {
+		s.run(n, n.core.RefreshReachability(s.now))
+		effects, _ := n.core.Decide(s.now)
+		for _, e := range effects {
+			if d, ok := e.(Decided); ok && !d.Unstable && s.now.Sub(n.stableAt) < simConfig(n.self).Resolver.StableAfter {
+				s.t.Fatalf("%s decided %v on a view stable for %v only", n.self.Unique, d.Decision.Action, s.now.Sub(n.stableAt))
+			}
+		}
+		s.run(n, effects)
+		for _, e := range effects {
+			if sp, ok := e.(Spread); ok {
+				for _, u := range sp.To {
+					if t := s.find(u); t != nil && connected(n, t) {
+						s.run(t, t.core.Down(sp.Down, s.now))
+					}
+				}
+			}
+		}
+	}
 }
 
 // downMinority has the biggest group down the members it cannot reach; the others
@@ -259,12 +339,24 @@ func TestSimulation(t *testing.T) {
 		seeds = 20
 	}
 	for seed := range uint64(seeds) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { simulate(t, seed) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { simulate(t, seed, false) })
 	}
 }
 
-func simulate(t *testing.T, seed uint64) {
-	s := &sim{t: t, rng: rand.New(rand.NewPCG(seed, 30)), now: simStart}
+// The same with the nodes' own heartbeats, reachability gossip and split-brain
+// resolver deciding the downs.
+func TestSimulationWithResolver(t *testing.T) {
+	seeds := 100
+	if testing.Short() {
+		seeds = 10
+	}
+	for seed := range uint64(seeds) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { simulate(t, seed, true) })
+	}
+}
+
+func simulate(t *testing.T, seed uint64, resolver bool) {
+	s := &sim{t: t, rng: rand.New(rand.NewPCG(seed, 30)), now: simStart, resolver: resolver}
 	const addrs = 5
 	s.current = make([]*simNode, addrs)
 	s.start(0, true)
@@ -298,7 +390,7 @@ func simulate(t *testing.T, seed uint64) {
 			n.crashed = true
 		case r < 19 && (n.crashed || n.stopped):
 			s.start(i, false) // a new incarnation at the same address
-		case r < 22:
+		case r < 22 && !s.resolver:
 			s.downMinority()
 		}
 	}
@@ -311,7 +403,9 @@ func simulate(t *testing.T, seed uint64) {
 		}
 	}
 	for range 3 {
-		s.downMinority()
+		if !s.resolver {
+			s.downMinority()
+		}
 		for range 30 {
 			for _, o := range s.live() {
 				for _, subj := range s.current {
