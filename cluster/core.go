@@ -12,7 +12,6 @@ import (
 	"github.com/troupe-go/troupe/internal/clustercore"
 	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/internal/reachability"
-	"github.com/troupe-go/troupe/internal/sbr"
 	"go.uber.org/zap"
 )
 
@@ -64,16 +63,12 @@ type core struct {
 	cc   *clustercore.Core
 	subs map[actor.Ref]struct{}
 
-	// The parts of cc, which the reachability and resolver steps (reach.go,
-	// resolve.go) drive.
+	// The parts of cc the shell reads: the members (to address messages), the
+	// table's rows (to gossip), the monitor's targets and the timers' next moments.
 	ms      *membership.Membership
 	table   *reachability.Table
 	mon     *reachability.Monitor
-	res     *sbr.Resolver
 	margins *membership.Margins
-	// serfFailed holds the members serf declared failed, with when (see
-	// refreshReachability for when it counts).
-	serfFailed map[UniqueAddress]time.Time
 
 	peers     map[UniqueAddress]peer // Refs to other members' cluster actors
 	heartbeat actor.Ref              // this node's heartbeat responder
@@ -98,15 +93,13 @@ func newCore(cfg Config, self Member) (*core, error) {
 		return nil, err
 	}
 	return &core{
-		cc:         cc,
-		ms:         cc.Membership(),
-		table:      cc.Table(),
-		mon:        cc.Monitor(),
-		res:        cc.Resolver(),
-		margins:    cc.Margins(),
-		serfFailed: cc.SerfFailed(),
-		subs:       make(map[actor.Ref]struct{}),
-		peers:      make(map[UniqueAddress]peer),
+		cc:      cc,
+		ms:      cc.Membership(),
+		table:   cc.Table(),
+		mon:     cc.Monitor(),
+		margins: cc.Margins(),
+		subs:    make(map[actor.Ref]struct{}),
+		peers:   make(map[UniqueAddress]peer),
 	}, nil
 }
 

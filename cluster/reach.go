@@ -113,23 +113,12 @@ func (k *core) sendHeartbeats(ctx actor.Context, now time.Time) {
 // onHeartbeatRsp records an answer; it reports whether it ended serf's observation
 // that the member failed (the member answered a heartbeat sent after serf said so).
 func (k *core) onHeartbeatRsp(m heartbeatRsp, now time.Time) bool {
-	sent := time.Unix(0, m.SentAt)
-	if !k.mon.Response(m.From, sent, now) {
-		return false
-	}
-	if failed, ok := k.serfFailed[m.From]; ok && sent.After(failed) {
-		delete(k.serfFailed, m.From)
-		return true
-	}
-	return false
+	return k.cc.HeartbeatAnswered(m.From, time.Unix(0, m.SentAt), now)
 }
 
 // checkMonitor judges the monitored members at now and reports whether one changed
 // reachability.
-func (k *core) checkMonitor(now time.Time) bool {
-	down, up := k.mon.Check(now)
-	return len(down)+len(up) > 0
-}
+func (k *core) checkMonitor(now time.Time) bool { return k.cc.CheckMonitor(now) }
 
 // live reports whether u is a member that is neither Down nor Removed.
 func (k *core) live(u UniqueAddress) bool { return k.cc.Live(u) }
@@ -196,11 +185,7 @@ func (k *core) onGossip(m reachGossip) bool {
 			return false
 		}
 	}
-	known := func(u UniqueAddress) bool {
-		_, ok := k.ms.Member(u)
-		return ok
-	}
-	return k.table.Merge(m.Rows, known, k.ms.WasRemoved)
+	return k.cc.MergeRows(m.Rows)
 }
 
 // heartbeatResponder answers heartbeats addressed to this incarnation. It is a child

@@ -97,7 +97,8 @@ func New(cfg Config, now time.Time) (*Core, error) {
 	}, nil
 }
 
-// The parts, for the shell's reachability and resolver steps.
+// The parts the shell reads: the members, the table's rows to gossip, the monitor's
+// targets, and the next moments of the monitor and the margins.
 
 // Membership returns the member view.
 func (c *Core) Membership() *membership.Membership { return c.ms }
@@ -108,15 +109,8 @@ func (c *Core) Table() *reachability.Table { return c.table }
 // Monitor returns the heartbeat monitor.
 func (c *Core) Monitor() *reachability.Monitor { return c.mon }
 
-// Resolver returns the split-brain resolver.
-func (c *Core) Resolver() *sbr.Resolver { return c.res }
-
 // Margins returns the removal margins.
 func (c *Core) Margins() *membership.Margins { return c.margins }
-
-// SerfFailed returns the members serf declared failed, with when; the caller may
-// delete entries whose observation ended.
-func (c *Core) SerfFailed() map[member.UniqueAddress]time.Time { return c.serfFailed }
 
 // Leaving reports whether this node is leaving.
 func (c *Core) Leaving() bool { return c.leaving }

@@ -207,3 +207,35 @@ func (c *Core) act(d sbr.Decision, unstable bool) {
 	c.out = append(c.out, Spread{Down: d.Down, To: to})
 	c.down(d.Down)
 }
+
+// HeartbeatAnswered records that from answered, at now, the heartbeat this node sent
+// at sentAt. It reports whether that changed the view: the answer ended serf's
+// observation that the member failed (the heartbeat was sent after serf said so).
+func (c *Core) HeartbeatAnswered(from member.UniqueAddress, sentAt, now time.Time) bool {
+	if !c.mon.Response(from, sentAt, now) {
+		return false
+	}
+	if failed, ok := c.serfFailed[from]; ok && sentAt.After(failed) {
+		delete(c.serfFailed, from)
+		return true
+	}
+	return false
+}
+
+// CheckMonitor judges the monitored members at now and reports whether one changed
+// reachability.
+func (c *Core) CheckMonitor(now time.Time) bool {
+	down, up := c.mon.Check(now)
+	return len(down)+len(up) > 0
+}
+
+// MergeRows merges reachability rows another node gossiped. Observations about members
+// this node does not know yet are kept, and count once the member is known; those
+// about removed identities are dropped. It reports whether the table changed.
+func (c *Core) MergeRows(rows []reachability.Row) bool {
+	known := func(u member.UniqueAddress) bool {
+		_, ok := c.ms.Member(u)
+		return ok
+	}
+	return c.table.Merge(rows, known, c.ms.WasRemoved)
+}

@@ -253,19 +253,17 @@ func (s *sim) find(u member.UniqueAddress) *simNode {
 // decision is taken only on an unreachable set and members unchanged for StableAfter.
 func (s *sim) reachability() {
 	for _, n := range s.live() {
-		mon := n.core.Monitor()
-		for _, u := range mon.Targets() {
+		for _, u := range n.core.Monitor().Targets() {
 			if t := s.find(u); t != nil && connected(n, t) {
-				mon.Response(u, s.now.Add(-time.Millisecond), s.now)
+				n.core.HeartbeatAnswered(u, s.now.Add(-time.Millisecond), s.now)
 			}
 		}
-		mon.Check(s.now)
+		n.core.CheckMonitor(s.now)
 	}
 	for _, n := range s.live() {
 		for _, o := range s.live() {
 			if o != n && connected(n, o) {
-				known := func(u member.UniqueAddress) bool { _, ok := o.core.Membership().Member(u); return ok }
-				o.core.Table().Merge(n.core.Table().Rows(), known, o.core.Membership().WasRemoved)
+				o.core.MergeRows(n.core.Table().Rows())
 			}
 		}
 	}
