@@ -72,7 +72,6 @@ type core struct {
 
 	peers     map[UniqueAddress]peer // Refs to other members' cluster actors
 	heartbeat actor.Ref              // this node's heartbeat responder
-	reachKey  string                 // the unreachable and indirectly connected members last seen
 
 	servicesStopped bool            // timers cancelled and responder stopped
 	badTags         map[string]bool // node names whose malformed tags were logged

@@ -120,9 +120,6 @@ func (k *core) onHeartbeatRsp(m heartbeatRsp, now time.Time) bool {
 // reachability.
 func (k *core) checkMonitor(now time.Time) bool { return k.cc.CheckMonitor(now) }
 
-// live reports whether u is a member that is neither Down nor Removed.
-func (k *core) live(u UniqueAddress) bool { return k.cc.Live(u) }
-
 // refreshReachability brings the reachability state up to date (see
 // clustercore.Core.RefreshReachability).
 func (k *core) refreshReachability(ctx actor.Context, now time.Time) {

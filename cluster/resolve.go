@@ -8,7 +8,6 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/clustercore"
-	"github.com/troupe-go/troupe/internal/sbr"
 	"go.uber.org/zap"
 )
 
@@ -31,9 +30,6 @@ type leaseState struct {
 	releaseAt time.Time       // not released before (see holdLease)
 	waitFor   []UniqueAddress // members downed under the lease: released once their margins passed
 }
-
-// input returns the resolver's input: the members and every observation between them.
-func (k *core) input() sbr.Input { return k.cc.Input() }
 
 // decide asks the resolver, acts on its decision and sets its timer.
 func (k *core) decide(ctx actor.Context, now time.Time) {
