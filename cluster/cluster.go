@@ -13,6 +13,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/lease"
+	"github.com/troupe-go/troupe/member"
 	"github.com/troupe-go/troupe/remote"
 	"go.uber.org/zap"
 )
@@ -154,7 +155,7 @@ func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {
 	self := Member{
 		Unique:     UniqueAddress{Addr: r.Address().String(), UID: r.UID()},
 		Status:     Joining,
-		Roles:      membership.NormalizeRoles(cfg.Roles),
+		Roles:      member.NormalizeRoles(cfg.Roles),
 		AppVersion: cfg.AppVersion,
 	}
 	// Without seed nodes the node forms a cluster of its own at once; with them, the
@@ -198,7 +199,7 @@ func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {
 	}
 	if founding {
 		c.clusterID.Store(&id)
-		k.founder, k.joined = true, true
+		k.cc.SetJoined(true)
 		c.join.Joined = true
 		close(c.joined)
 	}

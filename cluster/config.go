@@ -204,7 +204,7 @@ func (d DowningConfig) withDefaults() DowningConfig {
 // resolverConfig returns the resolver's settings (after withDefaults).
 func (d DowningConfig) resolverConfig() sbr.Config {
 	return sbr.Config{
-		Strategy:                     d.Strategy,
+		Strategy:                     sbr.Strategy(d.Strategy),
 		StableAfter:                  d.StableAfter,
 		DownAllWhenUnstable:          d.DownAllWhenUnstable,
 		Role:                         d.Role,

@@ -9,9 +9,9 @@ import (
 
 	"github.com/hashicorp/serf/serf"
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/clustercore"
 	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/internal/reachability"
-	"github.com/troupe-go/troupe/internal/sbr"
 	"go.uber.org/zap"
 )
 
@@ -51,38 +51,28 @@ const (
 	timerLease     = "lease"
 )
 
-// core is the actor around the pure cores: Membership (the member view), the
-// reachability Table and heartbeat Monitor, the split-brain Resolver and the removal
-// Margins. It feeds them serf's events, heartbeat answers and gossip, acts on their
-// decisions (tags, downing, quarantine, lease) and publishes the events. Every input
-// ends with settle, which brings the derived state up to date and sets the timers to
-// the next moment something can be due.
+// core is the actor around the pure composition of the cluster's cores
+// (internal/clustercore: the member view, the removal margins, the reachability table
+// and heartbeat monitor, the split-brain resolver). It translates serf's events for it,
+// feeds it heartbeat answers and gossip, carries out its effects (publishing events
+// and tags, quarantines, stopping) and runs the timers. Every input ends with settle,
+// which brings the derived state up to date and sets the timers to the next moment
+// something can be due.
 type core struct {
-	c       *Cluster
+	c    *Cluster
+	cc   *clustercore.Core
+	subs map[actor.Ref]struct{}
+
+	// The parts of cc the shell reads: the members (to address messages), the
+	// table's rows (to gossip), the monitor's targets and the timers' next moments.
 	ms      *membership.Membership
 	table   *reachability.Table
 	mon     *reachability.Monitor
-	res     *sbr.Resolver
 	margins *membership.Margins
-	subs    map[actor.Ref]struct{}
 
-	// serfFailed holds the members serf declared failed, with when (see
-	// refreshReachability for when it counts). serf keeps a failed member dead until
-	// it reconnects to it, which takes a while after a link heals: an answer to a
-	// heartbeat sent after the failure ends the observation sooner.
-	serfFailed map[UniqueAddress]time.Time
-	peers      map[UniqueAddress]peer // Refs to other members' cluster actors
-	heartbeat  actor.Ref              // this node's heartbeat responder
-	reachKey   string                 // the unreachable and indirectly connected members last seen
+	peers     map[UniqueAddress]peer // Refs to other members' cluster actors
+	heartbeat actor.Ref              // this node's heartbeat responder
 
-	leaving, downed bool
-	// joined is set once this node is in a cluster (joinedNotice; at once for a node
-	// that forms one alone), founder when it formed it: only the founder moves itself
-	// Up before it has seen a member Up.
-	joined, founder bool
-	// foreign holds the members of other clusters whose gossip reached this node's
-	// view (logged once each).
-	foreign         map[string]bool
 	servicesStopped bool            // timers cancelled and responder stopped
 	badTags         map[string]bool // node names whose malformed tags were logged
 	drops           dropLog         // events and gossip this node could not deliver or use
@@ -91,36 +81,106 @@ type core struct {
 }
 
 func newCore(cfg Config, self Member) (*core, error) {
-	ms, err := membership.NewMembership(membership.MembershipConfig{MinNrOfMembers: cfg.MinNrOfMembers, MinNrOfMembersOfRole: cfg.MinNrOfMembersOfRole}, self)
-	if err != nil {
-		return nil, err
-	}
-	res, err := sbr.NewResolver(cfg.Downing.resolverConfig(), time.Now())
-	if err != nil {
-		return nil, err
-	}
-	mon, err := reachability.NewMonitor(cfg.Timing.monitorConfig(), self.Unique)
+	cc, err := clustercore.New(clustercore.Config{
+		Self:              self,
+		Membership:        membership.MembershipConfig{MinNrOfMembers: cfg.MinNrOfMembers, MinNrOfMembersOfRole: cfg.MinNrOfMembersOfRole},
+		Resolver:          cfg.Downing.resolverConfig(),
+		Monitor:           cfg.Timing.monitorConfig(),
+		DownRemovalMargin: cfg.Downing.DownRemovalMargin,
+	}, time.Now())
 	if err != nil {
 		return nil, err
 	}
 	return &core{
-		ms:         ms,
-		table:      reachability.NewTable(self.Unique),
-		mon:        mon,
-		res:        res,
-		margins:    membership.NewMargins(cfg.Downing.DownRemovalMargin),
-		subs:       make(map[actor.Ref]struct{}),
-		serfFailed: make(map[UniqueAddress]time.Time),
-		peers:      make(map[UniqueAddress]peer),
+		cc:      cc,
+		ms:      cc.Membership(),
+		table:   cc.Table(),
+		mon:     cc.Monitor(),
+		margins: cc.Margins(),
+		subs:    make(map[actor.Ref]struct{}),
+		peers:   make(map[UniqueAddress]peer),
 	}, nil
+}
+
+// run carries out the core's effects, in order.
+func (k *core) run(ctx actor.Context, effects []clustercore.Effect) {
+	for _, e := range effects {
+		switch e := e.(type) {
+		case clustercore.Observations:
+			if k.c.setObservations(e.Records) {
+				changed := ReachabilityChanged{Observations: e.Records}
+				for s := range k.subs {
+					k.tell(s, changed)
+				}
+			}
+		case clustercore.PushOwnRow:
+			k.pushOwnRow(ctx)
+		case clustercore.AcquireLease:
+			k.acquireLease(ctx)
+		case clustercore.Decided:
+			k.decided(e)
+		case clustercore.Spread:
+			k.spread(ctx, e.Down, e.To)
+		case clustercore.Publish:
+			k.c.publishState(e.State) // before the events: a subscriber reading State sees them
+			for _, ev := range e.Events {
+				for s := range k.subs {
+					k.tell(s, ev)
+				}
+			}
+		case clustercore.MarkUp:
+			k.c.markUp()
+		case clustercore.SetTags:
+			tags, err := membership.EncodeTagsIn(e.Self, k.c.ClusterID())
+			if err == nil {
+				err = k.c.serf.SetTags(tags)
+			}
+			if err != nil {
+				k.c.log.Warn("publishing member tags", zap.Error(err))
+			}
+		case clustercore.Removed:
+			delete(k.peers, e.Member)
+			if addr, err := actor.ParseAddress(e.Member.Addr); err == nil {
+				if e.Harmless {
+					k.c.r.Quarantine(addr, e.Member.UID, "left the cluster", true)
+				} else {
+					k.c.r.Quarantine(addr, e.Member.UID, "downed and removed from the cluster", false)
+				}
+			}
+		case clustercore.Stop:
+			k.c.stop()
+		case clustercore.Downed:
+			if !k.c.cfg.KeepSystemWhenDowned {
+				sys := k.c.sys
+				go func() {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					_ = sys.Shutdown(ctx)
+				}()
+			}
+		case clustercore.Log:
+			fields := make([]zap.Field, 0, len(e.Fields))
+			for _, f := range e.Fields {
+				fields = append(fields, zap.String(f.Key, f.Value))
+			}
+			switch e.Level {
+			case clustercore.Error:
+				k.c.log.Error(e.Msg, fields...)
+			case clustercore.Warn:
+				k.c.log.Warn(e.Msg, fields...)
+			case clustercore.Info:
+				k.c.log.Info(e.Msg, fields...)
+			default:
+				k.c.log.Debug(e.Msg, fields...)
+			}
+		}
+	}
 }
 
 func (k *core) Receive(ctx actor.Context) {
 	now := time.Now()
 	if done, ok := ctx.Message().(leaveDone); ok {
-		k.apply(k.ms.SetStatus(k.c.self.Unique, Exiting))
-		k.apply(k.ms.Remove(k.c.self.Unique))
-		k.c.stop()
+		k.run(ctx, k.cc.LeaveDone(now))
 		done.reply <- done.err
 	}
 	if k.c.isStopped() {
@@ -135,11 +195,10 @@ func (k *core) Receive(ctx actor.Context) {
 	case actor.Started:
 		k.started(ctx)
 	case serfEvent:
-		k.onSerf(ctx, m.ev)
+		k.onSerf(ctx, m.ev, now)
 	case joinedNotice:
-		k.joined, k.founder = true, m.founder
-		k.publishSelf()
-		k.observeSerfMembers() // the members of this cluster, passed over until now
+		k.run(ctx, k.cc.JoinedCluster(m.founder))
+		k.observeSerfMembers(ctx, now) // the members of this cluster, passed over until now
 	case heartbeatTick:
 		k.sendHeartbeats(ctx, now)
 		changed = k.checkMonitor(now)
@@ -157,7 +216,7 @@ func (k *core) Receive(ctx actor.Context) {
 		changed = false
 		k.decide(ctx, now)
 	case marginTimer:
-		k.publish(k.margins.Due(now), now)
+		k.run(ctx, k.cc.MarginsDue(now))
 		k.maybeReleaseLease(now)
 	case leaseTimer:
 		k.maybeReleaseLease(now)
@@ -200,7 +259,7 @@ func (k *core) Receive(ctx actor.Context) {
 	case leaveRequest:
 		k.leave(ctx, m.reply)
 	case quarantinedBy:
-		k.onQuarantinedBy(m.addr)
+		k.run(ctx, k.cc.QuarantinedBy(m.addr, now))
 		changed = false
 	default:
 		return
@@ -256,14 +315,14 @@ func (k *core) started(ctx actor.Context) {
 // the resolver's decision. Then it sets the timers to the next moment something can be
 // due.
 func (k *core) settle(ctx actor.Context, now time.Time, changed bool) {
-	if k.downed || k.c.isStopped() {
+	if k.cc.Downed() || k.c.isStopped() {
 		return // the next message stops the services (receiveStopped)
 	}
 	if changed {
-		k.maybeUp()
+		k.run(ctx, k.cc.MaybeUp(now))
 		k.refreshReachability(ctx, now)
 		k.decide(ctx, now)
-		if k.downed || k.c.isStopped() {
+		if k.cc.Downed() || k.c.isStopped() {
 			return
 		}
 	}
@@ -287,11 +346,11 @@ func (k *core) armTimers(ctx actor.Context, now time.Time) {
 	arm(timerLease, leaseTimer{}, at, ok)
 }
 
-func (k *core) onSerf(ctx actor.Context, ev serf.Event) {
+func (k *core) onSerf(ctx actor.Context, ev serf.Event, now time.Time) {
 	switch e := ev.(type) {
 	case serf.MemberEvent:
 		for _, sm := range e.Members {
-			k.onMember(e.Type, sm)
+			k.onMember(ctx, e.Type, sm, now)
 		}
 	case serf.UserEvent:
 		if e.Name != userEventDown {
@@ -307,18 +366,31 @@ func (k *core) onSerf(ctx actor.Context, ev serf.Event) {
 }
 
 // observeSerfMembers takes in the members serf knows as if each had just changed.
-func (k *core) observeSerfMembers() {
+func (k *core) observeSerfMembers(ctx actor.Context, now time.Time) {
 	for _, sm := range k.c.serf.Members() {
 		switch sm.Status {
 		case serf.StatusAlive:
-			k.onMember(serf.EventMemberUpdate, sm)
+			k.onMember(ctx, serf.EventMemberUpdate, sm, now)
 		case serf.StatusFailed:
-			k.onMember(serf.EventMemberFailed, sm)
+			k.onMember(ctx, serf.EventMemberFailed, sm, now)
 		}
 	}
 }
 
-func (k *core) onMember(t serf.EventType, sm serf.Member) {
+// serfKinds translates serf's member event types for the core.
+var serfKinds = map[serf.EventType]clustercore.Kind{
+	serf.EventMemberJoin:   clustercore.Join,
+	serf.EventMemberUpdate: clustercore.Update,
+	serf.EventMemberFailed: clustercore.Failed,
+	serf.EventMemberLeave:  clustercore.Leave,
+	serf.EventMemberReap:   clustercore.Reap,
+}
+
+func (k *core) onMember(ctx actor.Context, t serf.EventType, sm serf.Member, now time.Time) {
+	kind, ok := serfKinds[t]
+	if !ok {
+		return
+	}
 	m, err := membership.DecodeTags(sm.Tags)
 	if err == nil && nodeName(m.Unique.Addr) != sm.Name {
 		err = errors.New("the address tag does not match the node name")
@@ -337,164 +409,11 @@ func (k *core) onMember(t serf.EventType, sm serf.Member) {
 		}
 		return
 	}
-	u := m.Unique
-	if u == k.c.self.Unique && t != serf.EventMemberUpdate && t != serf.EventMemberJoin {
-		return
-	}
-	if id != "" && id != k.c.ClusterID() {
-		k.foreignMember(u, sm.Name, id)
-		return
-	}
-	switch t {
-	case serf.EventMemberJoin, serf.EventMemberUpdate:
-		if k.ms.WasRemoved(u) {
-			return
-		}
-		delete(k.serfFailed, u) // alive again, if it was failed
-		k.apply(k.ms.Observe(m))
-	case serf.EventMemberFailed:
-		if k.ms.WasRemoved(u) {
-			return // downed while it was reachable; now it is gone
-		}
-		cur, known := k.ms.Member(u)
-		if known && (cur.Status == Leaving || cur.Status == Exiting) {
-			// A member that was leaving and that serf now reports failed has left:
-			// serf says "failed" rather than "left" when its leave intent was lost or
-			// came after memberlist's notice. A member becomes Leaving only in its
-			// cluster-leave phase, after the layers above handed its work over, so
-			// nothing is lost by removing it now; waiting for the resolver to down it
-			// held the others' majority (and their coordinators' writes) for
-			// stable-after.
-			k.left(u, cur)
-			return
-		}
-		if !known {
-			k.apply(k.ms.Observe(m))
-		}
-		k.serfFailed[u] = time.Now()
-	case serf.EventMemberLeave:
-		if cur, known := k.ms.Member(u); known {
-			k.left(u, cur)
-		}
-	case serf.EventMemberReap:
-		if cur, known := k.ms.Member(u); known && (cur.Status == Down || cur.Status == Exiting) {
-			k.apply(k.ms.Remove(u))
-		}
-	}
-}
-
-// left removes member u, which has left the cluster, through Exiting unless it is Down.
-func (k *core) left(u UniqueAddress, cur Member) {
-	if cur.Status != Down {
-		if cur.Status < Leaving {
-			k.apply(k.ms.SetStatus(u, Leaving))
-		}
-		if cur.Status < Exiting {
-			k.apply(k.ms.SetStatus(u, Exiting))
-		}
-	}
-	k.apply(k.ms.Remove(u))
-}
-
-// foreignMember handles a member that belongs to another cluster (or, before this
-// node has joined one, to any cluster): it is not one of this cluster's members. Once
-// this node is in a cluster, that is logged as an error, once per member, and a member
-// seen before it joined the other cluster is downed here.
-func (k *core) foreignMember(u UniqueAddress, name, id string) {
-	if !k.joined {
-		return // the join process decides which cluster to join; observeSerfMembers follows
-	}
-	if !k.foreign[name] {
-		if k.foreign == nil {
-			k.foreign = make(map[string]bool)
-		}
-		k.foreign[name] = true
-		k.c.log.Error("a member of another cluster reached this node's view; it is not a member here (clusters never merge)",
-			zap.String("node", name), zap.String("their_cluster", id), zap.String("our_cluster", k.c.ClusterID()))
-	}
-	if _, known := k.ms.Member(u); known {
-		k.apply(k.ms.Down(u))
-	}
-}
-
-// apply publishes events from the membership and acts on them.
-func (k *core) apply(evs []membership.Event, err error) {
-	if err != nil {
-		k.c.log.Debug("membership input ignored", zap.Error(err))
-	}
-	if len(evs) == 0 {
-		return
-	}
-	now := time.Now()
-	var downed []UniqueAddress
-	var follow []membership.Event
-	selfUp := false
-	for _, ev := range evs {
-		switch ev.(type) {
-		case OldestChanged, UnreachableMember, ReachableMember:
-			// Not membership changes; reachability is tracked by refreshReachability.
-		default:
-			k.res.MembershipChanged(now)
-		}
-		switch e := ev.(type) {
-		case MemberUp:
-			selfUp = selfUp || e.Member.Unique == k.c.self.Unique
-		case MemberDowned:
-			if e.Member.Unique != k.c.self.Unique {
-				downed = append(downed, e.Member.Unique)
-			}
-		case MemberRemoved:
-			u := e.Member.Unique
-			if u == k.c.self.Unique {
-				break
-			}
-			delete(k.serfFailed, u)
-			delete(k.peers, u)
-			k.table.Remove(u)
-			if addr, err := actor.ParseAddress(u.Addr); err == nil {
-				if e.PreviousStatus == Down {
-					k.c.r.Quarantine(addr, u.UID, "downed and removed from the cluster", false)
-				} else {
-					k.c.r.Quarantine(addr, u.UID, "left the cluster", true)
-				}
-			}
-			follow = append(follow, k.margins.Removed(e, now)...)
-		}
-	}
-	k.publish(evs, now)
-	if selfUp {
-		// After the snapshot is published: WaitUp's callers read State and find
-		// themselves Up in it.
-		k.c.markUp()
-	}
-	k.publish(follow, now)
-	// A downed member is removed at once (a downed node stops its cluster services);
-	// this also removes an old incarnation that a restarted node replaced. Its work is
-	// taken over only after the removal margin (RemovalMarginPassed).
-	for _, u := range downed {
-		k.apply(k.ms.Remove(u))
-	}
-}
-
-// publish refreshes the snapshot and sends the events to the subscribers, in order.
-func (k *core) publish(evs []membership.Event, _ time.Time) {
-	if len(evs) == 0 {
-		return
-	}
-	k.c.publishState(k.snapshot()) // before the events: a subscriber reading State sees them
-	for _, ev := range evs {
-		for s := range k.subs {
-			k.tell(s, ev)
-		}
-	}
+	k.run(ctx, k.cc.MemberEvent(kind, sm.Name, m, id, k.c.ClusterID(), now))
 }
 
 // snapshot returns the current state with the members awaiting their margin.
-func (k *core) snapshot() CurrentClusterState {
-	st := k.ms.State()
-	st.AwaitingRemovalMargin = k.margins.Pending()
-	return st
-}
+func (k *core) snapshot() CurrentClusterState { return k.cc.Snapshot() }
 
 // tell sends a subscriber a message; a failure (a full mailbox, a remote subscriber
 // that cannot be reached) has become a dead letter, and is counted and logged here too.
@@ -504,140 +423,57 @@ func (k *core) tell(to actor.Ref, msg any) {
 	}
 }
 
-// maybeUp moves this member to Up once it has joined and min-nr-of-members are in. A
-// member that joined an existing cluster also waits until it sees a member Up there:
-// it then picks an age above that member's, so the members that formed the cluster
-// stay older than those that joined it, and the oldest does not move while a cluster
-// forms.
-func (k *core) maybeUp() {
-	self, ok := k.ms.Member(k.c.self.Unique)
-	if !ok || self.Status != Joining || k.leaving || k.downed || !k.joined || !k.ms.MinMembersMet() {
-		return
-	}
-	if !k.founder {
-		if _, seen := k.ms.Oldest(""); !seen {
-			return
-		}
-	}
-	self.Status = Up
-	self.UpNumber = k.ms.NextUpNumber(time.Now().UnixMilli())
-	k.apply(k.ms.Observe(self))
-	k.publishSelf()
-}
-
-// publishSelf writes this member's current status and age into its serf tags.
-func (k *core) publishSelf() {
-	self, ok := k.ms.Member(k.c.self.Unique)
-	if !ok {
-		return
-	}
-	tags, err := membership.EncodeTagsIn(self, k.c.ClusterID())
-	if err == nil {
-		err = k.c.serf.SetTags(tags)
-	}
-	if err != nil {
-		k.c.log.Warn("publishing member tags", zap.Error(err))
-	}
-}
-
 // down declares the members Down and then, if it is listed, this node. With spread it
-// first tells every member: a serf user event per member, which gossip carries around
-// broken links, and a notice over the remote transport to each member, which arrives
-// at once and is sent even by a node that downs itself (its transport flushes what is
-// queued before it closes). Members this node does not know are skipped.
+// first tells every member (see spread). Members this node does not know are skipped.
 func (k *core) down(ctx actor.Context, us []UniqueAddress, spread bool) {
-	if k.downed || len(us) == 0 {
+	if k.cc.Downed() || len(us) == 0 {
 		return
 	}
 	if spread {
-		for _, u := range us {
-			if err := k.c.serf.UserEvent(userEventDown, []byte(u.String()), false); err != nil {
-				k.c.log.Warn("spreading a down decision", zap.Error(err))
-			}
-		}
-		notice := downNotice{Down: us}
+		var to []UniqueAddress
 		for _, m := range k.ms.Members() {
-			if m.Unique == k.c.self.Unique || m.Status == Down {
-				continue
-			}
-			if p, ok := k.peerOf(m.Unique); ok {
-				_ = ctx.Send(p.core, notice)
+			if m.Unique != k.c.self.Unique && m.Status != Down {
+				to = append(to, m.Unique)
 			}
 		}
+		k.spread(ctx, us, to)
 	}
-	self := false
+	// The core removes them. serf keeps each as failed (it never answers again: a
+	// downed node stops its serf) until ReconnectTimeout reaps it; serf's own removal
+	// would block on a broadcast and leave a sleeping goroutine behind.
+	k.run(ctx, k.cc.Down(us, time.Now()))
+}
+
+// spread tells every member of a down decision: a serf user event per downed member,
+// which gossip carries around broken links, and a notice over the remote transport to
+// each member in to, which arrives at once and is sent even by a node that downs
+// itself (its transport flushes what is queued before it closes).
+func (k *core) spread(ctx actor.Context, us, to []UniqueAddress) {
 	for _, u := range us {
-		if u == k.c.self.Unique {
-			self = true
-			continue
-		}
-		if _, known := k.ms.Member(u); known {
-			k.apply(k.ms.Down(u))
+		if err := k.c.serf.UserEvent(userEventDown, []byte(u.String()), false); err != nil {
+			k.c.log.Warn("spreading a down decision", zap.Error(err))
 		}
 	}
-	// apply removed them. serf keeps each as failed (it never answers again: a downed
-	// node stops its serf) until ReconnectTimeout reaps it; serf's own removal would
-	// block on a broadcast and leave a sleeping goroutine behind.
-	if self {
-		k.downSelf()
-	}
-}
-
-// downSelf stops this node's cluster services: it was downed, by the resolver on its
-// own side or by another member. Unless configured otherwise the system shuts down.
-func (k *core) downSelf() {
-	k.downed = true
-	k.c.log.Warn("this member was downed; stopping the cluster services")
-	k.apply(k.ms.Down(k.c.self.Unique))
-	k.c.stop()
-	k.apply(k.ms.Remove(k.c.self.Unique))
-	if !k.c.cfg.KeepSystemWhenDowned {
-		sys := k.c.sys
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			_ = sys.Shutdown(ctx)
-		}()
-	}
-}
-
-// onQuarantinedBy handles the refusal of a connection from this incarnation by the
-// system at addr, which has quarantined it. A member quarantines another when it
-// removes it, and it removes it when it is Down: by a decision of any member, which
-// every member applies. So a live member (in this node's view) that refuses this
-// incarnation has applied a Down of it that never reached this node: the decider's
-// serf user event and notice can both miss it when the decider's own path to it is
-// cut (a one-way fault). This node then downs itself at once, as Akka's cluster does
-// when another member quarantines it, well before the others' removal margin ends;
-// without this it would run on until its own resolver decided. The refusal names this
-// incarnation (its uid is what the member refused), so an old incarnation's downing
-// never stops a new one. A refusal while this node leaves is expected: the others
-// remove it when serf spreads its leave. (A transport also quarantines a peer that
-// leaves too many system messages unacknowledged; that member can no longer talk to
-// this one either, and stopping is the way out then too.)
-func (k *core) onQuarantinedBy(addr string) {
-	if k.leaving || k.downed || !k.joined {
-		return
-	}
-	for _, m := range k.ms.Members() {
-		if m.Unique.Addr == addr && m.Unique != k.c.self.Unique && m.Status != Down {
-			k.c.log.Warn("a member refuses this incarnation: it quarantined it, as it does when it removes this member from the cluster; "+
-				"the decision that downed this member did not reach it", zap.Stringer("by", m.Unique))
-			k.downSelf()
-			return
+	notice := downNotice{Down: us}
+	for _, u := range to {
+		if p, ok := k.peerOf(u); ok {
+			_ = ctx.Send(p.core, notice)
 		}
 	}
 }
 
 // leave starts a graceful leave: Leaving in the tags, then serf's leave.
 func (k *core) leave(ctx actor.Context, reply chan error) {
-	if k.leaving || k.downed || k.c.isStopped() {
+	if k.c.isStopped() {
 		reply <- nil
 		return
 	}
-	k.leaving = true
-	k.apply(k.ms.Leave(k.c.self.Unique))
-	k.publishSelf()
+	effects, ok := k.cc.Leave(time.Now())
+	if !ok {
+		reply <- nil
+		return
+	}
+	k.run(ctx, effects)
 	self, s := ctx.Self(), k.c.serf
 	go func() {
 		err := s.Leave()

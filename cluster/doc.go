@@ -141,8 +141,10 @@
 //
 // The protocols are plain types without goroutines or I/O, table-tested in internal
 // packages: the member view, tags and margins (internal/membership), the reachability
-// table and heartbeat monitor (internal/reachability), and the resolver
-// (internal/sbr). The node (Start) is a thin actor around them that does serf's and
-// the transport's I/O. testkit/multinode runs several nodes in one test process, or as
+// table and heartbeat monitor (internal/reachability, with the failure detector of
+// internal/phi), and the resolver (internal/sbr), composed by internal/clustercore,
+// which a seeded simulation drives through partitions, leaves and crashes. The node
+// (Start) is a thin actor around it that does serf's and the transport's I/O. The
+// types a user reads are package member's, under the same names here. testkit/multinode runs several nodes in one test process, or as
 // processes in network namespaces with real link faults.
 package cluster

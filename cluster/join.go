@@ -218,7 +218,8 @@ func (c *Cluster) ClusterID() string {
 // itself alive, and it refuses a member of another cluster that serf does not know
 // yet, logging an error at most once a minute per node. A member serf already knows
 // (one that joined another cluster after this node saw it) is let through, so that
-// the core sees its new identity and stops counting it as a member (foreignMember).
+// the core sees its new identity and stops counting it as a member (see
+// internal/clustercore).
 type mergeGuard struct {
 	c       *Cluster
 	guarded *logEvery

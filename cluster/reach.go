@@ -2,15 +2,12 @@ package cluster
 
 import (
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/internal/reachability"
-	"github.com/troupe-go/troupe/internal/sbr"
 	"github.com/troupe-go/troupe/internal/wiretypes"
-	"go.uber.org/zap"
+	"github.com/troupe-go/troupe/member"
 )
 
 // The messages members exchange over the remote transport, between their cluster
@@ -18,23 +15,23 @@ import (
 type (
 	// heartbeat asks the member ToUID at its heartbeat responder for an answer.
 	heartbeat struct {
-		From   membership.UniqueAddress
+		From   member.UniqueAddress
 		ToUID  uint64
 		SentAt int64 // the sender's clock, in Unix nanoseconds; echoed in the answer
 	}
 	// heartbeatRsp answers a heartbeat.
 	heartbeatRsp struct {
-		From   membership.UniqueAddress
+		From   member.UniqueAddress
 		SentAt int64
 	}
 	// reachGossip carries the sender's reachability table (or its own row).
 	reachGossip struct {
-		From membership.UniqueAddress
+		From member.UniqueAddress
 		Rows []reachability.Row
 	}
 	// downNotice spreads a down decision (as serf's user events do, by another path).
 	downNotice struct {
-		Down []membership.UniqueAddress
+		Down []member.UniqueAddress
 	}
 )
 
@@ -116,125 +113,17 @@ func (k *core) sendHeartbeats(ctx actor.Context, now time.Time) {
 // onHeartbeatRsp records an answer; it reports whether it ended serf's observation
 // that the member failed (the member answered a heartbeat sent after serf said so).
 func (k *core) onHeartbeatRsp(m heartbeatRsp, now time.Time) bool {
-	sent := time.Unix(0, m.SentAt)
-	if !k.mon.Response(m.From, sent, now) {
-		return false
-	}
-	if failed, ok := k.serfFailed[m.From]; ok && sent.After(failed) {
-		delete(k.serfFailed, m.From)
-		return true
-	}
-	return false
+	return k.cc.HeartbeatAnswered(m.From, time.Unix(0, m.SentAt), now)
 }
 
 // checkMonitor judges the monitored members at now and reports whether one changed
 // reachability.
-func (k *core) checkMonitor(now time.Time) bool {
-	down, up := k.mon.Check(now)
-	return len(down)+len(up) > 0
-}
+func (k *core) checkMonitor(now time.Time) bool { return k.cc.CheckMonitor(now) }
 
-// live reports whether u is a member that is neither Down nor Removed.
-func (k *core) live(u UniqueAddress) bool {
-	m, ok := k.ms.Member(u)
-	return ok && m.Status != Down
-}
-
-// refreshReachability brings the reachability state up to date: the monitored
-// members, this node's own observations (its heartbeats and serf), the table, the
-// unreachable flags of the membership, and the resolver's notion of change.
+// refreshReachability brings the reachability state up to date (see
+// clustercore.Core.RefreshReachability).
 func (k *core) refreshReachability(ctx actor.Context, now time.Time) {
-	// This node's observations first (Check has run on the members monitored so far).
-	var own []UniqueAddress
-	for _, u := range k.mon.Unreachable() {
-		if k.live(u) {
-			own = append(own, u)
-		}
-	}
-	// serf's report counts for the members this node does not heartbeat itself: for
-	// those it does, the heartbeats decide. serf probes members one at a time, round
-	// robin, so its detections of the members of a partition spread over several probe
-	// intervals, and its UDP probes with short timeouts are easily missed on a loaded
-	// host; the heartbeats go to every monitored member at once.
-	for u := range k.serfFailed {
-		if k.live(u) && !k.mon.Monitors(u) {
-			own = append(own, u)
-		}
-	}
-	if k.table.SetOwn(own) {
-		k.pushOwnRow(ctx)
-		serfSays := make([]string, 0, len(k.serfFailed))
-		for u := range k.serfFailed {
-			serfSays = append(serfSays, u.String())
-		}
-		k.c.log.Info("this node's reachability observations changed",
-			zap.Stringers("heartbeats", k.mon.Unreachable()), zap.Strings("serf", serfSays))
-	}
-	ownSet := make(map[UniqueAddress]bool, len(own))
-	for _, u := range own {
-		ownSet[u] = true
-	}
-
-	// Then whom to monitor: the ring over the live members.
-	var ring []UniqueAddress
-	for _, m := range k.ms.Members() {
-		if m.Status != Down && m.Unique != k.c.self.Unique {
-			ring = append(ring, m.Unique)
-		}
-	}
-	k.mon.SetTargets(reachability.Ring(k.c.self.Unique, ring, func(u UniqueAddress) bool { return ownSet[u] }, heartbeatMonitors), now)
-
-	// The aggregated view: unreachable for any observer. Its detail is published before
-	// the events it causes, so that a subscriber reading Observations sees it.
-	unreachable := k.table.Unreachable(k.live)
-	var obs []Observation
-	for _, r := range k.table.Records(k.live) {
-		obs = append(obs, Observation{Observer: r.Observer, Subject: r.Subject})
-	}
-	if k.c.setObservations(obs) {
-		changed := ReachabilityChanged{Observations: obs}
-		for s := range k.subs {
-			k.tell(s, changed)
-		}
-	}
-	set := make(map[UniqueAddress]bool, len(unreachable))
-	for _, u := range unreachable {
-		set[u] = true
-	}
-	for _, m := range k.ms.Members() {
-		u := m.Unique
-		switch {
-		case u == k.c.self.Unique || m.Status == Down:
-		case set[u] && !k.ms.IsUnreachable(u):
-			k.apply(k.ms.Unreachable(u))
-		case !set[u] && k.ms.IsUnreachable(u):
-			k.apply(k.ms.Reachable(u))
-		}
-	}
-	if key := k.reachabilityKey(); key != k.reachKey {
-		k.reachKey = key
-		k.res.ReachabilityChanged(now)
-		k.c.log.Debug("reachability changed", zap.String("observations", key))
-	}
-}
-
-// reachabilityKey describes the members the resolver considers unreachable and, among
-// them, the indirectly connected ones; the resolver is told of a change whenever it
-// changes. Another observer confirming what is already known is no change, so that
-// the observers' detection times do not drag the wait out.
-func (k *core) reachabilityKey() string {
-	unreachable, indirect := sbr.Summary(k.input())
-	var b strings.Builder
-	for _, u := range unreachable {
-		b.WriteString(u.String())
-		b.WriteByte(' ')
-	}
-	b.WriteString("| indirectly connected:")
-	for _, u := range indirect {
-		b.WriteByte(' ')
-		b.WriteString(u.String())
-	}
-	return b.String()
+	k.run(ctx, k.cc.RefreshReachability(now))
 }
 
 // pushOwnRow sends this node's changed row to every live member at once, so that a
@@ -293,11 +182,7 @@ func (k *core) onGossip(m reachGossip) bool {
 			return false
 		}
 	}
-	known := func(u UniqueAddress) bool {
-		_, ok := k.ms.Member(u)
-		return ok
-	}
-	return k.table.Merge(m.Rows, known, k.ms.WasRemoved)
+	return k.cc.MergeRows(m.Rows)
 }
 
 // heartbeatResponder answers heartbeats addressed to this incarnation. It is a child

@@ -8,7 +8,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/ratelog"
-	"github.com/troupe-go/troupe/internal/sbr"
+	"github.com/troupe-go/troupe/internal/clustercore"
 	"go.uber.org/zap"
 )
 
@@ -32,59 +32,45 @@ type leaseState struct {
 	waitFor   []UniqueAddress // members downed under the lease: released once their margins passed
 }
 
-// input returns the resolver's input: the members and every observation between them.
-func (k *core) input() sbr.Input {
-	in := sbr.Input{Self: k.c.self.Unique, Members: k.ms.Members()}
-	for _, r := range k.table.Records(k.live) {
-		in.Unreachable = append(in.Unreachable, sbr.Record{Observer: r.Observer, Subject: r.Subject})
-	}
-	return in
-}
-
 // decide asks the resolver, acts on its decision and sets its timer.
 func (k *core) decide(ctx actor.Context, now time.Time) {
-	if k.downed || k.leaving {
+	if k.cc.Downed() || k.cc.Leaving() {
 		ctx.CancelTimer(timerResolver)
 		return
 	}
-	step := k.res.Step(now, k.input())
-	if step.AcquireLease {
-		k.acquireLease(ctx)
-	}
-	if step.Decision.Action != sbr.NoAction {
-		k.act(ctx, step.Decision, step.Unstable)
-	}
-	if k.downed || k.c.isStopped() {
+	effects, next := k.cc.Decide(now)
+	k.run(ctx, effects)
+	if k.cc.Downed() || k.c.isStopped() {
 		return
 	}
-	if step.Next.IsZero() {
+	if next.IsZero() {
 		ctx.CancelTimer(timerResolver)
 	} else {
-		ctx.StartSingleTimer(timerResolver, resolverTimer{}, max(step.Next.Sub(now), time.Millisecond))
+		ctx.StartSingleTimer(timerResolver, resolverTimer{}, max(next.Sub(now), time.Millisecond))
 	}
 }
 
-// act downs the members a decision lists, spreading the decision: the others first,
-// then this node if it is listed.
-func (k *core) act(ctx actor.Context, d sbr.Decision, unstable bool) {
-	var obs []string
-	for _, r := range k.table.Records(k.live) {
+// decided logs the resolver's decision, counts it and publishes it to this node's
+// subscribers; the downs follow.
+func (k *core) decided(e clustercore.Decided) {
+	d := e.Decision
+	obs := make([]string, 0, len(e.Records))
+	for _, r := range e.Records {
 		obs = append(obs, r.Observer.String()+">"+r.Subject.String())
 	}
 	fields := []zap.Field{zap.Stringer("action", d.Action), zap.Int("downing", len(d.Down)), zap.Stringers("members", d.Down),
 		zap.Strings("observations", obs)}
-	if unstable {
+	if e.Unstable {
 		k.c.log.Warn("split-brain resolver: reachability did not settle; downing every member", fields...)
 	} else {
 		k.c.log.Warn("split-brain resolver decided", fields...)
 	}
 	k.c.decisions.note(d.Action)
 	decision := DowningDecision{Strategy: k.c.cfg.Downing.Strategy.String(), Action: d.Action.String(),
-		Down: slices.Clone(d.Down), Unstable: unstable}
+		Down: slices.Clone(d.Down), Unstable: e.Unstable}
 	for s := range k.subs {
 		k.tell(s, decision)
 	}
-	k.down(ctx, d.Down, true)
 }
 
 // acquireLease starts acquiring the lease in the background; the outcome arrives as a
@@ -118,12 +104,12 @@ func (k *core) onLeaseResult(ctx actor.Context, m leaseResult, now time.Time) {
 		k.c.leaseReleaseAt.Store(k.lease.releaseAt.UnixNano())
 	}
 	log := k.c.log.With(zap.Bool("acquired", m.acquired), zap.Error(m.err))
-	if k.downed || k.c.isStopped() {
+	if k.cc.Downed() || k.c.isStopped() {
 		log.Info("lease-majority: lease outcome after this node stopped")
 		return
 	}
 	log.Warn("lease-majority: lease outcome")
-	d := k.res.LeaseResult(now, k.input(), m.acquired)
+	effects, d := k.cc.LeaseResult(now, m.acquired)
 	if m.acquired {
 		for _, u := range d.Down {
 			if u != k.c.self.Unique {
@@ -131,9 +117,7 @@ func (k *core) onLeaseResult(ctx actor.Context, m leaseResult, now time.Time) {
 			}
 		}
 	}
-	if d.Action != sbr.NoAction {
-		k.act(ctx, d, false)
-	}
+	k.run(ctx, effects)
 	k.maybeReleaseLease(now)
 }
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
-	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/internal/replication"
+	"github.com/troupe-go/troupe/member"
 	"github.com/troupe-go/troupe/serialization"
 	"go.uber.org/zap"
 )
@@ -620,7 +620,7 @@ func (a *replicator) isLeader() bool {
 	for _, info := range a.members {
 		all = append(all, info.m)
 	}
-	oldest, ok := membership.Oldest(all, a.cfg.Role)
+	oldest, ok := member.Oldest(all, a.cfg.Role)
 	return ok && oldest.Unique == a.self
 }
 

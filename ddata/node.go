@@ -10,6 +10,11 @@ import (
 
 // compareNodes orders nodes by Addr (as bytes), then by UID. Every node computes
 // the same order, which is all the encodings and the register's tie-break need.
+//
+// It is deliberately not member.CompareAddress, the order of every "lowest address"
+// rule: this order is part of the wire and durable formats (decoders reject node
+// lists out of this order, and durable values on disk were written in it) and of
+// LWWRegister's tie-break, which every node of a rolling upgrade must compute alike.
 func compareNodes(a, b cluster.UniqueAddress) int {
 	if c := strings.Compare(a.Addr, b.Addr); c != 0 {
 		return c

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/phi"
 	"go.uber.org/zap"
 )
 
@@ -36,7 +37,7 @@ type peer struct {
 	uid       uint64                               // incarnation last handshaken with; 0 before
 	watchees  map[remoteRef]map[actor.Ref]struct{} // actors there -> our watchers of them
 	watchedBy map[actor.Ref]map[actor.Ref]struct{} // our actors -> their watchers there
-	fd        *phiDetector                         // while watchees is non-empty
+	fd        *phi.Detector                        // while watchees is non-empty
 }
 
 func newPeer(r *Remote, addr actor.Address) *peer {
@@ -197,8 +198,9 @@ func (p *peer) watch(rr remoteRef, watcher actor.Ref) {
 	_, dup := ws[watcher]
 	ws[watcher] = struct{}{}
 	if p.fd == nil {
-		p.fd = newPhiDetector(p.r.cfg.FailureDetector)
-		p.fd.start(time.Now(), p.r.cfg.FailureDetector.HeartbeatInterval)
+		fdc := p.r.cfg.FailureDetector
+		p.fd = phi.New(phi.Config{AcceptablePause: fdc.AcceptablePause, MinStdDeviation: fdc.MinStdDeviation, MaxSamples: fdc.MaxSamples})
+		p.fd.Start(time.Now(), fdc.HeartbeatInterval, true)
 	}
 	p.mu.Unlock()
 	if dup {
@@ -292,7 +294,7 @@ func (p *peer) heartbeatFrom(uid uint64, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.fd != nil && uid == p.uid {
-		p.fd.heartbeat(now)
+		p.fd.Heartbeat(now, p.r.cfg.FailureDetector.HeartbeatInterval)
 		p.heartbeatAnswered(now)
 	}
 }
@@ -308,7 +310,7 @@ func (p *peer) tick(now time.Time) {
 	}
 	p.mu.Lock()
 	fd, uid := p.fd, p.uid
-	gone := fd != nil && !fd.available(now)
+	gone := fd != nil && !fd.Available(now, p.r.cfg.FailureDetector.Threshold)
 	p.mu.Unlock()
 	if fd == nil {
 		return

@@ -6,6 +6,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/member"
 )
 
 // The sharding actors follow the cluster through its events: which members run (and
@@ -122,15 +123,7 @@ func (v *memberView) byAge(role string) []cluster.Member {
 			out = append(out, m)
 		}
 	}
-	slices.SortFunc(out, func(a, b cluster.Member) int {
-		switch {
-		case a.IsOlderThan(b):
-			return -1
-		case b.IsOlderThan(a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, member.CompareAge)
 	return out
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/ddata"
+	"github.com/troupe-go/troupe/member"
 	"github.com/troupe-go/troupe/persistence"
 	"go.uber.org/zap"
 )
@@ -332,13 +333,7 @@ func (c *coordShell) currentRegions() CurrentRegions {
 		}
 	}
 	slices.SortFunc(out, func(a, b actor.Address) int {
-		switch {
-		case a.String() < b.String():
-			return -1
-		case a.String() > b.String():
-			return 1
-		}
-		return 0
+		return member.CompareAddress(member.UniqueAddress{Addr: a.String()}, member.UniqueAddress{Addr: b.String()})
 	})
 	return CurrentRegions{Regions: out}
 }

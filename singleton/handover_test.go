@@ -10,7 +10,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
-	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/member"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/singleton"
 	"github.com/troupe-go/troupe/testkit"
@@ -201,7 +201,7 @@ func TestLeaderAndOldestLeaves(t *testing.T) {
 		ConfigureRemote: func(i int, c *remote.Config) { c.ListenPort = ports[i] },
 	}})
 	for _, n := range h.c.Nodes()[1:] {
-		if membership.CompareAddress(h.addr(0), n.Cluster.SelfUniqueAddress()) >= 0 {
+		if member.CompareAddress(h.addr(0), n.Cluster.SelfUniqueAddress()) >= 0 {
 			t.Fatalf("node 0 (%v) does not have the lowest address", h.addr(0))
 		}
 	}

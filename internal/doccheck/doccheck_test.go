@@ -36,6 +36,7 @@ var knownPackages = map[string]string{
 	"serialization": "github.com/troupe-go/troupe/serialization",
 	"remote":        "github.com/troupe-go/troupe/remote",
 	"cluster":       "github.com/troupe-go/troupe/cluster",
+	"member":        "github.com/troupe-go/troupe/member",
 	"discovery":     "github.com/troupe-go/troupe/discovery",
 	"persistence":   "github.com/troupe-go/troupe/persistence",
 	"badgerjournal": "github.com/troupe-go/troupe/persistence/badgerjournal",

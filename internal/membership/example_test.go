@@ -5,25 +5,26 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/member"
 )
 
 // show writes one line per event.
-func show(evs []membership.Event) {
+func show(evs []member.Event) {
 	for _, ev := range evs {
 		switch e := ev.(type) {
-		case membership.MemberJoined:
+		case member.MemberJoined:
 			fmt.Println("joined", e.Member.Unique.Addr)
-		case membership.MemberUp:
+		case member.MemberUp:
 			fmt.Println("up", e.Member.Unique.Addr)
-		case membership.UnreachableMember:
+		case member.UnreachableMember:
 			fmt.Println("unreachable", e.Member.Unique.Addr)
-		case membership.MemberDowned:
+		case member.MemberDowned:
 			fmt.Println("downed", e.Member.Unique.Addr)
-		case membership.MemberRemoved:
+		case member.MemberRemoved:
 			fmt.Println("removed", e.Member.Unique.Addr)
-		case membership.RemovalMarginPassed:
+		case member.RemovalMarginPassed:
 			fmt.Println("margin passed", e.Member.Unique.Addr)
-		case membership.OldestChanged:
+		case member.OldestChanged:
 			fmt.Printf("oldest %q is %s\n", e.Role, e.Oldest.Unique.Addr)
 		}
 	}
@@ -33,9 +34,9 @@ func show(evs []membership.Event) {
 // is downed and removed, and its work may be taken over once the down-removal margin
 // has passed.
 func Example() {
-	node := func(addr string, uid uint64) membership.Member {
-		tags, _ := membership.EncodeTags(membership.Member{
-			Unique: membership.UniqueAddress{Addr: addr, UID: uid}, Status: membership.Joining,
+	node := func(addr string, uid uint64) member.Member {
+		tags, _ := membership.EncodeTags(member.Member{
+			Unique: member.UniqueAddress{Addr: addr, UID: uid}, Status: member.Joining,
 		})
 		m, _ := membership.DecodeTags(tags) // what a peer reads from serf
 		return m
@@ -45,18 +46,18 @@ func Example() {
 
 	// Node a became Up on its own side (it saw three members first) with its age.
 	a := node("10.0.0.1:2552", 1)
-	a.Status, a.UpNumber = membership.Up, 1_700_000_000_000
+	a.Status, a.UpNumber = member.Up, 1_700_000_000_000
 	evs, _ := ms.Observe(a) // held: this node sees only two members so far
 	show(evs)
 	b := node("10.0.0.2:2552", 2)
 	evs, _ = ms.Observe(b)
 	show(evs)
-	b.Status, b.UpNumber = membership.Up, 1_700_000_000_200
+	b.Status, b.UpNumber = member.Up, 1_700_000_000_200
 	evs, _ = ms.Observe(b)
 	show(evs)
 
 	// Enough members: this node moves itself Up with an age younger than a's.
-	self.Status, self.UpNumber = membership.Up, ms.NextUpNumber(1_700_000_000_500)
+	self.Status, self.UpNumber = member.Up, ms.NextUpNumber(1_700_000_000_500)
 	evs, _ = ms.Observe(self)
 	show(evs)
 
@@ -70,7 +71,7 @@ func Example() {
 
 	margins := membership.NewMargins(20 * time.Second)
 	start := time.Unix(0, 0)
-	show(margins.Removed(removed[0].(membership.MemberRemoved), start))
+	show(margins.Removed(removed[0].(member.MemberRemoved), start))
 	show(margins.Due(start.Add(19 * time.Second)))
 	show(margins.Due(start.Add(20 * time.Second)))
 	// Output:

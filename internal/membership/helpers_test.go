@@ -1,17 +1,20 @@
 package membership
 
-import "fmt"
+import (
+	"fmt"
+	"github.com/troupe-go/troupe/member"
+)
 
 // ua returns the unique address "addr" with uid 1.
-func ua(addr string) UniqueAddress { return UniqueAddress{Addr: addr, UID: 1} }
+func ua(addr string) member.UniqueAddress { return member.UniqueAddress{Addr: addr, UID: 1} }
 
 // mem returns a member at addr (uid 1) with the status, age and roles.
-func mem(addr string, s MemberStatus, age int64, roles ...string) Member {
-	return Member{Unique: ua(addr), Status: s, UpNumber: age, Roles: NormalizeRoles(roles)}
+func mem(addr string, s member.MemberStatus, age int64, roles ...string) member.Member {
+	return member.Member{Unique: ua(addr), Status: s, UpNumber: age, Roles: member.NormalizeRoles(roles)}
 }
 
 // describe renders events as short strings, for table tests.
-func describe(evs []Event) []string {
+func describe(evs []member.Event) []string {
 	out := make([]string, 0, len(evs))
 	for _, ev := range evs {
 		out = append(out, describeOne(ev))
@@ -19,27 +22,27 @@ func describe(evs []Event) []string {
 	return out
 }
 
-func describeOne(ev Event) string {
+func describeOne(ev member.Event) string {
 	switch e := ev.(type) {
-	case MemberJoined:
+	case member.MemberJoined:
 		return "joined " + e.Member.Unique.Addr
-	case MemberUp:
+	case member.MemberUp:
 		return fmt.Sprintf("up %s@%d", e.Member.Unique.Addr, e.Member.UpNumber)
-	case MemberLeft:
+	case member.MemberLeft:
 		return "left " + e.Member.Unique.Addr
-	case MemberExited:
+	case member.MemberExited:
 		return "exited " + e.Member.Unique.Addr
-	case MemberDowned:
+	case member.MemberDowned:
 		return "downed " + e.Member.Unique.Addr
-	case MemberRemoved:
+	case member.MemberRemoved:
 		return fmt.Sprintf("removed %s from %s", e.Member.Unique.Addr, e.PreviousStatus)
-	case RemovalMarginPassed:
+	case member.RemovalMarginPassed:
 		return fmt.Sprintf("margin %s from %s", e.Member.Unique.Addr, e.PreviousStatus)
-	case UnreachableMember:
+	case member.UnreachableMember:
 		return "unreachable " + e.Member.Unique.Addr
-	case ReachableMember:
+	case member.ReachableMember:
 		return "reachable " + e.Member.Unique.Addr
-	case OldestChanged:
+	case member.OldestChanged:
 		who := "none"
 		if e.Oldest != nil {
 			who = e.Oldest.Unique.Addr

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"github.com/troupe-go/troupe/member"
 	"slices"
 	"time"
 )
@@ -22,7 +23,7 @@ type Margins struct {
 
 type pendingMargin struct {
 	due time.Time
-	ev  RemovalMarginPassed
+	ev  member.RemovalMarginPassed
 }
 
 // NewMargins returns an empty tracker with the down-removal margin margin (0 or less
@@ -35,10 +36,10 @@ func NewMargins(margin time.Duration) *Margins {
 // RemovalMarginPassed for a member removed from Exiting (a graceful leave), or for a
 // downed member when the margin is 0. A downed member otherwise waits until now plus
 // the margin.
-func (m *Margins) Removed(ev MemberRemoved, now time.Time) []Event {
-	passed := RemovalMarginPassed{Member: ev.Member.clone(), PreviousStatus: ev.PreviousStatus}
-	if ev.PreviousStatus != Down || m.margin <= 0 {
-		return []Event{passed}
+func (m *Margins) Removed(ev member.MemberRemoved, now time.Time) []member.Event {
+	passed := member.RemovalMarginPassed{Member: ev.Member.Clone(), PreviousStatus: ev.PreviousStatus}
+	if ev.PreviousStatus != member.Down || m.margin <= 0 {
+		return []member.Event{passed}
 	}
 	m.pending = append(m.pending, pendingMargin{due: now.Add(m.margin), ev: passed})
 	return nil
@@ -46,7 +47,7 @@ func (m *Margins) Removed(ev MemberRemoved, now time.Time) []Event {
 
 // Due returns, in removal order, the RemovalMarginPassed events whose margin has
 // passed at now, and forgets them.
-func (m *Margins) Due(now time.Time) []Event {
+func (m *Margins) Due(now time.Time) []member.Event {
 	n := 0
 	for n < len(m.pending) && !now.Before(m.pending[n].due) {
 		n++
@@ -54,7 +55,7 @@ func (m *Margins) Due(now time.Time) []Event {
 	if n == 0 {
 		return nil
 	}
-	out := make([]Event, 0, n)
+	out := make([]member.Event, 0, n)
 	for _, p := range m.pending[:n] {
 		out = append(out, p.ev)
 	}
@@ -71,20 +72,20 @@ func (m *Margins) Next() (at time.Time, ok bool) {
 }
 
 // Pending returns the downed members still waiting for their margin, in removal order.
-func (m *Margins) Pending() []Member {
+func (m *Margins) Pending() []member.Member {
 	if len(m.pending) == 0 {
 		return nil
 	}
-	out := make([]Member, 0, len(m.pending))
+	out := make([]member.Member, 0, len(m.pending))
 	for _, p := range m.pending {
-		out = append(out, p.ev.Member.clone())
+		out = append(out, p.ev.Member.Clone())
 	}
 	return out
 }
 
 // IsPending reports whether u was removed after being downed and its margin has not
 // passed yet.
-func (m *Margins) IsPending(u UniqueAddress) bool {
+func (m *Margins) IsPending(u member.UniqueAddress) bool {
 	for _, p := range m.pending {
 		if p.ev.Member.Unique == u {
 			return true

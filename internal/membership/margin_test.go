@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"github.com/troupe-go/troupe/member"
 	"slices"
 	"testing"
 	"time"
@@ -9,25 +10,25 @@ import (
 func TestMargins(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	removed := func(addr string, from MemberStatus) MemberRemoved {
-		m := mem(addr, Removed, 1)
-		return MemberRemoved{Member: m, PreviousStatus: from}
+	removed := func(addr string, from member.MemberStatus) member.MemberRemoved {
+		m := mem(addr, member.Removed, 1)
+		return member.MemberRemoved{Member: m, PreviousStatus: from}
 	}
 	m := NewMargins(2 * time.Second)
 	steps := []struct {
 		name    string
-		removed *MemberRemoved
+		removed *member.MemberRemoved
 		now     time.Duration
 		want    []string
 		pending []string
 		next    time.Duration // -1: none
 	}{
 		{name: "nothing pending", now: 0, pending: nil, next: -1},
-		{name: "a left gracefully: passes at once", removed: ptr(removed("a:1", Exiting)), now: 0,
+		{name: "a left gracefully: passes at once", removed: ptr(removed("a:1", member.Exiting)), now: 0,
 			want: []string{"margin a:1 from Exiting"}, next: -1},
-		{name: "b downed: waits", removed: ptr(removed("b:1", Down)), now: time.Second,
+		{name: "b downed: waits", removed: ptr(removed("b:1", member.Down)), now: time.Second,
 			pending: []string{"b:1"}, next: 3 * time.Second},
-		{name: "c downed later", removed: ptr(removed("c:1", Down)), now: 2 * time.Second,
+		{name: "c downed later", removed: ptr(removed("c:1", member.Down)), now: 2 * time.Second,
 			pending: []string{"b:1", "c:1"}, next: 3 * time.Second},
 		{name: "just before b's margin", now: 3*time.Second - time.Nanosecond,
 			pending: []string{"b:1", "c:1"}, next: 3 * time.Second},
@@ -37,7 +38,7 @@ func TestMargins(t *testing.T) {
 			want: []string{"margin c:1 from Down"}, next: -1},
 	}
 	for _, s := range steps {
-		var got []Event
+		var got []member.Event
 		if s.removed != nil {
 			got = m.Removed(*s.removed, at(s.now))
 		} else {
@@ -65,7 +66,7 @@ func TestMargins(t *testing.T) {
 		t.Error("b still pending")
 	}
 	// Without a margin a downed member passes at once.
-	if got := describe(NewMargins(0).Removed(removed("d:1", Down), t0)); !slices.Equal(got, []string{"margin d:1 from Down"}) {
+	if got := describe(NewMargins(0).Removed(removed("d:1", member.Down), t0)); !slices.Equal(got, []string{"margin d:1 from Down"}) {
 		t.Errorf("zero margin: %q", got)
 	}
 }

@@ -3,6 +3,7 @@ package membership
 import (
 	"errors"
 	"fmt"
+	"github.com/troupe-go/troupe/member"
 	"maps"
 	"slices"
 	"strings"
@@ -64,7 +65,7 @@ func (c MembershipConfig) Validate() error {
 
 // entry is a member plus what is known about it but not yet in effect.
 type entry struct {
-	m Member
+	m member.Member
 	// pendingUp is the age the member reported with status Up while min-nr-of-members
 	// was not met; the member stays Joining here until it is. 0 when none.
 	pendingUp int64
@@ -90,40 +91,40 @@ type entry struct {
 //     of a role, changes.
 type Membership struct {
 	cfg         MembershipConfig
-	self        UniqueAddress
-	members     map[UniqueAddress]*entry
-	byAddr      map[string]UniqueAddress
-	unreachable map[UniqueAddress]struct{}
-	removed     map[UniqueAddress]struct{}
+	self        member.UniqueAddress
+	members     map[member.UniqueAddress]*entry
+	byAddr      map[string]member.UniqueAddress
+	unreachable map[member.UniqueAddress]struct{}
+	removed     map[member.UniqueAddress]struct{}
 	// oldest holds the oldest member per role ("" for all), as last published.
-	oldest map[string]UniqueAddress
+	oldest map[string]member.UniqueAddress
 }
 
 // NewMembership returns the view of the node self, with self as its only member (in
 // self's status, normally Joining). It returns an error for an invalid configuration or
 // self.
-func NewMembership(cfg MembershipConfig, self Member) (*Membership, error) {
+func NewMembership(cfg MembershipConfig, self member.Member) (*Membership, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if err := validateMember(self); err != nil {
 		return nil, err
 	}
-	if self.Status == Removed {
+	if self.Status == member.Removed {
 		return nil, fmt.Errorf("%w: self %s is Removed", ErrInvalidMember, self.Unique)
 	}
 	ms := &Membership{
 		cfg:         cfg,
 		self:        self.Unique,
-		members:     make(map[UniqueAddress]*entry),
-		byAddr:      make(map[string]UniqueAddress),
-		unreachable: make(map[UniqueAddress]struct{}),
-		removed:     make(map[UniqueAddress]struct{}),
-		oldest:      make(map[string]UniqueAddress),
+		members:     make(map[member.UniqueAddress]*entry),
+		byAddr:      make(map[string]member.UniqueAddress),
+		unreachable: make(map[member.UniqueAddress]struct{}),
+		removed:     make(map[member.UniqueAddress]struct{}),
+		oldest:      make(map[string]member.UniqueAddress),
 	}
 	ms.add(self)
-	if self.Status == Up && !ms.MinMembersMet() {
-		ms.members[self.Unique].m.Status = Joining
+	if self.Status == member.Up && !ms.MinMembersMet() {
+		ms.members[self.Unique].m.Status = member.Joining
 		ms.members[self.Unique].m.UpNumber = 0
 		ms.members[self.Unique].pendingUp = self.UpNumber
 	}
@@ -132,7 +133,7 @@ func NewMembership(cfg MembershipConfig, self Member) (*Membership, error) {
 }
 
 // validateMember checks the shape of a member report.
-func validateMember(m Member) error {
+func validateMember(m member.Member) error {
 	switch {
 	case m.Unique.Addr == "":
 		return fmt.Errorf("%w: empty address", ErrInvalidMember)
@@ -142,7 +143,7 @@ func validateMember(m Member) error {
 		return fmt.Errorf("%w: %s has status %s", ErrInvalidMember, m.Unique, m.Status)
 	case m.UpNumber < 0:
 		return fmt.Errorf("%w: %s has negative age %d", ErrInvalidMember, m.Unique, m.UpNumber)
-	case m.Status == Up && m.UpNumber == 0:
+	case m.Status == member.Up && m.UpNumber == 0:
 		return fmt.Errorf("%w: %s is Up without an age", ErrInvalidMember, m.Unique)
 	}
 	for i, r := range m.Roles {
@@ -155,51 +156,51 @@ func validateMember(m Member) error {
 }
 
 // add stores a new member as given.
-func (ms *Membership) add(m Member) {
-	m = m.clone()
+func (ms *Membership) add(m member.Member) {
+	m = m.Clone()
 	ms.members[m.Unique] = &entry{m: m}
 	ms.byAddr[m.Unique.Addr] = m.Unique
 }
 
 // Self returns this node's own member.
-func (ms *Membership) Self() Member {
-	return ms.members[ms.self].m.clone()
+func (ms *Membership) Self() member.Member {
+	return ms.members[ms.self].m.Clone()
 }
 
 // Member returns the member with the identity; ok is false when it is not a member.
-func (ms *Membership) Member(u UniqueAddress) (m Member, ok bool) {
+func (ms *Membership) Member(u member.UniqueAddress) (m member.Member, ok bool) {
 	e, ok := ms.members[u]
 	if !ok {
-		return Member{}, false
+		return member.Member{}, false
 	}
-	return e.m.clone(), true
+	return e.m.Clone(), true
 }
 
 // Members returns every member that is not Removed, ordered by address.
-func (ms *Membership) Members() []Member {
-	out := make([]Member, 0, len(ms.members))
+func (ms *Membership) Members() []member.Member {
+	out := make([]member.Member, 0, len(ms.members))
 	for _, e := range ms.members {
-		out = append(out, e.m.clone())
+		out = append(out, e.m.Clone())
 	}
-	slices.SortFunc(out, func(a, b Member) int { return CompareAddress(a.Unique, b.Unique) })
+	slices.SortFunc(out, func(a, b member.Member) int { return member.CompareAddress(a.Unique, b.Unique) })
 	return out
 }
 
 // IsUnreachable reports whether the member is currently unreachable.
-func (ms *Membership) IsUnreachable(u UniqueAddress) bool {
+func (ms *Membership) IsUnreachable(u member.UniqueAddress) bool {
 	_, ok := ms.unreachable[u]
 	return ok
 }
 
 // WasRemoved reports whether the identity was a member and has been removed.
-func (ms *Membership) WasRemoved(u UniqueAddress) bool {
+func (ms *Membership) WasRemoved(u member.UniqueAddress) bool {
 	_, ok := ms.removed[u]
 	return ok
 }
 
 // Oldest returns the oldest Up or Leaving member with the role ("" for all members).
-func (ms *Membership) Oldest(role string) (Member, bool) {
-	return Oldest(ms.Members(), role)
+func (ms *Membership) Oldest(role string) (member.Member, bool) {
+	return member.Oldest(ms.Members(), role)
 }
 
 // MinMembersMet reports whether enough members have joined for members to move from
@@ -210,7 +211,7 @@ func (ms *Membership) MinMembersMet() bool {
 	total := 0
 	perRole := make(map[string]int, len(ms.cfg.MinNrOfMembersOfRole))
 	for _, e := range ms.members {
-		if e.m.Status == Down {
+		if e.m.Status == member.Down {
 			continue
 		}
 		total++
@@ -234,7 +235,7 @@ func (ms *Membership) MinMembersMet() bool {
 // NextUpNumber returns the age this node should take when it moves itself to Up now
 // (see the function NextUpNumber), given every member it sees.
 func (ms *Membership) NextUpNumber(nowMillis int64) int64 {
-	seen := make([]Member, 0, len(ms.members))
+	seen := make([]member.Member, 0, len(ms.members))
 	for _, e := range ms.members {
 		m := e.m
 		if e.pendingUp > m.UpNumber {
@@ -246,19 +247,19 @@ func (ms *Membership) NextUpNumber(nowMillis int64) int64 {
 }
 
 // State returns the snapshot for a new subscriber.
-func (ms *Membership) State() CurrentClusterState {
+func (ms *Membership) State() member.CurrentClusterState {
 	members := ms.Members()
-	st := CurrentClusterState{
+	st := member.CurrentClusterState{
 		Members:       members,
-		OldestByRole:  OldestByRole(members),
+		OldestByRole:  member.OldestByRole(members),
 		MinMembersMet: ms.MinMembersMet(),
 	}
 	for _, m := range members {
 		if ms.IsUnreachable(m.Unique) {
-			st.Unreachable = append(st.Unreachable, m.clone())
+			st.Unreachable = append(st.Unreachable, m.Clone())
 		}
 	}
-	if o, ok := Oldest(members, ""); ok {
+	if o, ok := member.Oldest(members, ""); ok {
 		st.Oldest = &o
 	}
 	return st
@@ -270,7 +271,7 @@ func (ms *Membership) State() CurrentClusterState {
 // the status it reports. Reports that would move a status backwards return
 // ErrIllegalTransition, except reports about a member that is Down here: those are
 // expected (it does not know yet) and ignored without error.
-func (ms *Membership) Observe(m Member) ([]Event, error) {
+func (ms *Membership) Observe(m member.Member) ([]member.Event, error) {
 	if err := validateMember(m); err != nil {
 		return nil, err
 	}
@@ -284,7 +285,7 @@ func (ms *Membership) Observe(m Member) ([]Event, error) {
 			ErrMemberChanged, m.Unique, m.Roles, m.AppVersion, m.UpNumber,
 			e.m.Roles, e.m.AppVersion, e.m.UpNumber)
 	}
-	if e.m.Status == Down && m.Status < Down {
+	if e.m.Status == member.Down && m.Status < member.Down {
 		return nil, nil
 	}
 	if m.Status == e.m.Status {
@@ -298,38 +299,38 @@ func (ms *Membership) Observe(m Member) ([]Event, error) {
 }
 
 // admit adds a member seen for the first time.
-func (ms *Membership) admit(m Member) ([]Event, error) {
+func (ms *Membership) admit(m member.Member) ([]member.Event, error) {
 	if _, gone := ms.removed[m.Unique]; gone {
 		return nil, fmt.Errorf("%w: %s", ErrRemovedMember, m.Unique)
 	}
-	if m.Status == Removed {
+	if m.Status == member.Removed {
 		return nil, fmt.Errorf("%w: %s reported Removed before it was seen", ErrUnknownMember, m.Unique)
 	}
-	var evs []Event
+	var evs []member.Event
 	if prev, ok := ms.byAddr[m.Unique.Addr]; ok {
 		old := ms.members[prev]
 		switch {
-		case old.m.Status == Down:
+		case old.m.Status == member.Down:
 		case prev != ms.self:
 			// The address can be bound by one process only, and serf holds one entry
 			// per address: the new incarnation replaced the old one, which is gone
 			// even if no failure was detected (a quick restart).
-			evs, _ = ms.move(old, Down, 0, evs) // Down is legal from every status but Removed
+			evs, _ = ms.move(old, member.Down, 0, evs) // Down is legal from every status but Removed
 		default:
 			return nil, fmt.Errorf("%w: %s claims the address of %s", ErrAddressInUse, m.Unique, prev)
 		}
 	}
 	status, age := m.Status, m.UpNumber
-	m.Status, m.UpNumber = Joining, 0
+	m.Status, m.UpNumber = member.Joining, 0
 	ms.add(m)
 	e := ms.members[m.Unique]
-	if status == Joining {
-		evs = append(evs, MemberJoined{Member: e.m.clone()})
+	if status == member.Joining {
+		evs = append(evs, member.MemberJoined{Member: e.m.Clone()})
 		return ms.finish(evs), nil
 	}
-	if status == Up && !ms.MinMembersMet() {
+	if status == member.Up && !ms.MinMembersMet() {
 		e.pendingUp = age
-		evs = append(evs, MemberJoined{Member: e.m.clone()})
+		evs = append(evs, member.MemberJoined{Member: e.m.Clone()})
 		return ms.finish(evs), nil
 	}
 	evs, _ = ms.move(e, status, age, evs) // any status after Joining but Removed is legal
@@ -338,9 +339,9 @@ func (ms *Membership) admit(m Member) ([]Event, error) {
 
 // move moves a known member to status next and appends the resulting events to evs.
 // age is the age the member reported (0 if unknown).
-func (ms *Membership) move(e *entry, next MemberStatus, age int64, evs []Event) ([]Event, error) {
+func (ms *Membership) move(e *entry, next member.MemberStatus, age int64, evs []member.Event) ([]member.Event, error) {
 	from := e.m.Status
-	if next == Up && from == Joining {
+	if next == member.Up && from == member.Joining {
 		if age <= 0 {
 			age = e.pendingUp
 		}
@@ -355,7 +356,7 @@ func (ms *Membership) move(e *entry, next MemberStatus, age int64, evs []Event) 
 	if !from.CanMoveTo(next) {
 		return nil, fmt.Errorf("%w: %s from %s to %s", ErrIllegalTransition, e.m.Unique, from, next)
 	}
-	if e.m.UpNumber == 0 && next >= Up && next != Down {
+	if e.m.UpNumber == 0 && next >= member.Up && next != member.Down {
 		if age <= 0 {
 			age = e.pendingUp
 		}
@@ -364,15 +365,15 @@ func (ms *Membership) move(e *entry, next MemberStatus, age int64, evs []Event) 
 	e.pendingUp = 0
 	e.m.Status = next
 	switch next {
-	case Up:
-		evs = append(evs, MemberUp{Member: e.m.clone()})
-	case Leaving:
-		evs = append(evs, MemberLeft{Member: e.m.clone()})
-	case Exiting:
-		evs = append(evs, MemberExited{Member: e.m.clone()})
-	case Down:
-		evs = append(evs, MemberDowned{Member: e.m.clone()})
-	case Removed:
+	case member.Up:
+		evs = append(evs, member.MemberUp{Member: e.m.Clone()})
+	case member.Leaving:
+		evs = append(evs, member.MemberLeft{Member: e.m.Clone()})
+	case member.Exiting:
+		evs = append(evs, member.MemberExited{Member: e.m.Clone()})
+	case member.Down:
+		evs = append(evs, member.MemberDowned{Member: e.m.Clone()})
+	case member.Removed:
 		u := e.m.Unique
 		delete(ms.members, u)
 		delete(ms.unreachable, u)
@@ -380,7 +381,7 @@ func (ms *Membership) move(e *entry, next MemberStatus, age int64, evs []Event) 
 			delete(ms.byAddr, u.Addr)
 		}
 		ms.removed[u] = struct{}{}
-		evs = append(evs, MemberRemoved{Member: e.m.clone(), PreviousStatus: from})
+		evs = append(evs, member.MemberRemoved{Member: e.m.Clone(), PreviousStatus: from})
 	}
 	return evs, nil
 }
@@ -388,10 +389,10 @@ func (ms *Membership) move(e *entry, next MemberStatus, age int64, evs []Event) 
 // SetStatus moves a known member to status next, as decided or observed locally, and
 // returns the events that follow. Moving to Up needs the age the member reported
 // (use Observe); moving to the same status is a no-op.
-func (ms *Membership) SetStatus(u UniqueAddress, next MemberStatus) ([]Event, error) {
+func (ms *Membership) SetStatus(u member.UniqueAddress, next member.MemberStatus) ([]member.Event, error) {
 	e, ok := ms.members[u]
 	if !ok {
-		if _, gone := ms.removed[u]; gone && next == Removed {
+		if _, gone := ms.removed[u]; gone && next == member.Removed {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("%w: %s", ErrUnknownMember, u)
@@ -407,20 +408,26 @@ func (ms *Membership) SetStatus(u UniqueAddress, next MemberStatus) ([]Event, er
 }
 
 // Leave records that the member asked to leave: it moves to Leaving.
-func (ms *Membership) Leave(u UniqueAddress) ([]Event, error) { return ms.SetStatus(u, Leaving) }
+func (ms *Membership) Leave(u member.UniqueAddress) ([]member.Event, error) {
+	return ms.SetStatus(u, member.Leaving)
+}
 
 // Down records that the member was declared Down, by the split-brain resolver or by
 // hand. Any member that is not yet Down may be downed, including this node itself.
-func (ms *Membership) Down(u UniqueAddress) ([]Event, error) { return ms.SetStatus(u, Down) }
+func (ms *Membership) Down(u member.UniqueAddress) ([]member.Event, error) {
+	return ms.SetStatus(u, member.Down)
+}
 
 // Remove records that the member is gone: it must be Exiting or Down. Its identity can
 // never be a member again.
-func (ms *Membership) Remove(u UniqueAddress) ([]Event, error) { return ms.SetStatus(u, Removed) }
+func (ms *Membership) Remove(u member.UniqueAddress) ([]member.Event, error) {
+	return ms.SetStatus(u, member.Removed)
+}
 
 // Unreachable records that the failure detector lost contact with the member. It
 // returns UnreachableMember the first time, nothing when the member already is
 // unreachable. This node never marks itself unreachable; that input is ignored.
-func (ms *Membership) Unreachable(u UniqueAddress) ([]Event, error) {
+func (ms *Membership) Unreachable(u member.UniqueAddress) ([]member.Event, error) {
 	e, ok := ms.members[u]
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownMember, u)
@@ -429,12 +436,12 @@ func (ms *Membership) Unreachable(u UniqueAddress) ([]Event, error) {
 		return nil, nil
 	}
 	ms.unreachable[u] = struct{}{}
-	return ms.finish([]Event{UnreachableMember{Member: e.m.clone()}}), nil
+	return ms.finish([]member.Event{member.UnreachableMember{Member: e.m.Clone()}}), nil
 }
 
 // Reachable records that an unreachable member is reachable again: ReachableMember,
 // or nothing when it was not unreachable.
-func (ms *Membership) Reachable(u UniqueAddress) ([]Event, error) {
+func (ms *Membership) Reachable(u member.UniqueAddress) ([]member.Event, error) {
 	e, ok := ms.members[u]
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownMember, u)
@@ -443,26 +450,26 @@ func (ms *Membership) Reachable(u UniqueAddress) ([]Event, error) {
 		return nil, nil
 	}
 	delete(ms.unreachable, u)
-	return ms.finish([]Event{ReachableMember{Member: e.m.clone()}}), nil
+	return ms.finish([]member.Event{member.ReachableMember{Member: e.m.Clone()}}), nil
 }
 
 // finish promotes the members waiting for min-nr-of-members, if it is met now, and
 // appends the oldest changes.
-func (ms *Membership) finish(evs []Event) []Event {
+func (ms *Membership) finish(evs []member.Event) []member.Event {
 	if ms.MinMembersMet() {
 		var ready []*entry
 		for _, e := range ms.members {
-			if e.m.Status == Joining && e.pendingUp > 0 {
+			if e.m.Status == member.Joining && e.pendingUp > 0 {
 				ready = append(ready, e)
 			}
 		}
 		slices.SortFunc(ready, func(a, b *entry) int {
 			x, y := a.m, b.m
 			x.UpNumber, y.UpNumber = a.pendingUp, b.pendingUp
-			return compareAge(x, y)
+			return member.CompareAge(x, y)
 		})
 		for _, e := range ready {
-			evs, _ = ms.move(e, Up, e.pendingUp, evs) // Joining to Up with an age is legal
+			evs, _ = ms.move(e, member.Up, e.pendingUp, evs) // Joining to Up with an age is legal
 		}
 	}
 	return ms.oldestChanges(evs)
@@ -470,10 +477,10 @@ func (ms *Membership) finish(evs []Event) []Event {
 
 // oldestChanges appends an OldestChanged for every role ("" first, then by name) whose
 // oldest member differs from the one last published.
-func (ms *Membership) oldestChanges(evs []Event) []Event {
+func (ms *Membership) oldestChanges(evs []member.Event) []member.Event {
 	members := ms.Members()
-	now := OldestByRole(members)
-	if o, ok := Oldest(members, ""); ok {
+	now := member.OldestByRole(members)
+	if o, ok := member.Oldest(members, ""); ok {
 		now[""] = o
 	}
 	roles := slices.Collect(maps.Keys(now))
@@ -489,7 +496,7 @@ func (ms *Membership) oldestChanges(evs []Event) []Event {
 		if has == had && (!has || prev == o.Unique) {
 			continue
 		}
-		ev := OldestChanged{Role: r}
+		ev := member.OldestChanged{Role: r}
 		if has {
 			ms.oldest[r] = o.Unique
 			ev.Oldest = &o

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"errors"
+	"github.com/troupe-go/troupe/member"
 	"slices"
 	"testing"
 )
@@ -9,21 +10,21 @@ import (
 // step is one input to a Membership and what it must return.
 type step struct {
 	name string
-	do   func(ms *Membership) ([]Event, error)
+	do   func(ms *Membership) ([]member.Event, error)
 	want []string // described events, in order
 	err  error
 }
 
-func observe(m Member) func(*Membership) ([]Event, error) {
-	return func(ms *Membership) ([]Event, error) { return ms.Observe(m) }
+func observe(m member.Member) func(*Membership) ([]member.Event, error) {
+	return func(ms *Membership) ([]member.Event, error) { return ms.Observe(m) }
 }
 
-func call(f func(*Membership, UniqueAddress) ([]Event, error), addr string) func(*Membership) ([]Event, error) {
-	return func(ms *Membership) ([]Event, error) { return f(ms, ua(addr)) }
+func call(f func(*Membership, member.UniqueAddress) ([]member.Event, error), addr string) func(*Membership) ([]member.Event, error) {
+	return func(ms *Membership) ([]member.Event, error) { return f(ms, ua(addr)) }
 }
 
 // run applies the steps in order to a fresh Membership of self.
-func run(t *testing.T, cfg MembershipConfig, self Member, steps []step) *Membership {
+func run(t *testing.T, cfg MembershipConfig, self member.Member, steps []step) *Membership {
 	t.Helper()
 	ms, err := NewMembership(cfg, self)
 	if err != nil {
@@ -49,22 +50,22 @@ func run(t *testing.T, cfg MembershipConfig, self Member, steps []step) *Members
 // cluster whose self a:1 is Up with age 1.
 func upCluster() []step {
 	return []step{
-		{name: "b up", do: observe(mem("b:1", Up, 2)), want: []string{"up b:1@2"}},
-		{name: "c up", do: observe(mem("c:1", Up, 3)), want: []string{"up c:1@3"}},
+		{name: "b up", do: observe(mem("b:1", member.Up, 2)), want: []string{"up b:1@2"}},
+		{name: "c up", do: observe(mem("c:1", member.Up, 3)), want: []string{"up c:1@3"}},
 	}
 }
 
 func TestMinNrOfMembersGatesUp(t *testing.T) {
 	cfg := MembershipConfig{MinNrOfMembers: 3}
-	ms := run(t, cfg, mem("a:1", Joining, 0), []step{
-		{name: "b joins", do: observe(mem("b:1", Joining, 0)), want: []string{"joined b:1"}},
-		{name: "b reports Up too early: held", do: observe(mem("b:1", Up, 10)), want: []string{}},
-		{name: "b reports Up again: still held", do: observe(mem("b:1", Up, 10)), want: []string{}},
-		{name: "self cannot be set Up without age", do: func(ms *Membership) ([]Event, error) { return ms.SetStatus(ua("a:1"), Up) }, err: ErrInvalidMember, want: []string{}},
-		{name: "c joins: gate opens, b becomes Up", do: observe(mem("c:1", Joining, 0)),
+	ms := run(t, cfg, mem("a:1", member.Joining, 0), []step{
+		{name: "b joins", do: observe(mem("b:1", member.Joining, 0)), want: []string{"joined b:1"}},
+		{name: "b reports Up too early: held", do: observe(mem("b:1", member.Up, 10)), want: []string{}},
+		{name: "b reports Up again: still held", do: observe(mem("b:1", member.Up, 10)), want: []string{}},
+		{name: "self cannot be set Up without age", do: func(ms *Membership) ([]member.Event, error) { return ms.SetStatus(ua("a:1"), member.Up) }, err: ErrInvalidMember, want: []string{}},
+		{name: "c joins: gate opens, b becomes Up", do: observe(mem("c:1", member.Joining, 0)),
 			want: []string{"joined c:1", "up b:1@10", "oldest[] b:1"}},
-		{name: "self moves Up with the next age", do: func(ms *Membership) ([]Event, error) {
-			return ms.Observe(mem("a:1", Up, ms.NextUpNumber(5)))
+		{name: "self moves Up with the next age", do: func(ms *Membership) ([]member.Event, error) {
+			return ms.Observe(mem("a:1", member.Up, ms.NextUpNumber(5)))
 		}, want: []string{"up a:1@11"}},
 	})
 	if !ms.MinMembersMet() {
@@ -77,23 +78,23 @@ func TestMinNrOfMembersGatesUp(t *testing.T) {
 
 func TestMinNrOfMembersPerRole(t *testing.T) {
 	cfg := MembershipConfig{MinNrOfMembersOfRole: map[string]int{"db": 2}}
-	run(t, cfg, mem("a:1", Joining, 0, "web"), []step{
-		{name: "first db member Up: held", do: observe(mem("b:1", Up, 5, "db")), want: []string{"joined b:1"}},
-		{name: "web member Up: held, role gate not met", do: observe(mem("d:1", Up, 9, "web")), want: []string{"joined d:1"}},
-		{name: "second db member: both held members Up, oldest first", do: observe(mem("c:1", Joining, 0, "db")),
+	run(t, cfg, mem("a:1", member.Joining, 0, "web"), []step{
+		{name: "first db member Up: held", do: observe(mem("b:1", member.Up, 5, "db")), want: []string{"joined b:1"}},
+		{name: "web member Up: held, role gate not met", do: observe(mem("d:1", member.Up, 9, "web")), want: []string{"joined d:1"}},
+		{name: "second db member: both held members Up, oldest first", do: observe(mem("c:1", member.Joining, 0, "db")),
 			want: []string{"joined c:1", "up b:1@5", "up d:1@9", "oldest[] b:1", "oldest[db] b:1", "oldest[web] d:1"}},
 	})
 }
 
 func TestMinNrOfMembersSelfUpHeld(t *testing.T) {
-	ms, err := NewMembership(MembershipConfig{MinNrOfMembers: 2}, mem("a:1", Up, 4))
+	ms, err := NewMembership(MembershipConfig{MinNrOfMembers: 2}, mem("a:1", member.Up, 4))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ms.Self().Status != Joining {
+	if ms.Self().Status != member.Joining {
 		t.Fatalf("self is %s before min-nr-of-members, want Joining", ms.Self().Status)
 	}
-	evs, err := ms.Observe(mem("b:1", Joining, 0))
+	evs, err := ms.Observe(mem("b:1", member.Joining, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,14 +106,14 @@ func TestMinNrOfMembersSelfUpHeld(t *testing.T) {
 func TestGracefulLeaveEventOrder(t *testing.T) {
 	steps := append(upCluster(),
 		step{name: "a leaves", do: call((*Membership).Leave, "a:1"), want: []string{"left a:1"}},
-		step{name: "a leaving again: nothing", do: observe(mem("a:1", Leaving, 1)), want: []string{}},
-		step{name: "a exits: oldest moves", do: observe(mem("a:1", Exiting, 1)),
+		step{name: "a leaving again: nothing", do: observe(mem("a:1", member.Leaving, 1)), want: []string{}},
+		step{name: "a exits: oldest moves", do: observe(mem("a:1", member.Exiting, 1)),
 			want: []string{"exited a:1", "oldest[] b:1"}},
 		step{name: "a removed", do: call((*Membership).Remove, "a:1"), want: []string{"removed a:1 from Exiting"}},
 		step{name: "removed again: nothing", do: call((*Membership).Remove, "a:1"), want: []string{}},
-		step{name: "a cannot come back", do: observe(mem("a:1", Up, 1)), err: ErrRemovedMember, want: []string{}},
+		step{name: "a cannot come back", do: observe(mem("a:1", member.Up, 1)), err: ErrRemovedMember, want: []string{}},
 	)
-	ms := run(t, MembershipConfig{}, mem("a:1", Up, 1), steps)
+	ms := run(t, MembershipConfig{}, mem("a:1", member.Up, 1), steps)
 	if !ms.WasRemoved(ua("a:1")) {
 		t.Errorf("WasRemoved(a) false")
 	}
@@ -135,70 +136,70 @@ func TestReachability(t *testing.T) {
 		step{name: "c downed", do: call((*Membership).Down, "c:1"), want: []string{"downed c:1"}},
 		step{name: "c removed", do: call((*Membership).Remove, "c:1"), want: []string{"removed c:1 from Down"}},
 	)
-	ms := run(t, MembershipConfig{}, mem("a:1", Up, 1), steps)
+	ms := run(t, MembershipConfig{}, mem("a:1", member.Up, 1), steps)
 	if ms.IsUnreachable(ua("c:1")) {
 		t.Errorf("removed member still unreachable")
 	}
 }
 
 func TestUnreachableOldestStaysOldest(t *testing.T) {
-	run(t, MembershipConfig{}, mem("c:1", Up, 3), []step{
-		{name: "a up", do: observe(mem("a:1", Up, 1)), want: []string{"up a:1@1", "oldest[] a:1"}},
-		{name: "b up", do: observe(mem("b:1", Up, 2)), want: []string{"up b:1@2"}},
+	run(t, MembershipConfig{}, mem("c:1", member.Up, 3), []step{
+		{name: "a up", do: observe(mem("a:1", member.Up, 1)), want: []string{"up a:1@1", "oldest[] a:1"}},
+		{name: "b up", do: observe(mem("b:1", member.Up, 2)), want: []string{"up b:1@2"}},
 		{name: "a unreachable: still oldest", do: call((*Membership).Unreachable, "a:1"), want: []string{"unreachable a:1"}},
 		{name: "a downed: b is oldest", do: call((*Membership).Down, "a:1"), want: []string{"downed a:1", "oldest[] b:1"}},
 	})
 }
 
 func TestOldestChangesPerRole(t *testing.T) {
-	run(t, MembershipConfig{}, mem("c:1", Up, 3, "y"), []step{
-		{name: "b up with x and y: older than c", do: observe(mem("b:1", Up, 2, "x", "y")),
+	run(t, MembershipConfig{}, mem("c:1", member.Up, 3, "y"), []step{
+		{name: "b up with x and y: older than c", do: observe(mem("b:1", member.Up, 2, "x", "y")),
 			want: []string{"up b:1@2", "oldest[] b:1", "oldest[x] b:1", "oldest[y] b:1"}},
-		{name: "a up with x: oldest overall and of x", do: observe(mem("a:1", Up, 1, "x")),
+		{name: "a up with x: oldest overall and of x", do: observe(mem("a:1", member.Up, 1, "x")),
 			want: []string{"up a:1@1", "oldest[] a:1", "oldest[x] a:1"}},
 		{name: "a downed", do: call((*Membership).Down, "a:1"),
 			want: []string{"downed a:1", "oldest[] b:1", "oldest[x] b:1"}},
 		{name: "b leaving: still counts", do: call((*Membership).Leave, "b:1"), want: []string{"left b:1"}},
-		{name: "b exiting: x has none", do: observe(mem("b:1", Exiting, 2, "x", "y")),
+		{name: "b exiting: x has none", do: observe(mem("b:1", member.Exiting, 2, "x", "y")),
 			want: []string{"exited b:1", "oldest[] c:1", "oldest[x] none", "oldest[y] c:1"}},
-		{name: "d joins with x: no age, no oldest", do: observe(mem("d:1", Joining, 0, "x")), want: []string{"joined d:1"}},
-		{name: "d up: oldest of x", do: observe(mem("d:1", Up, 9, "x")), want: []string{"up d:1@9", "oldest[x] d:1"}},
+		{name: "d joins with x: no age, no oldest", do: observe(mem("d:1", member.Joining, 0, "x")), want: []string{"joined d:1"}},
+		{name: "d up: oldest of x", do: observe(mem("d:1", member.Up, 9, "x")), want: []string{"up d:1@9", "oldest[x] d:1"}},
 	})
 }
 
 func TestIllegalTransitionsIgnored(t *testing.T) {
 	tests := []struct {
 		name string
-		from Member
-		do   func(ms *Membership) ([]Event, error)
+		from member.Member
+		do   func(ms *Membership) ([]member.Event, error)
 		err  error
 	}{
-		{"Up back to Joining", mem("b:1", Up, 2), observe(mem("b:1", Joining, 0)), ErrIllegalTransition},
-		{"Leaving back to Up", mem("b:1", Leaving, 2), observe(mem("b:1", Up, 2)), ErrIllegalTransition},
-		{"Exiting back to Leaving", mem("b:1", Exiting, 2), call((*Membership).Leave, "b:1"), ErrIllegalTransition},
-		{"Up straight to Removed", mem("b:1", Up, 2), call((*Membership).Remove, "b:1"), ErrIllegalTransition},
-		{"Leaving straight to Removed", mem("b:1", Leaving, 2), call((*Membership).Remove, "b:1"), ErrIllegalTransition},
-		{"Joining straight to Removed", mem("b:1", Joining, 0), call((*Membership).Remove, "b:1"), ErrIllegalTransition},
-		{"Down to Leaving", mem("b:1", Down, 2), call((*Membership).Leave, "b:1"), ErrIllegalTransition},
-		{"roles changed", mem("b:1", Up, 2, "x"), observe(mem("b:1", Leaving, 2, "y")), ErrMemberChanged},
-		{"age changed", mem("b:1", Up, 2), observe(mem("b:1", Leaving, 7)), ErrMemberChanged},
-		{"app version changed", mem("b:1", Up, 2), observe(Member{Unique: ua("b:1"), Status: Up, UpNumber: 2, AppVersion: "2"}), ErrMemberChanged},
-		{"invalid status", mem("b:1", Up, 2), observe(Member{Unique: ua("b:1"), Status: 9}), ErrInvalidMember},
-		{"uid 0", mem("b:1", Up, 2), observe(Member{Unique: UniqueAddress{Addr: "x:1"}, Status: Joining}), ErrInvalidMember},
-		{"unsorted roles", mem("b:1", Up, 2), observe(Member{Unique: ua("x:1"), Status: Joining, Roles: []string{"b", "a"}}), ErrInvalidMember},
-		{"unknown member leaves", mem("b:1", Up, 2), call((*Membership).Leave, "z:1"), ErrUnknownMember},
-		{"unknown member reported Removed", mem("b:1", Up, 2), observe(mem("z:1", Removed, 0)), ErrUnknownMember},
+		{"Up back to Joining", mem("b:1", member.Up, 2), observe(mem("b:1", member.Joining, 0)), ErrIllegalTransition},
+		{"Leaving back to Up", mem("b:1", member.Leaving, 2), observe(mem("b:1", member.Up, 2)), ErrIllegalTransition},
+		{"Exiting back to Leaving", mem("b:1", member.Exiting, 2), call((*Membership).Leave, "b:1"), ErrIllegalTransition},
+		{"Up straight to Removed", mem("b:1", member.Up, 2), call((*Membership).Remove, "b:1"), ErrIllegalTransition},
+		{"Leaving straight to Removed", mem("b:1", member.Leaving, 2), call((*Membership).Remove, "b:1"), ErrIllegalTransition},
+		{"Joining straight to Removed", mem("b:1", member.Joining, 0), call((*Membership).Remove, "b:1"), ErrIllegalTransition},
+		{"Down to Leaving", mem("b:1", member.Down, 2), call((*Membership).Leave, "b:1"), ErrIllegalTransition},
+		{"roles changed", mem("b:1", member.Up, 2, "x"), observe(mem("b:1", member.Leaving, 2, "y")), ErrMemberChanged},
+		{"age changed", mem("b:1", member.Up, 2), observe(mem("b:1", member.Leaving, 7)), ErrMemberChanged},
+		{"app version changed", mem("b:1", member.Up, 2), observe(member.Member{Unique: ua("b:1"), Status: member.Up, UpNumber: 2, AppVersion: "2"}), ErrMemberChanged},
+		{"invalid status", mem("b:1", member.Up, 2), observe(member.Member{Unique: ua("b:1"), Status: 9}), ErrInvalidMember},
+		{"uid 0", mem("b:1", member.Up, 2), observe(member.Member{Unique: member.UniqueAddress{Addr: "x:1"}, Status: member.Joining}), ErrInvalidMember},
+		{"unsorted roles", mem("b:1", member.Up, 2), observe(member.Member{Unique: ua("x:1"), Status: member.Joining, Roles: []string{"b", "a"}}), ErrInvalidMember},
+		{"unknown member leaves", mem("b:1", member.Up, 2), call((*Membership).Leave, "z:1"), ErrUnknownMember},
+		{"unknown member reported Removed", mem("b:1", member.Up, 2), observe(mem("z:1", member.Removed, 0)), ErrUnknownMember},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ms, err := NewMembership(MembershipConfig{}, mem("a:1", Up, 1))
+			ms, err := NewMembership(MembershipConfig{}, mem("a:1", member.Up, 1))
 			if err != nil {
 				t.Fatal(err)
 			}
 			// Bring b to its starting status through legal steps.
-			path := map[MemberStatus][]MemberStatus{
-				Joining: {Joining}, Up: {Up}, Leaving: {Up, Leaving}, Exiting: {Up, Leaving, Exiting},
-				Down: {Up, Down},
+			path := map[member.MemberStatus][]member.MemberStatus{
+				member.Joining: {member.Joining}, member.Up: {member.Up}, member.Leaving: {member.Up, member.Leaving}, member.Exiting: {member.Up, member.Leaving, member.Exiting},
+				member.Down: {member.Up, member.Down},
 			}[tt.from.Status]
 			for _, s := range path {
 				m := tt.from
@@ -222,9 +223,9 @@ func TestIllegalTransitionsIgnored(t *testing.T) {
 	}
 }
 
-func sameState(a, b CurrentClusterState) bool {
-	eq := func(x, y []Member) bool {
-		return slices.EqualFunc(x, y, func(p, q Member) bool {
+func sameState(a, b member.CurrentClusterState) bool {
+	eq := func(x, y []member.Member) bool {
+		return slices.EqualFunc(x, y, func(p, q member.Member) bool {
 			return p.Unique == q.Unique && p.Status == q.Status && p.UpNumber == q.UpNumber &&
 				slices.Equal(p.Roles, q.Roles) && p.AppVersion == q.AppVersion
 		})
@@ -233,27 +234,27 @@ func sameState(a, b CurrentClusterState) bool {
 }
 
 func TestDownedMemberReportsAreIgnored(t *testing.T) {
-	run(t, MembershipConfig{}, mem("a:1", Up, 1), []step{
-		{name: "b up", do: observe(mem("b:1", Up, 2)), want: []string{"up b:1@2"}},
+	run(t, MembershipConfig{}, mem("a:1", member.Up, 1), []step{
+		{name: "b up", do: observe(mem("b:1", member.Up, 2)), want: []string{"up b:1@2"}},
 		{name: "b downed", do: call((*Membership).Down, "b:1"), want: []string{"downed b:1"}},
-		{name: "b still says Up: ignored, no error", do: observe(mem("b:1", Up, 2)), want: []string{}},
+		{name: "b still says Up: ignored, no error", do: observe(mem("b:1", member.Up, 2)), want: []string{}},
 		{name: "b downed again: nothing", do: call((*Membership).Down, "b:1"), want: []string{}},
 		{name: "b removed", do: call((*Membership).Remove, "b:1"), want: []string{"removed b:1 from Down"}},
 	})
 }
 
 func TestNewIncarnation(t *testing.T) {
-	b2 := Member{Unique: UniqueAddress{Addr: "b:1", UID: 2}, Status: Joining}
-	ms := run(t, MembershipConfig{}, mem("a:1", Up, 1), []step{
-		{name: "b up", do: observe(mem("b:1", Up, 2)), want: []string{"up b:1@2"}},
-		{name: "self's address is never taken", do: observe(Member{Unique: UniqueAddress{Addr: "a:1", UID: 9}, Status: Joining}),
+	b2 := member.Member{Unique: member.UniqueAddress{Addr: "b:1", UID: 2}, Status: member.Joining}
+	ms := run(t, MembershipConfig{}, mem("a:1", member.Up, 1), []step{
+		{name: "b up", do: observe(mem("b:1", member.Up, 2)), want: []string{"up b:1@2"}},
+		{name: "self's address is never taken", do: observe(member.Member{Unique: member.UniqueAddress{Addr: "a:1", UID: 9}, Status: member.Joining}),
 			err: ErrAddressInUse, want: []string{}},
 		{name: "b crashes", do: call((*Membership).Unreachable, "b:1"), want: []string{"unreachable b:1"}},
 		{name: "b restarted: old incarnation downed, new one joins", do: observe(b2),
 			want: []string{"downed b:1", "joined b:1"}},
 		{name: "old incarnation removed", do: call((*Membership).Remove, "b:1"), want: []string{"removed b:1 from Down"}},
 	})
-	if m, ok := ms.Member(b2.Unique); !ok || m.Status != Joining {
+	if m, ok := ms.Member(b2.Unique); !ok || m.Status != member.Joining {
 		t.Fatalf("new incarnation %v %v", m, ok)
 	}
 }
@@ -261,25 +262,25 @@ func TestNewIncarnation(t *testing.T) {
 func TestQuickRestartReplacesAReachableIncarnation(t *testing.T) {
 	// A node restarted on its address before anyone noticed the crash: serf holds one
 	// entry per address, so the new incarnation's report replaces the old one.
-	b2 := Member{Unique: UniqueAddress{Addr: "b:1", UID: 2}, Status: Joining}
-	run(t, MembershipConfig{}, mem("a:1", Up, 1), []step{
-		{name: "b up", do: observe(mem("b:1", Up, 2)), want: []string{"up b:1@2"}},
+	b2 := member.Member{Unique: member.UniqueAddress{Addr: "b:1", UID: 2}, Status: member.Joining}
+	run(t, MembershipConfig{}, mem("a:1", member.Up, 1), []step{
+		{name: "b up", do: observe(mem("b:1", member.Up, 2)), want: []string{"up b:1@2"}},
 		{name: "b restarted at once", do: observe(b2), want: []string{"downed b:1", "joined b:1"}},
 	})
 }
 
 func TestFirstSightingInLaterStatus(t *testing.T) {
-	run(t, MembershipConfig{}, mem("c:1", Joining, 0), []step{
-		{name: "leaving member", do: observe(mem("a:1", Leaving, 1)), want: []string{"left a:1", "oldest[] a:1"}},
-		{name: "exiting member", do: observe(mem("b:1", Exiting, 2)), want: []string{"exited b:1"}},
-		{name: "down member", do: observe(mem("d:1", Down, 4)), want: []string{"downed d:1"}},
+	run(t, MembershipConfig{}, mem("c:1", member.Joining, 0), []step{
+		{name: "leaving member", do: observe(mem("a:1", member.Leaving, 1)), want: []string{"left a:1", "oldest[] a:1"}},
+		{name: "exiting member", do: observe(mem("b:1", member.Exiting, 2)), want: []string{"exited b:1"}},
+		{name: "down member", do: observe(mem("d:1", member.Down, 4)), want: []string{"downed d:1"}},
 	})
 }
 
 func TestState(t *testing.T) {
-	ms := run(t, MembershipConfig{MinNrOfMembers: 2}, mem("b:1", Joining, 0, "x"), []step{
-		{name: "a up", do: observe(mem("a:1", Up, 1, "x")), want: []string{"up a:1@1", "oldest[] a:1", "oldest[x] a:1"}},
-		{name: "c joins", do: observe(mem("c:1", Joining, 0)), want: []string{"joined c:1"}},
+	ms := run(t, MembershipConfig{MinNrOfMembers: 2}, mem("b:1", member.Joining, 0, "x"), []step{
+		{name: "a up", do: observe(mem("a:1", member.Up, 1, "x")), want: []string{"up a:1@1", "oldest[] a:1", "oldest[x] a:1"}},
+		{name: "c joins", do: observe(mem("c:1", member.Joining, 0)), want: []string{"joined c:1"}},
 		{name: "c unreachable", do: call((*Membership).Unreachable, "c:1"), want: []string{"unreachable c:1"}},
 	})
 	st := ms.State()
@@ -316,11 +317,11 @@ func TestConfigValidate(t *testing.T) {
 		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%+v: Validate = %v", c, err)
 		}
-		if _, err := NewMembership(c, mem("a:1", Joining, 0)); err == nil {
+		if _, err := NewMembership(c, mem("a:1", member.Joining, 0)); err == nil {
 			t.Errorf("%+v: NewMembership accepted it", c)
 		}
 	}
-	if _, err := NewMembership(MembershipConfig{}, mem("a:1", Removed, 0)); !errors.Is(err, ErrInvalidMember) {
+	if _, err := NewMembership(MembershipConfig{}, mem("a:1", member.Removed, 0)); !errors.Is(err, ErrInvalidMember) {
 		t.Errorf("Removed self: err = %v", err)
 	}
 }

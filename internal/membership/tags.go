@@ -3,6 +3,7 @@ package membership
 import (
 	"errors"
 	"fmt"
+	"github.com/troupe-go/troupe/member"
 	"strconv"
 	"strings"
 	"unicode"
@@ -60,14 +61,14 @@ var (
 )
 
 // tagStatusNames maps statuses to their tag spelling; Removed is never published.
-var tagStatusNames = map[MemberStatus]string{
-	Joining: "joining", Up: "up", Leaving: "leaving", Exiting: "exiting", Down: "down",
+var tagStatusNames = map[member.MemberStatus]string{
+	member.Joining: "joining", member.Up: "up", member.Leaving: "leaving", member.Exiting: "exiting", member.Down: "down",
 }
 
 // EncodeTags returns the serf tags that describe m, or an error if m is not well formed
 // (as Membership requires), is Removed, has a role that is not a plain name (see
 // DecodeTags), or does not fit in MaxTagsSize. DecodeTags(EncodeTags(m)) returns m.
-func EncodeTags(m Member) (map[string]string, error) {
+func EncodeTags(m member.Member) (map[string]string, error) {
 	if err := validateMember(m); err != nil {
 		return nil, err
 	}
@@ -106,7 +107,7 @@ func EncodeTags(m Member) (map[string]string, error) {
 
 // EncodeTagsIn is EncodeTags for a member of the cluster with identity cluster ("" for
 // a member that has not joined one yet).
-func EncodeTagsIn(m Member, cluster string) (map[string]string, error) {
+func EncodeTagsIn(m member.Member, cluster string) (map[string]string, error) {
 	tags, err := EncodeTags(m)
 	if err != nil || cluster == "" {
 		return tags, err
@@ -169,7 +170,7 @@ func encodedSize(tags map[string]string) int {
 // ErrTagsVersion (a version other than TagsVersion) or ErrMalformedTags naming the key.
 // Only the canonical form EncodeTags writes is accepted: decimal numbers without sign
 // or leading zeros, roles sorted without duplicates, text without control characters.
-func DecodeTags(tags map[string]string) (Member, error) {
+func DecodeTags(tags map[string]string) (member.Member, error) {
 	get := func(key string) (string, error) {
 		v, ok := tags[key]
 		if !ok {
@@ -183,30 +184,30 @@ func DecodeTags(tags map[string]string) (Member, error) {
 
 	v, err := get(TagVersion)
 	if err != nil {
-		return Member{}, err
+		return member.Member{}, err
 	}
 	if v != strconv.Itoa(TagsVersion) {
-		return Member{}, fmt.Errorf("%w: %s %q, this node reads %d", ErrTagsVersion, TagVersion, v, TagsVersion)
+		return member.Member{}, fmt.Errorf("%w: %s %q, this node reads %d", ErrTagsVersion, TagVersion, v, TagsVersion)
 	}
 
-	var m Member
+	var m member.Member
 	if m.Unique.Addr, err = get(TagAddr); err != nil {
-		return Member{}, err
+		return member.Member{}, err
 	}
 	if err := checkText(m.Unique.Addr, false); err != nil {
-		return Member{}, bad(TagAddr, m.Unique.Addr, err.Error())
+		return member.Member{}, bad(TagAddr, m.Unique.Addr, err.Error())
 	}
 
 	if v, err = get(TagUID); err != nil {
-		return Member{}, err
+		return member.Member{}, err
 	}
 	if m.Unique.UID, err = strconv.ParseUint(v, 10, 64); err != nil || m.Unique.UID == 0 ||
 		strconv.FormatUint(m.Unique.UID, 10) != v {
-		return Member{}, bad(TagUID, v, "want a decimal number above 0")
+		return member.Member{}, bad(TagUID, v, "want a decimal number above 0")
 	}
 
 	if v, err = get(TagStatus); err != nil {
-		return Member{}, err
+		return member.Member{}, err
 	}
 	for s, name := range tagStatusNames {
 		if name == v {
@@ -214,40 +215,40 @@ func DecodeTags(tags map[string]string) (Member, error) {
 		}
 	}
 	if m.Status == 0 {
-		return Member{}, bad(TagStatus, v, "want joining, up, leaving, exiting or down")
+		return member.Member{}, bad(TagStatus, v, "want joining, up, leaving, exiting or down")
 	}
 
 	if v, err = get(TagAge); err != nil {
-		return Member{}, err
+		return member.Member{}, err
 	}
 	if m.UpNumber, err = strconv.ParseInt(v, 10, 64); err != nil || m.UpNumber < 0 ||
 		m.UpNumber > MaxUpNumber || strconv.FormatInt(m.UpNumber, 10) != v {
-		return Member{}, bad(TagAge, v, "want a decimal number from 0 to 2^62")
+		return member.Member{}, bad(TagAge, v, "want a decimal number from 0 to 2^62")
 	}
-	if m.Status == Up && m.UpNumber == 0 {
-		return Member{}, bad(TagAge, v, "an Up member needs an age above 0")
+	if m.Status == member.Up && m.UpNumber == 0 {
+		return member.Member{}, bad(TagAge, v, "an Up member needs an age above 0")
 	}
 
 	if v, err = get(TagRoles); err != nil {
-		return Member{}, err
+		return member.Member{}, err
 	}
 	if v != "" {
 		m.Roles = strings.Split(v, ",")
 		for i, r := range m.Roles {
 			if err := CheckRole(r); err != nil {
-				return Member{}, bad(TagRoles, v, fmt.Sprintf("role %q %v", r, err))
+				return member.Member{}, bad(TagRoles, v, fmt.Sprintf("role %q %v", r, err))
 			}
 			if i > 0 && m.Roles[i-1] >= r {
-				return Member{}, bad(TagRoles, v, "want sorted roles without duplicates")
+				return member.Member{}, bad(TagRoles, v, "want sorted roles without duplicates")
 			}
 		}
 	}
 
 	if m.AppVersion, err = get(TagAppVersion); err != nil {
-		return Member{}, err
+		return member.Member{}, err
 	}
 	if err := checkText(m.AppVersion, true); err != nil {
-		return Member{}, bad(TagAppVersion, m.AppVersion, err.Error())
+		return member.Member{}, bad(TagAppVersion, m.AppVersion, err.Error())
 	}
 	return m, nil
 }

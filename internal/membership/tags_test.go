@@ -2,6 +2,7 @@ package membership
 
 import (
 	"errors"
+	"github.com/troupe-go/troupe/member"
 	"maps"
 	"slices"
 	"strings"
@@ -16,13 +17,13 @@ func validTags() map[string]string {
 }
 
 func TestTagsRoundTrip(t *testing.T) {
-	members := []Member{
-		{Unique: UniqueAddress{"10.0.0.1:2552", 7}, Status: Joining},
-		{Unique: UniqueAddress{"troupe://s@[::1]:2552", 1<<64 - 1}, Status: Up, UpNumber: 1, Roles: []string{"a"}},
-		{Unique: UniqueAddress{"h:1", 3}, Status: Leaving, UpNumber: MaxUpNumber, AppVersion: "v2"},
-		{Unique: UniqueAddress{"h:1", 3}, Status: Leaving}, // left before it was ever Up
-		{Unique: UniqueAddress{"h:1", 3}, Status: Exiting, UpNumber: 5, Roles: []string{"x", "y", "z"}},
-		{Unique: UniqueAddress{"h:1", 3}, Status: Down, UpNumber: 5},
+	members := []member.Member{
+		{Unique: member.UniqueAddress{Addr: "10.0.0.1:2552", UID: 7}, Status: member.Joining},
+		{Unique: member.UniqueAddress{Addr: "troupe://s@[::1]:2552", UID: 1<<64 - 1}, Status: member.Up, UpNumber: 1, Roles: []string{"a"}},
+		{Unique: member.UniqueAddress{Addr: "h:1", UID: 3}, Status: member.Leaving, UpNumber: MaxUpNumber, AppVersion: "v2"},
+		{Unique: member.UniqueAddress{Addr: "h:1", UID: 3}, Status: member.Leaving}, // left before it was ever Up
+		{Unique: member.UniqueAddress{Addr: "h:1", UID: 3}, Status: member.Exiting, UpNumber: 5, Roles: []string{"x", "y", "z"}},
+		{Unique: member.UniqueAddress{Addr: "h:1", UID: 3}, Status: member.Down, UpNumber: 5},
 	}
 	for _, m := range members {
 		tags, err := EncodeTags(m)
@@ -45,7 +46,7 @@ func TestTagsRoundTrip(t *testing.T) {
 	}
 }
 
-func equalMember(a, b Member) bool {
+func equalMember(a, b member.Member) bool {
 	return a.Unique == b.Unique && a.Status == b.Status && a.UpNumber == b.UpNumber &&
 		slices.Equal(a.Roles, b.Roles) && a.AppVersion == b.AppVersion
 }
@@ -110,19 +111,19 @@ func TestDecodeTagsMalformed(t *testing.T) {
 }
 
 func TestEncodeTagsRefuses(t *testing.T) {
-	ok := Member{Unique: UniqueAddress{"h:1", 1}, Status: Up, UpNumber: 1}
+	ok := member.Member{Unique: member.UniqueAddress{Addr: "h:1", UID: 1}, Status: member.Up, UpNumber: 1}
 	tests := []struct {
 		name string
-		edit func(m *Member)
+		edit func(m *member.Member)
 		err  error
 	}{
-		{"removed", func(m *Member) { m.Status = Removed }, ErrInvalidMember},
-		{"role with comma", func(m *Member) { m.Roles = []string{"a,b"} }, ErrInvalidMember},
-		{"address with space", func(m *Member) { m.Unique.Addr = "h 1" }, ErrInvalidMember},
-		{"app version with newline", func(m *Member) { m.AppVersion = "1\n" }, ErrInvalidMember},
-		{"age too large", func(m *Member) { m.UpNumber = MaxUpNumber + 1 }, ErrInvalidMember},
-		{"unsorted roles", func(m *Member) { m.Roles = []string{"b", "a"} }, ErrInvalidMember},
-		{"too large", func(m *Member) { m.AppVersion = strings.Repeat("v", 500) }, ErrTagsTooLarge},
+		{"removed", func(m *member.Member) { m.Status = member.Removed }, ErrInvalidMember},
+		{"role with comma", func(m *member.Member) { m.Roles = []string{"a,b"} }, ErrInvalidMember},
+		{"address with space", func(m *member.Member) { m.Unique.Addr = "h 1" }, ErrInvalidMember},
+		{"app version with newline", func(m *member.Member) { m.AppVersion = "1\n" }, ErrInvalidMember},
+		{"age too large", func(m *member.Member) { m.UpNumber = MaxUpNumber + 1 }, ErrInvalidMember},
+		{"unsorted roles", func(m *member.Member) { m.Roles = []string{"b", "a"} }, ErrInvalidMember},
+		{"too large", func(m *member.Member) { m.AppVersion = strings.Repeat("v", 500) }, ErrTagsTooLarge},
 	}
 	for _, tt := range tests {
 		m := ok

@@ -12,4 +12,6 @@
 // arrive) is indirectly connected; package sbr decides what to do about it.
 //
 // Nothing here starts a goroutine, reads a clock or does I/O.
+//
+//troupe:core
 package reachability

@@ -8,7 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/internal/phi"
+	"github.com/troupe-go/troupe/member"
 )
 
 // ErrInvalidConfig is returned by MonitorConfig.Validate and NewMonitor.
@@ -56,7 +57,7 @@ func (c MonitorConfig) MaxResponseAge() time.Duration { return c.AcceptablePause
 // margin is taken at MinStdDeviation for the earliest and at a quarter of the interval
 // (the spread the detector starts with) for the latest, if that is larger.
 func (c MonitorConfig) DetectionWindow() (earliest, latest time.Duration) {
-	y := yFor(c.Threshold)
+	y := phi.Deviations(c.Threshold)
 	std := max(c.MinStdDeviation, c.Interval/4)
 	earliest = c.AcceptablePause + time.Duration(y*float64(c.MinStdDeviation))
 	latest = c.Interval + c.AcceptablePause + time.Duration(y*float64(std)) + 2*time.Millisecond
@@ -66,7 +67,7 @@ func (c MonitorConfig) DetectionWindow() (earliest, latest time.Duration) {
 // target is a monitored member.
 type target struct {
 	added       time.Time
-	det         *phiDetector
+	det         *phi.Detector
 	lastSentAt  time.Time // send time of the newest heartbeat whose answer counted
 	unreachable bool
 }
@@ -80,21 +81,21 @@ type target struct {
 type Monitor struct {
 	cfg     MonitorConfig
 	y       float64
-	self    membership.UniqueAddress
-	targets map[membership.UniqueAddress]*target
+	self    member.UniqueAddress
+	targets map[member.UniqueAddress]*target
 }
 
 // NewMonitor returns the monitor of node self, watching nobody yet.
-func NewMonitor(cfg MonitorConfig, self membership.UniqueAddress) (*Monitor, error) {
+func NewMonitor(cfg MonitorConfig, self member.UniqueAddress) (*Monitor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Monitor{cfg: cfg, y: yFor(cfg.Threshold), self: self, targets: make(map[membership.UniqueAddress]*target)}, nil
+	return &Monitor{cfg: cfg, y: phi.Deviations(cfg.Threshold), self: self, targets: make(map[member.UniqueAddress]*target)}, nil
 }
 
 // ringKey orders members on the ring: by a hash of the identity, so that neighbours on
 // the ring are not neighbours by address, then by address.
-func ringKey(u membership.UniqueAddress) uint64 {
+func ringKey(u member.UniqueAddress) uint64 {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(u.Addr))
 	_, _ = h.Write([]byte(strconv.FormatUint(u.UID, 10)))
@@ -105,9 +106,9 @@ func ringKey(u membership.UniqueAddress) uint64 {
 // position; it is added otherwise): walking the ring from self, every member until
 // Monitors of them are reachable by self's own observations (unreachable ones met on
 // the way stay monitored, so that their recovery is noticed).
-func Ring(self membership.UniqueAddress, members []membership.UniqueAddress, unreachable func(membership.UniqueAddress) bool, monitors int) []membership.UniqueAddress {
-	ring := append([]membership.UniqueAddress{self}, members...)
-	slices.SortFunc(ring, func(a, b membership.UniqueAddress) int {
+func Ring(self member.UniqueAddress, members []member.UniqueAddress, unreachable func(member.UniqueAddress) bool, monitors int) []member.UniqueAddress {
+	ring := append([]member.UniqueAddress{self}, members...)
+	slices.SortFunc(ring, func(a, b member.UniqueAddress) int {
 		ka, kb := ringKey(a), ringKey(b)
 		switch {
 		case ka < kb:
@@ -115,11 +116,11 @@ func Ring(self membership.UniqueAddress, members []membership.UniqueAddress, unr
 		case ka > kb:
 			return 1
 		}
-		return membership.CompareAddress(a, b)
+		return member.CompareAddress(a, b)
 	})
 	ring = slices.Compact(ring)
 	at := slices.Index(ring, self)
-	var out []membership.UniqueAddress
+	var out []member.UniqueAddress
 	reachable := 0
 	for i := 1; i < len(ring) && reachable < monitors; i++ {
 		u := ring[(at+i)%len(ring)]
@@ -128,21 +129,21 @@ func Ring(self membership.UniqueAddress, members []membership.UniqueAddress, unr
 			reachable++
 		}
 	}
-	slices.SortFunc(out, membership.CompareAddress)
+	slices.SortFunc(out, member.CompareAddress)
 	return out
 }
 
 // SetTargets makes the monitored members exactly targets (see Ring), from now on. A
 // member no longer monitored is forgotten; a new one has ExpectedFirst to answer.
-func (m *Monitor) SetTargets(targets []membership.UniqueAddress, now time.Time) {
-	keep := make(map[membership.UniqueAddress]bool, len(targets))
+func (m *Monitor) SetTargets(targets []member.UniqueAddress, now time.Time) {
+	keep := make(map[member.UniqueAddress]bool, len(targets))
 	for _, u := range targets {
 		if u == m.self {
 			continue
 		}
 		keep[u] = true
 		if _, ok := m.targets[u]; !ok {
-			m.targets[u] = &target{added: now, det: newPhiDetector(m.cfg.AcceptablePause, m.cfg.MinStdDeviation, m.cfg.MaxSamples)}
+			m.targets[u] = &target{added: now, det: phi.New(phi.Config{AcceptablePause: m.cfg.AcceptablePause, MinStdDeviation: m.cfg.MinStdDeviation, MaxSamples: m.cfg.MaxSamples})}
 		}
 	}
 	for u := range m.targets {
@@ -154,12 +155,12 @@ func (m *Monitor) SetTargets(targets []membership.UniqueAddress, now time.Time) 
 
 // Targets returns the monitored members, ordered by address: send each a heartbeat
 // every Interval.
-func (m *Monitor) Targets() []membership.UniqueAddress {
-	out := make([]membership.UniqueAddress, 0, len(m.targets))
+func (m *Monitor) Targets() []member.UniqueAddress {
+	out := make([]member.UniqueAddress, 0, len(m.targets))
 	for u := range m.targets {
 		out = append(out, u)
 	}
-	slices.SortFunc(out, membership.CompareAddress)
+	slices.SortFunc(out, member.CompareAddress)
 	return out
 }
 
@@ -167,29 +168,29 @@ func (m *Monitor) Targets() []membership.UniqueAddress {
 // (its own clock, carried in the heartbeat and echoed). It reports whether the answer
 // counted: answers from members not monitored, answers older than one that already
 // counted, and answers older than MaxResponseAge are ignored.
-func (m *Monitor) Response(from membership.UniqueAddress, sentAt, now time.Time) bool {
+func (m *Monitor) Response(from member.UniqueAddress, sentAt, now time.Time) bool {
 	t, ok := m.targets[from]
 	if !ok || !sentAt.After(t.lastSentAt) || now.Sub(sentAt) > m.cfg.MaxResponseAge() {
 		return false
 	}
 	t.lastSentAt = sentAt
-	t.det.heartbeat(now, m.cfg.Interval)
+	t.det.Heartbeat(now, m.cfg.Interval)
 	return true
 }
 
 // Check judges every monitored member at now and returns those that became
 // unreachable and those that became reachable again since the last Check, ordered by
 // address.
-func (m *Monitor) Check(now time.Time) (unreachable, reachable []membership.UniqueAddress) {
+func (m *Monitor) Check(now time.Time) (unreachable, reachable []member.UniqueAddress) {
 	for _, u := range m.Targets() {
 		t := m.targets[u]
-		if !t.det.started() {
+		if !t.det.Started() {
 			if now.Before(t.added.Add(m.cfg.ExpectedFirst)) {
 				continue
 			}
-			t.det.start(t.added.Add(m.cfg.ExpectedFirst), m.cfg.Interval, true)
+			t.det.Start(t.added.Add(m.cfg.ExpectedFirst), m.cfg.Interval, true)
 		}
-		down := t.det.phi(now) >= m.cfg.Threshold
+		down := t.det.Phi(now) >= m.cfg.Threshold
 		switch {
 		case down && !t.unreachable:
 			unreachable = append(unreachable, u)
@@ -202,15 +203,15 @@ func (m *Monitor) Check(now time.Time) (unreachable, reachable []membership.Uniq
 }
 
 // Monitors reports whether u is one of the monitored members.
-func (m *Monitor) Monitors(u membership.UniqueAddress) bool {
+func (m *Monitor) Monitors(u member.UniqueAddress) bool {
 	_, ok := m.targets[u]
 	return ok
 }
 
 // Unreachable returns the monitored members the last Check found unreachable, ordered
 // by address.
-func (m *Monitor) Unreachable() []membership.UniqueAddress {
-	var out []membership.UniqueAddress
+func (m *Monitor) Unreachable() []member.UniqueAddress {
+	var out []member.UniqueAddress
 	for _, u := range m.Targets() {
 		if m.targets[u].unreachable {
 			out = append(out, u)
@@ -227,10 +228,10 @@ func (m *Monitor) NextCheck() (at time.Time, ok bool) {
 	for _, t := range m.targets {
 		var when time.Time
 		switch {
-		case !t.det.started():
+		case !t.det.Started():
 			when = t.added.Add(m.cfg.ExpectedFirst)
 		case !t.unreachable:
-			when = t.det.crossing(m.y)
+			when = t.det.Crossing(m.y)
 		default:
 			continue
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/member"
 )
 
 func testMonitorConfig() MonitorConfig {
@@ -23,12 +23,12 @@ func testMonitorConfig() MonitorConfig {
 }
 
 func TestRing(t *testing.T) {
-	var members []membership.UniqueAddress
+	var members []member.UniqueAddress
 	for i := range 10 {
 		members = append(members, ua(fmt.Sprintf("10.0.0.%d:2552", i)))
 	}
-	none := func(membership.UniqueAddress) bool { return false }
-	watchedBy := make(map[membership.UniqueAddress]int)
+	none := func(member.UniqueAddress) bool { return false }
+	watchedBy := make(map[member.UniqueAddress]int)
 	for _, self := range members {
 		got := Ring(self, members, none, 3)
 		if len(got) != 3 || slices.Contains(got, self) {
@@ -47,7 +47,7 @@ func TestRing(t *testing.T) {
 	// three reachable ones are.
 	self := members[0]
 	plain := Ring(self, members, none, 3)
-	down := func(u membership.UniqueAddress) bool { return u == plain[0] || u == plain[1] }
+	down := func(u member.UniqueAddress) bool { return u == plain[0] || u == plain[1] }
 	got := Ring(self, members, down, 3)
 	if len(got) != 5 {
 		t.Fatalf("with two unreachable: %v", got)
@@ -73,8 +73,8 @@ func TestMonitorDetectsAStopAndARecovery(t *testing.T) {
 	}
 	t0 := time.Unix(1000, 0)
 	b, c := ua("b"), ua("c")
-	m.SetTargets([]membership.UniqueAddress{c, b, ua("self")}, t0)
-	if got := m.Targets(); !slices.Equal(got, []membership.UniqueAddress{b, c}) {
+	m.SetTargets([]member.UniqueAddress{c, b, ua("self")}, t0)
+	if got := m.Targets(); !slices.Equal(got, []member.UniqueAddress{b, c}) {
 		t.Fatalf("targets %v", got)
 	}
 	// Both answer every interval with a 5 ms round trip, for two seconds.
@@ -82,7 +82,7 @@ func TestMonitorDetectsAStopAndARecovery(t *testing.T) {
 	for i := range 20 {
 		sent := t0.Add(time.Duration(i) * cfg.Interval)
 		now = sent.Add(5 * time.Millisecond)
-		for _, u := range []membership.UniqueAddress{b, c} {
+		for _, u := range []member.UniqueAddress{b, c} {
 			if !m.Response(u, sent, now) {
 				t.Fatalf("answer %d from %s did not count", i, u)
 			}
@@ -106,7 +106,7 @@ func TestMonitorDetectsAStopAndARecovery(t *testing.T) {
 			if down, _ := m.Check(next.Add(-2 * time.Millisecond)); len(down) > 0 {
 				t.Fatalf("unreachable before NextCheck: %v", down)
 			}
-			if down, _ := m.Check(next); slices.Equal(down, []membership.UniqueAddress{c}) {
+			if down, _ := m.Check(next); slices.Equal(down, []member.UniqueAddress{c}) {
 				detected = next
 				break
 			}
@@ -114,7 +114,7 @@ func TestMonitorDetectsAStopAndARecovery(t *testing.T) {
 		now = sent.Add(5 * time.Millisecond)
 		m.Response(b, sent, now)
 		if down, _ := m.Check(now); len(down) > 0 {
-			if !slices.Equal(down, []membership.UniqueAddress{c}) {
+			if !slices.Equal(down, []member.UniqueAddress{c}) {
 				t.Fatalf("unreachable %v", down)
 			}
 			detected = now
@@ -125,7 +125,7 @@ func TestMonitorDetectsAStopAndARecovery(t *testing.T) {
 	if took < earliest || took > latest {
 		t.Fatalf("detected after %v, want within [%v, %v]", took, earliest, latest)
 	}
-	if !slices.Equal(m.Unreachable(), []membership.UniqueAddress{c}) {
+	if !slices.Equal(m.Unreachable(), []member.UniqueAddress{c}) {
 		t.Fatalf("Unreachable %v", m.Unreachable())
 	}
 	// An answer to a heartbeat sent long ago (a backlog) does not count.
@@ -140,7 +140,7 @@ func TestMonitorDetectsAStopAndARecovery(t *testing.T) {
 	if m.Response(c, back.Add(-6*time.Millisecond), back) {
 		t.Fatal("an answer older than one that counted, counted")
 	}
-	if _, up := m.Check(back); !slices.Equal(up, []membership.UniqueAddress{c}) {
+	if _, up := m.Check(back); !slices.Equal(up, []member.UniqueAddress{c}) {
 		t.Fatalf("reachable %v", up)
 	}
 	// The long gap was not learned: steady answers again, then a stop, is detected as
@@ -161,7 +161,7 @@ func TestMonitorFirstHeartbeatGrace(t *testing.T) {
 	m, _ := NewMonitor(cfg, ua("self"))
 	t0 := time.Unix(1000, 0)
 	d := ua("d")
-	m.SetTargets([]membership.UniqueAddress{d}, t0)
+	m.SetTargets([]member.UniqueAddress{d}, t0)
 	next, ok := m.NextCheck()
 	if !ok || !next.Equal(t0.Add(cfg.ExpectedFirst)) {
 		t.Fatalf("NextCheck = %v %v, want the end of the grace", next, ok)
@@ -175,7 +175,7 @@ func TestMonitorFirstHeartbeatGrace(t *testing.T) {
 	if next.After(t0.Add(cfg.ExpectedFirst + latest)) {
 		t.Fatalf("never-answering member detected only at %v", next.Sub(t0))
 	}
-	if down, _ := m.Check(next); !slices.Equal(down, []membership.UniqueAddress{d}) {
+	if down, _ := m.Check(next); !slices.Equal(down, []member.UniqueAddress{d}) {
 		t.Fatalf("Check at NextCheck: %v", down)
 	}
 	if _, ok := m.NextCheck(); ok {
@@ -194,9 +194,6 @@ func TestMonitorConfigValidate(t *testing.T) {
 	if _, err := NewMonitor(bad, ua("a")); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("Monitors 0: %v", err)
 	}
-	if y := yFor(8); y < 5 || y > 5.5 || phiOf(y) < 8 || phiOf(y-0.01) >= 8 {
-		t.Errorf("yFor(8) = %v", y)
-	}
 }
 
 // The wait for a late first answer is not learned as an interval: once answers come
@@ -206,7 +203,7 @@ func TestMonitorLateFirstAnswerIsNotLearned(t *testing.T) {
 	m, _ := NewMonitor(cfg, ua("self"))
 	t0 := time.Unix(1000, 0)
 	d := ua("d")
-	m.SetTargets([]membership.UniqueAddress{d}, t0)
+	m.SetTargets([]member.UniqueAddress{d}, t0)
 	m.Check(t0.Add(cfg.ExpectedFirst)) // starts the detector as if d had answered
 	first := t0.Add(cfg.ExpectedFirst + cfg.AcceptablePause/2)
 	now := first

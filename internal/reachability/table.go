@@ -4,7 +4,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/member"
 )
 
 // Row is one observer's observations as they travel between nodes: the members the
@@ -13,18 +13,18 @@ import (
 // one with the higher version is the newer.
 type Row struct {
 	// Observer is the member that made the observations.
-	Observer membership.UniqueAddress
+	Observer member.UniqueAddress
 	// Version counts the observer's changes; 0 means the observer never recorded one.
 	Version uint64
 	// Unreachable holds the members the observer cannot reach, ordered by address
-	// (membership.CompareAddress), without duplicates.
-	Unreachable []membership.UniqueAddress
+	// (member.CompareAddress), without duplicates.
+	Unreachable []member.UniqueAddress
 }
 
 // Record is one observation: Observer cannot reach Subject.
 type Record struct {
-	Observer membership.UniqueAddress
-	Subject  membership.UniqueAddress
+	Observer member.UniqueAddress
+	Subject  member.UniqueAddress
 }
 
 // Table is the cluster's reachability table as one node knows it, after Akka's: for
@@ -36,19 +36,19 @@ type Record struct {
 //
 // Table is pure and not safe for concurrent use.
 type Table struct {
-	self membership.UniqueAddress
-	rows map[membership.UniqueAddress]*Row
+	self member.UniqueAddress
+	rows map[member.UniqueAddress]*Row
 }
 
 // NewTable returns the table of node self, with no observations.
-func NewTable(self membership.UniqueAddress) *Table {
-	return &Table{self: self, rows: make(map[membership.UniqueAddress]*Row)}
+func NewTable(self member.UniqueAddress) *Table {
+	return &Table{self: self, rows: make(map[member.UniqueAddress]*Row)}
 }
 
 // SetOwn replaces this node's observations with unreachable (in any order; self and
 // duplicates are dropped) and reports whether they changed; a change bumps the row's
 // version.
-func (t *Table) SetOwn(unreachable []membership.UniqueAddress) bool {
+func (t *Table) SetOwn(unreachable []member.UniqueAddress) bool {
 	next := normalize(unreachable, t.self)
 	r := t.rows[t.self]
 	if r == nil {
@@ -67,14 +67,14 @@ func (t *Table) SetOwn(unreachable []membership.UniqueAddress) bool {
 }
 
 // normalize sorts us by address and drops duplicates and self.
-func normalize(us []membership.UniqueAddress, self membership.UniqueAddress) []membership.UniqueAddress {
-	out := make([]membership.UniqueAddress, 0, len(us))
+func normalize(us []member.UniqueAddress, self member.UniqueAddress) []member.UniqueAddress {
+	out := make([]member.UniqueAddress, 0, len(us))
 	for _, u := range us {
 		if u != self {
 			out = append(out, u)
 		}
 	}
-	slices.SortFunc(out, membership.CompareAddress)
+	slices.SortFunc(out, member.CompareAddress)
 	out = slices.Compact(out)
 	if len(out) == 0 {
 		return nil
@@ -93,7 +93,7 @@ func normalize(us []membership.UniqueAddress, self membership.UniqueAddress) []m
 // identities never come back. A row holds at most what the observer's own row holds,
 // so this keeps no more than one row per known observer. Merge reports whether the
 // table changed.
-func (t *Table) Merge(rows []Row, known, removed func(membership.UniqueAddress) bool) bool {
+func (t *Table) Merge(rows []Row, known, removed func(member.UniqueAddress) bool) bool {
 	changed := false
 	for _, in := range rows {
 		if in.Observer == t.self || !known(in.Observer) {
@@ -103,7 +103,7 @@ func (t *Table) Merge(rows []Row, known, removed func(membership.UniqueAddress) 
 		if cur != nil && cur.Version >= in.Version {
 			continue
 		}
-		var subjects []membership.UniqueAddress
+		var subjects []member.UniqueAddress
 		for _, s := range in.Unreachable {
 			if !removed(s) {
 				subjects = append(subjects, s)
@@ -117,7 +117,7 @@ func (t *Table) Merge(rows []Row, known, removed func(membership.UniqueAddress) 
 
 // Remove forgets member u: its row and every observation about it. Every node removes
 // a member when it is removed from the membership, so the rows stay comparable.
-func (t *Table) Remove(u membership.UniqueAddress) {
+func (t *Table) Remove(u member.UniqueAddress) {
 	delete(t.rows, u)
 	for _, r := range t.rows {
 		if i := slices.Index(r.Unreachable, u); i >= 0 {
@@ -134,7 +134,7 @@ func (t *Table) Rows() []Row {
 	for _, r := range t.rows {
 		out = append(out, Row{Observer: r.Observer, Version: r.Version, Unreachable: slices.Clone(r.Unreachable)})
 	}
-	slices.SortFunc(out, func(a, b Row) int { return membership.CompareAddress(a.Observer, b.Observer) })
+	slices.SortFunc(out, func(a, b Row) int { return member.CompareAddress(a.Observer, b.Observer) })
 	return out
 }
 
@@ -148,7 +148,7 @@ func (t *Table) Own() Row {
 
 // Records returns every observation whose observer and subject both pass live,
 // ordered by observer and then subject.
-func (t *Table) Records(live func(membership.UniqueAddress) bool) []Record {
+func (t *Table) Records(live func(member.UniqueAddress) bool) []Record {
 	var out []Record
 	for _, r := range t.Rows() {
 		if !live(r.Observer) {
@@ -165,12 +165,12 @@ func (t *Table) Records(live func(membership.UniqueAddress) bool) []Record {
 
 // Unreachable returns the members that some observer passing live cannot reach, among
 // those passing live, ordered by address.
-func (t *Table) Unreachable(live func(membership.UniqueAddress) bool) []membership.UniqueAddress {
-	set := make(map[membership.UniqueAddress]bool)
+func (t *Table) Unreachable(live func(member.UniqueAddress) bool) []member.UniqueAddress {
+	set := make(map[member.UniqueAddress]bool)
 	for _, r := range t.Records(live) {
 		set[r.Subject] = true
 	}
 	out := slices.Collect(maps.Keys(set))
-	slices.SortFunc(out, membership.CompareAddress)
+	slices.SortFunc(out, member.CompareAddress)
 	return out
 }

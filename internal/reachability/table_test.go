@@ -6,22 +6,22 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/member"
 )
 
-func ua(addr string) membership.UniqueAddress { return membership.UniqueAddress{Addr: addr, UID: 1} }
+func ua(addr string) member.UniqueAddress { return member.UniqueAddress{Addr: addr, UID: 1} }
 
-func uas(addrs ...string) []membership.UniqueAddress {
-	var out []membership.UniqueAddress
+func uas(addrs ...string) []member.UniqueAddress {
+	var out []member.UniqueAddress
 	for _, a := range addrs {
 		out = append(out, ua(a))
 	}
 	return out
 }
 
-func all(membership.UniqueAddress) bool { return true }
+func all(member.UniqueAddress) bool { return true }
 
-func none(membership.UniqueAddress) bool { return false }
+func none(member.UniqueAddress) bool { return false }
 
 // describeRows renders rows as "observer@version:subject,subject".
 func describeRows(rows []Row) string {
@@ -65,8 +65,8 @@ func TestTableOwnRow(t *testing.T) {
 
 func TestTableMerge(t *testing.T) {
 	removed := ua("gone")
-	keep := func(u membership.UniqueAddress) bool { return u != removed }
-	isRemoved := func(u membership.UniqueAddress) bool { return u == removed }
+	keep := func(u member.UniqueAddress) bool { return u != removed }
+	isRemoved := func(u member.UniqueAddress) bool { return u == removed }
 	tb := NewTable(ua("a"))
 	tb.SetOwn(uas("x"))
 	steps := []struct {
@@ -81,7 +81,7 @@ func TestTableMerge(t *testing.T) {
 		{"a newer one replaces it, even empty", []Row{{Observer: ua("b"), Version: 3}}, true, "a@1:x b@3:"},
 		{"this node's own row from elsewhere is ignored", []Row{{Observer: ua("a"), Version: 9}}, false, "a@1:x b@3:"},
 		{"rows of removed observers are ignored", []Row{{Observer: removed, Version: 1, Unreachable: uas("b")}}, false, "a@1:x b@3:"},
-		{"removed subjects are left out, unsorted input sorted", []Row{{Observer: ua("c"), Version: 1, Unreachable: []membership.UniqueAddress{ua("e"), removed, ua("d"), ua("c")}}},
+		{"removed subjects are left out, unsorted input sorted", []Row{{Observer: ua("c"), Version: 1, Unreachable: []member.UniqueAddress{ua("e"), removed, ua("d"), ua("c")}}},
 			true, "a@1:x b@3: c@1:d,e"},
 	}
 	for _, s := range steps {
@@ -110,7 +110,7 @@ func TestTableRemoveAndAggregate(t *testing.T) {
 		{Observer: ua("c"), Version: 4, Unreachable: uas("b")},
 		{Observer: ua("e"), Version: 1, Unreachable: uas("a")},
 	}, all, none)
-	live := func(u membership.UniqueAddress) bool { return u != ua("c") } // c is Down
+	live := func(u member.UniqueAddress) bool { return u != ua("c") } // c is Down
 	var recs []string
 	for _, r := range tb.Records(live) {
 		recs = append(recs, r.Observer.Addr+">"+r.Subject.Addr)
@@ -135,9 +135,9 @@ func TestTableRemoveAndAggregate(t *testing.T) {
 // (same version) is never merged again. Before, the subject was dropped and the row's
 // version kept, and the observation was missing until the observer's row changed.
 func TestTableRowAboutAMemberNotYetKnown(t *testing.T) {
-	known := map[membership.UniqueAddress]bool{ua("a"): true, ua("b"): true}
-	isKnown := func(u membership.UniqueAddress) bool { return known[u] }
-	removed := func(u membership.UniqueAddress) bool { return u == ua("gone") }
+	known := map[member.UniqueAddress]bool{ua("a"): true, ua("b"): true}
+	isKnown := func(u member.UniqueAddress) bool { return known[u] }
+	removed := func(u member.UniqueAddress) bool { return u == ua("gone") }
 	tb := NewTable(ua("a"))
 	row := Row{Observer: ua("b"), Version: 4, Unreachable: uas("gone", "late")}
 	if !tb.Merge([]Row{row}, isKnown, removed) {

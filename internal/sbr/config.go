@@ -15,7 +15,7 @@ type Strategy uint8
 
 const (
 	// KeepMajority keeps the side with more counted members; on an exactly equal split
-	// the side holding the member with the lowest address (membership.CompareAddress).
+	// the side holding the member with the lowest address (member.CompareAddress).
 	KeepMajority Strategy = iota
 	// StaticQuorum keeps a side with at least QuorumSize counted members and downs a
 	// smaller one; with more than 2*QuorumSize-1 counted members both sides could reach

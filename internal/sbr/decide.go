@@ -4,22 +4,22 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/member"
 )
 
 // Record is one observation of the reachability table: Observer cannot reach Subject.
 type Record struct {
-	Observer membership.UniqueAddress
-	Subject  membership.UniqueAddress
+	Observer member.UniqueAddress
+	Subject  member.UniqueAddress
 }
 
 // Input is what the resolver decides from: the members this node sees and every
 // unreachability observation it knows, its own and those gossiped by the others.
 type Input struct {
 	// Self is this node.
-	Self membership.UniqueAddress
+	Self member.UniqueAddress
 	// Members is every member that is not Removed, in any order.
-	Members []membership.Member
+	Members []member.Member
 	// Unreachable holds the observations; the order does not matter. Observations by or
 	// about members that are Down or not in Members are ignored.
 	Unreachable []Record
@@ -61,22 +61,22 @@ type Decision struct {
 	// Action is the kind of decision.
 	Action Action
 	// Down lists the members to down, ordered by address; never a member already Down.
-	Down []membership.UniqueAddress
+	Down []member.UniqueAddress
 }
 
 // Downs reports whether the decision downs the member.
-func (d Decision) Downs(u membership.UniqueAddress) bool {
+func (d Decision) Downs(u member.UniqueAddress) bool {
 	return slices.Contains(d.Down, u)
 }
 
 // view is an Input analysed: the live members, the unreachable ones, and which of
 // those are indirectly connected.
 type view struct {
-	self        membership.UniqueAddress
-	live        map[membership.UniqueAddress]membership.Member
+	self        member.UniqueAddress
+	live        map[member.UniqueAddress]member.Member
 	records     []Record
-	unreachable map[membership.UniqueAddress]bool
-	indirect    map[membership.UniqueAddress]bool
+	unreachable map[member.UniqueAddress]bool
+	indirect    map[member.UniqueAddress]bool
 }
 
 // analyze keeps the members that are neither Down nor Removed and the observations
@@ -85,13 +85,13 @@ type view struct {
 // observations reached this node while the link was up, or through other members, and
 // what they see of this side says nothing the observations of this side do not.
 func analyze(in Input) view {
-	live := make(map[membership.UniqueAddress]membership.Member, len(in.Members))
+	live := make(map[member.UniqueAddress]member.Member, len(in.Members))
 	for _, m := range in.Members {
-		if m.Status != membership.Down && m.Status != membership.Removed {
+		if m.Status != member.Down && m.Status != member.Removed {
 			live[m.Unique] = m
 		}
 	}
-	across := make(map[membership.UniqueAddress]bool)
+	across := make(map[member.UniqueAddress]bool)
 	for _, r := range in.Unreachable {
 		switch in.Self {
 		case r.Observer:
@@ -113,7 +113,7 @@ func analyze(in Input) view {
 
 // Summary returns the members the resolver considers unreachable, and the indirectly
 // connected ones among them, ordered by address: what the caller watches for changes.
-func Summary(in Input) (unreachable, indirect []membership.UniqueAddress) {
+func Summary(in Input) (unreachable, indirect []member.UniqueAddress) {
 	v := analyze(in)
 	return sorted(v.unreachable), sorted(v.indirect)
 }
@@ -123,10 +123,10 @@ func Summary(in Input) (unreachable, indirect []membership.UniqueAddress) {
 // also observes another member unreachable: it still talks to the cluster (its
 // observations arrive), so the problem is in some links, not a clean partition or a
 // crash, and no side can be trusted to hold it.
-func withRecords(self membership.UniqueAddress, live map[membership.UniqueAddress]membership.Member, recs []Record) view {
+func withRecords(self member.UniqueAddress, live map[member.UniqueAddress]member.Member, recs []Record) view {
 	v := view{self: self, live: live, records: recs,
-		unreachable: make(map[membership.UniqueAddress]bool), indirect: make(map[membership.UniqueAddress]bool)}
-	observers := make(map[membership.UniqueAddress]bool)
+		unreachable: make(map[member.UniqueAddress]bool), indirect: make(map[member.UniqueAddress]bool)}
+	observers := make(map[member.UniqueAddress]bool)
 	for _, r := range recs {
 		v.unreachable[r.Subject] = true
 		observers[r.Observer] = true
@@ -174,7 +174,7 @@ func decide(cfg Config, v view) Decision {
 	if len(v.indirect) == 0 {
 		return decideSides(cfg, v)
 	}
-	down := make(map[membership.UniqueAddress]bool, len(v.indirect))
+	down := make(map[member.UniqueAddress]bool, len(v.indirect))
 	for u := range v.indirect {
 		down[u] = true
 	}
@@ -198,7 +198,7 @@ func decide(cfg Config, v view) Decision {
 
 // downAll downs every live member.
 func downAll(v view) Decision {
-	down := make(map[membership.UniqueAddress]bool, len(v.live))
+	down := make(map[member.UniqueAddress]bool, len(v.live))
 	for u := range v.live {
 		down[u] = true
 	}
@@ -207,7 +207,7 @@ func downAll(v view) Decision {
 
 // sides counts the two sides over the members that count.
 type sides struct {
-	counted     []membership.Member
+	counted     []member.Member
 	reachable   int
 	unreachable int
 }
@@ -215,7 +215,7 @@ type sides struct {
 func count(cfg Config, v view) sides {
 	var s sides
 	for _, m := range v.live {
-		if m.Status < membership.Up || !m.HasRole(cfg.Role) {
+		if m.Status < member.Up || !m.HasRole(cfg.Role) {
 			continue
 		}
 		s.counted = append(s.counted, m)
@@ -225,7 +225,7 @@ func count(cfg Config, v view) sides {
 			s.reachable++
 		}
 	}
-	slices.SortFunc(s.counted, func(a, b membership.Member) int { return membership.CompareAddress(a.Unique, b.Unique) })
+	slices.SortFunc(s.counted, func(a, b member.Member) int { return member.CompareAddress(a.Unique, b.Unique) })
 	return s
 }
 
@@ -258,7 +258,7 @@ func decideSides(cfg Config, v view) Decision {
 
 // sideDecision lists the members an action on a clean split downs.
 func sideDecision(action Action, v view) Decision {
-	down := make(map[membership.UniqueAddress]bool)
+	down := make(map[member.UniqueAddress]bool)
 	for u := range v.live {
 		if action == DownUnreachable && v.unreachable[u] || action == DownReachable && !v.unreachable[u] {
 			down[u] = true
@@ -295,7 +295,7 @@ func keepMajority(v view, s sides) Action {
 	}
 	lowest := pool[0].Unique
 	for _, m := range pool[1:] {
-		if membership.CompareAddress(m.Unique, lowest) < 0 {
+		if member.CompareAddress(m.Unique, lowest) < 0 {
 			lowest = m.Unique
 		}
 	}
@@ -313,7 +313,7 @@ func allLeaving(v view, s sides, unreachable bool) bool {
 		if v.unreachable[m.Unique] != unreachable {
 			continue
 		}
-		if m.Status != membership.Leaving && m.Status != membership.Exiting {
+		if m.Status != member.Leaving && m.Status != member.Exiting {
 			return false
 		}
 		n++
@@ -323,7 +323,7 @@ func allLeaving(v view, s sides, unreachable bool) bool {
 
 // keepOldest keeps the side of the oldest counted member, with the down-if-alone rule.
 func keepOldest(cfg Config, v view, s sides) Action {
-	oldest, ok := membership.Oldest(s.counted, "")
+	oldest, ok := member.Oldest(s.counted, "")
 	if !ok && len(s.counted) > 0 { // only Exiting members: the oldest of those
 		oldest, ok = s.counted[0], true
 		for _, m := range s.counted[1:] {
@@ -358,7 +358,7 @@ func isMinority(cfg Config, v view) bool {
 // side that could not acquire it: it downs itself (and the indirectly connected
 // members).
 func reverse(d Decision, v view) Decision {
-	down := make(map[membership.UniqueAddress]bool)
+	down := make(map[member.UniqueAddress]bool)
 	for u := range v.live {
 		if !v.unreachable[u] || v.indirect[u] {
 			down[u] = true
@@ -374,8 +374,8 @@ func reverse(d Decision, v view) Decision {
 // responsible returns the member that acts for the reachable side under LeaseMajority:
 // the lowest address among the reachable members that are Up or Leaving, or among all
 // reachable members when none is.
-func responsible(v view) (membership.UniqueAddress, bool) {
-	var best membership.UniqueAddress
+func responsible(v view) (member.UniqueAddress, bool) {
+	var best member.UniqueAddress
 	found, foundUp := false, false
 	for u, m := range v.live {
 		if v.unreachable[u] {
@@ -383,18 +383,18 @@ func responsible(v view) (membership.UniqueAddress, bool) {
 		}
 		up := m.Status.HasAge()
 		switch {
-		case !found, up && !foundUp, up == foundUp && membership.CompareAddress(u, best) < 0:
+		case !found, up && !foundUp, up == foundUp && member.CompareAddress(u, best) < 0:
 			best, found, foundUp = u, true, up
 		}
 	}
 	return best, found
 }
 
-func sorted(set map[membership.UniqueAddress]bool) []membership.UniqueAddress {
-	out := make([]membership.UniqueAddress, 0, len(set))
+func sorted(set map[member.UniqueAddress]bool) []member.UniqueAddress {
+	out := make([]member.UniqueAddress, 0, len(set))
 	for u := range set {
 		out = append(out, u)
 	}
-	slices.SortFunc(out, membership.CompareAddress)
+	slices.SortFunc(out, member.CompareAddress)
 	return out
 }

@@ -5,30 +5,30 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/member"
 )
 
 // ua returns the unique address "addr" with uid 1.
-func ua(addr string) membership.UniqueAddress { return membership.UniqueAddress{Addr: addr, UID: 1} }
+func ua(addr string) member.UniqueAddress { return member.UniqueAddress{Addr: addr, UID: 1} }
 
 // mem returns a member at addr (uid 1) with the status, age and roles.
-func mem(addr string, s membership.MemberStatus, age int64, roles ...string) membership.Member {
-	return membership.Member{Unique: ua(addr), Status: s, UpNumber: age, Roles: membership.NormalizeRoles(roles)}
+func mem(addr string, s member.MemberStatus, age int64, roles ...string) member.Member {
+	return member.Member{Unique: ua(addr), Status: s, UpNumber: age, Roles: member.NormalizeRoles(roles)}
 }
 
 // upMembers returns n members a:1, b:1, ..., Up with ages 1..n (a is the oldest), with
 // the roles given per address.
-func upMembers(n int, roles map[string][]string) []membership.Member {
-	var ms []membership.Member
+func upMembers(n int, roles map[string][]string) []member.Member {
+	var ms []member.Member
 	for i := range n {
 		addr := fmt.Sprintf("%c:1", 'a'+i)
-		ms = append(ms, mem(addr, membership.Up, int64(i+1), roles[addr]...))
+		ms = append(ms, mem(addr, member.Up, int64(i+1), roles[addr]...))
 	}
 	return ms
 }
 
 // input returns the view of self, which observes the listed members unreachable.
-func input(members []membership.Member, self string, unreachable ...string) Input {
+func input(members []member.Member, self string, unreachable ...string) Input {
 	in := Input{Self: ua(self), Members: members}
 	for _, u := range unreachable {
 		in.Unreachable = append(in.Unreachable, Record{Observer: ua(self), Subject: ua(u)})
@@ -37,7 +37,7 @@ func input(members []membership.Member, self string, unreachable ...string) Inpu
 }
 
 // observed returns self's view of the observations "o>s" (o cannot reach s).
-func observed(members []membership.Member, self string, records ...string) Input {
+func observed(members []member.Member, self string, records ...string) Input {
 	in := Input{Self: ua(self), Members: members}
 	for _, r := range records {
 		o, s, _ := strings.Cut(r, ">")
@@ -46,7 +46,7 @@ func observed(members []membership.Member, self string, records ...string) Input
 	return in
 }
 
-func addrs(us []membership.UniqueAddress) string {
+func addrs(us []member.UniqueAddress) string {
 	var s []string
 	for _, u := range us {
 		s = append(s, u.Addr)
@@ -58,12 +58,12 @@ func TestDecide(t *testing.T) {
 	five := upMembers(5, nil)
 	four := upMembers(4, nil)
 	six := upMembers(6, nil)
-	withJoining := append(upMembers(5, nil), mem("f:1", membership.Joining, 0))
+	withJoining := append(upMembers(5, nil), mem("f:1", member.Joining, 0))
 	coreDE := upMembers(5, map[string][]string{"d:1": {"core"}, "e:1": {"core"}})
 	withDown := upMembers(5, nil)
-	withDown[4].Status = membership.Down
+	withDown[4].Status = member.Down
 	twoALeaving := upMembers(2, nil)
-	twoALeaving[0].Status = membership.Leaving
+	twoALeaving[0].Status = member.Leaving
 	majority := Config{}
 	quorum3 := Config{Strategy: StaticQuorum, QuorumSize: 3}
 	oldest := Config{Strategy: KeepOldest}
@@ -153,9 +153,9 @@ func TestDecideEqualSplitByHostAndPort(t *testing.T) {
 	addr := func(i int) string {
 		return fmt.Sprintf("troupe://node%d@127.0.0.1:%d", i, []int{40100, 40200, 40300, 40000}[i])
 	}
-	var four []membership.Member
+	var four []member.Member
 	for i := range 4 {
-		four = append(four, mem(addr(i), membership.Up, int64(i+1)))
+		four = append(four, mem(addr(i), member.Up, int64(i+1)))
 	}
 	sideA, sideB := []int{0, 1}, []int{2, 3} // node3, the lowest, is on side B
 	for _, side := range [][2][]int{{sideA, sideB}, {sideB, sideA}} {
@@ -167,7 +167,7 @@ func TestDecideEqualSplitByHostAndPort(t *testing.T) {
 			}
 		}
 		d := Decide(Config{}, in)
-		want := Decision{Action: DownReachable, Down: []membership.UniqueAddress{ua(addr(0)), ua(addr(1))}}
+		want := Decision{Action: DownReachable, Down: []member.UniqueAddress{ua(addr(0)), ua(addr(1))}}
 		if own[0] == sideB[0] {
 			want.Action = DownUnreachable
 		}
@@ -287,7 +287,7 @@ func TestDecideNeverTwoSurvivors(t *testing.T) {
 }
 
 func TestResponsibleAndMinority(t *testing.T) {
-	members := append(upMembers(5, nil), mem("0:1", membership.Joining, 0))
+	members := append(upMembers(5, nil), mem("0:1", member.Joining, 0))
 	v := analyze(input(members, "c:1", "a:1", "b:1"))
 	if who, ok := responsible(v); !ok || who != ua("c:1") {
 		t.Errorf("responsible = %v %v, want c:1 (a Joining member does not act)", who, ok)
@@ -299,7 +299,7 @@ func TestResponsibleAndMinority(t *testing.T) {
 	if who, _ := responsible(v); who != ua("a:1") || !isMinority(Config{}, v) {
 		t.Errorf("minority side: responsible %v, minority %v", who, isMinority(Config{}, v))
 	}
-	joiningOnly := analyze(input([]membership.Member{mem("b:1", membership.Up, 1), mem("x:1", membership.Joining, 0)}, "x:1", "b:1"))
+	joiningOnly := analyze(input([]member.Member{mem("b:1", member.Up, 1), mem("x:1", member.Joining, 0)}, "x:1", "b:1"))
 	if who, ok := responsible(joiningOnly); !ok || who != ua("x:1") {
 		t.Errorf("only Joining reachable: responsible = %v %v", who, ok)
 	}

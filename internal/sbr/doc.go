@@ -22,4 +22,6 @@
 //
 // Nothing here starts a goroutine, reads a clock or does I/O; package cluster feeds it
 // from its core actor and sets one timer to Step.Next.
+//
+//troupe:core
 package sbr

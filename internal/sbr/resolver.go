@@ -3,7 +3,7 @@ package sbr
 import (
 	"time"
 
-	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/member"
 )
 
 // leasePhase is where LeaseMajority's acquisition is.
@@ -54,7 +54,7 @@ type Resolver struct {
 	lastReachChange time.Time
 	// seen holds the members that were unreachable at the last Step: one of them Down
 	// or gone since was decided on (see decidedElsewhere).
-	seen map[membership.UniqueAddress]bool
+	seen map[member.UniqueAddress]bool
 
 	phase     leasePhase
 	acquireAt time.Time
@@ -166,7 +166,7 @@ func (r *Resolver) decidedElsewhere(v view) bool {
 	clear(r.seen)
 	for u := range v.unreachable {
 		if r.seen == nil {
-			r.seen = make(map[membership.UniqueAddress]bool, len(v.unreachable))
+			r.seen = make(map[member.UniqueAddress]bool, len(v.unreachable))
 		}
 		r.seen[u] = true
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/member"
 )
 
 // resolverStep is one input to a Resolver and what it must answer.
@@ -119,7 +119,7 @@ func TestResolverDecisionOfTheSide(t *testing.T) {
 	cfg := Config{StableAfter: 4 * sec, DownAllWhenUnstable: 3 * sec}
 	split := input(upMembers(5, nil), "a:1", "d:1", "e:1")
 	dDowned := upMembers(5, nil)
-	dDowned[3].Status = membership.Down
+	dDowned[3].Status = member.Down
 	rest := input(dDowned, "a:1", "d:1", "e:1")
 	runResolver(t, cfg, []resolverStep{
 		{name: "d and e unreachable", reach: sec, now: sec, in: split, next: 5 * sec},

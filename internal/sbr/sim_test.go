@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/member"
 )
 
 // The simulation below runs the resolvers of a whole cluster in virtual time, as package
@@ -19,7 +19,7 @@ import (
 
 // simNode is one node of a simulated cluster.
 type simNode struct {
-	u       membership.UniqueAddress
+	u       member.UniqueAddress
 	res     *Resolver
 	knows   []bool  // by member index
 	removed []bool  // downed here, hence removed
@@ -34,7 +34,7 @@ type simNode struct {
 type simNotice struct {
 	at   time.Duration
 	to   int
-	down []membership.UniqueAddress
+	down []member.UniqueAddress
 }
 
 // simCluster is the simulated cluster: the members with their statuses, the links
@@ -43,7 +43,7 @@ type simNotice struct {
 type simCluster struct {
 	t        *testing.T
 	rng      *rand.Rand
-	members  []membership.Member
+	members  []member.Member
 	nodes    []*simNode
 	cut      func(i, j int, at time.Duration) (down bool, since time.Duration)
 	detect   [][]time.Duration // detect[o][s]: o sees s unreachable this long after the cut
@@ -54,8 +54,8 @@ type simCluster struct {
 }
 
 // newSimCluster starts the members, each knowing those knows reports.
-func newSimCluster(t *testing.T, seed uint64, cfg Config, members []membership.Member,
-	knows func(i int, m membership.Member) bool) *simCluster {
+func newSimCluster(t *testing.T, seed uint64, cfg Config, members []member.Member,
+	knows func(i int, m member.Member) bool) *simCluster {
 	c := &simCluster{t: t, rng: rand.New(rand.NewPCG(seed, 27)), members: members}
 	start := time.Unix(0, 0)
 	for i, m := range members {
@@ -127,11 +127,11 @@ func (c *simCluster) input(i int, at time.Duration) Input {
 }
 
 // downAt downs the members at node i (those it knows), itself last.
-func (c *simCluster) downAt(i int, at time.Duration, down []membership.UniqueAddress) {
+func (c *simCluster) downAt(i int, at time.Duration, down []member.UniqueAddress) {
 	n := c.nodes[i]
 	changed := false
 	for _, u := range down {
-		j := slices.IndexFunc(c.members, func(m membership.Member) bool { return m.Unique == u })
+		j := slices.IndexFunc(c.members, func(m member.Member) bool { return m.Unique == u })
 		if j != i && n.knows[j] && !n.removed[j] {
 			n.removed[j] = true
 			changed = true
@@ -175,7 +175,7 @@ func (c *simCluster) run(end time.Duration) {
 			// As the cluster's core: the resolver is told of a change of the view and
 			// asked at each change and at the moment it named.
 			in := c.input(i, at)
-			changed := !slices.EqualFunc(in.Members, n.last.Members, func(a, b membership.Member) bool { return a.Unique == b.Unique }) ||
+			changed := !slices.EqualFunc(in.Members, n.last.Members, func(a, b member.Member) bool { return a.Unique == b.Unique }) ||
 				!slices.Equal(in.Unreachable, n.last.Unreachable)
 			if !changed && (n.next.IsZero() || now.Before(n.next)) {
 				continue
@@ -234,9 +234,9 @@ func (c *simCluster) running() []string {
 
 // simMember is member i of a simulated cluster: on 10.0.0.(i+1), Up with age i+1, or
 // Joining.
-func simMember(i int, s membership.MemberStatus) membership.Member {
-	m := membership.Member{Unique: membership.UniqueAddress{Addr: fmt.Sprintf("troupe://n%d@10.0.0.%d:2552", i, i+1), UID: uint64(i + 1)}, Status: s}
-	if s == membership.Up {
+func simMember(i int, s member.MemberStatus) member.Member {
+	m := member.Member{Unique: member.UniqueAddress{Addr: fmt.Sprintf("troupe://n%d@10.0.0.%d:2552", i, i+1), UID: uint64(i + 1)}, Status: s}
+	if s == member.Up {
 		m.UpNumber = int64(i + 1)
 	}
 	return m
@@ -258,17 +258,17 @@ var simConfig = Config{StableAfter: 2 * time.Second, DownAllWhenUnstable: 1500 *
 func TestSimulationJoiningMemberOnTheMinority(t *testing.T) {
 	sideOf := func(i int) int { return i / 3 } // nodes 0-2 | 3-5; node 5 is Joining
 	for seed := range uint64(100) {
-		var members []membership.Member
+		var members []member.Member
 		for i := range 6 {
-			s := membership.Up
+			s := member.Up
 			if i == 5 {
-				s = membership.Joining
+				s = member.Joining
 			}
 			members = append(members, simMember(i, s))
 		}
 		knowers := rand.New(rand.NewPCG(seed, 5))
-		c := newSimCluster(t, seed, simConfig, members, func(i int, m membership.Member) bool {
-			return m.Status != membership.Joining || sideOf(i) == 1 || knowers.IntN(2) == 0
+		c := newSimCluster(t, seed, simConfig, members, func(i int, m member.Member) bool {
+			return m.Status != member.Joining || sideOf(i) == 1 || knowers.IntN(2) == 0
 		})
 		c.cut = func(i, j int, _ time.Duration) (bool, time.Duration) { return sideOf(i) != sideOf(j), 0 }
 		c.run(7 * time.Second)
@@ -281,10 +281,10 @@ func TestSimulationJoiningMemberOnTheMinority(t *testing.T) {
 }
 
 // whoKnows lists the nodes that know u.
-func whoKnows(c *simCluster, u membership.UniqueAddress) []string {
+func whoKnows(c *simCluster, u member.UniqueAddress) []string {
 	var out []string
 	for _, n := range c.nodes {
-		if n.knows[slices.IndexFunc(c.members, func(m membership.Member) bool { return m.Unique == u })] {
+		if n.knows[slices.IndexFunc(c.members, func(m member.Member) bool { return m.Unique == u })] {
 			out = append(out, n.u.Addr)
 		}
 	}
@@ -298,11 +298,11 @@ func whoKnows(c *simCluster, u membership.UniqueAddress) []string {
 // (node 4's own) are taken meanwhile.
 func TestSimulationUnstableNetworkDownsEveryone(t *testing.T) {
 	for seed := range uint64(20) {
-		var members []membership.Member
+		var members []member.Member
 		for i := range 5 {
-			members = append(members, simMember(i, membership.Up))
+			members = append(members, simMember(i, member.Up))
 		}
-		c := newSimCluster(t, seed, simConfig, members, func(int, membership.Member) bool { return true })
+		c := newSimCluster(t, seed, simConfig, members, func(int, member.Member) bool { return true })
 		const period, cutFor = 1500 * time.Millisecond, 1200 * time.Millisecond
 		c.cut = func(i, j int, at time.Duration) (bool, time.Duration) {
 			switch {

@@ -99,4 +99,6 @@
 // manager that was the oldest never takes the singleton back. The states,
 // messages, defaults (retry interval 1 s, at least 15 retries, proxy buffer 1,000,
 // identification every second) and retry limits are Akka's.
+//
+//troupe:core
 package singletoncore

@@ -3,7 +3,7 @@ package singletoncore
 import (
 	"time"
 
-	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/member"
 )
 
 // Event is an input to ManagerCore.Handle or ProxyCore.Handle: a membership change,
@@ -18,9 +18,9 @@ type Event interface {
 // cluster's events: its identity, status, age and roles.
 type Member struct {
 	// Node is the member's identity.
-	Node cluster.UniqueAddress
+	Node member.UniqueAddress
 	// Status is the member's status.
-	Status cluster.MemberStatus
+	Status member.MemberStatus
 	// UpNumber is the member's age: lower is older; 0 until it is Up.
 	UpNumber int64
 	// Roles are the member's roles.
@@ -42,7 +42,7 @@ type MemberChanged struct {
 // stopped its singleton first.
 type MemberRemoved struct {
 	// Node is the removed member.
-	Node cluster.UniqueAddress
+	Node member.UniqueAddress
 	// Downed is true when the member was Down before it was removed.
 	Downed bool
 }
@@ -51,7 +51,7 @@ type MemberRemoved struct {
 // was removed: its singleton has stopped by now, and the manager may take over.
 type RemovalMarginPassed struct {
 	// Node is the removed member.
-	Node cluster.UniqueAddress
+	Node member.UniqueAddress
 }
 
 // SelfDowned says this member was downed: the manager stops its singleton and then
@@ -167,7 +167,7 @@ type DeliverBatch struct {
 // member To.
 type SendToManager struct {
 	// To is the member whose manager gets the message.
-	To cluster.UniqueAddress
+	To member.UniqueAddress
 	// Message is one of the wire messages (HandOverToMe, Envelope, Batch, Identify, ...).
 	Message any
 }

@@ -3,8 +3,8 @@ package singletoncore_test
 import (
 	"fmt"
 
-	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/singletoncore"
+	"github.com/troupe-go/troupe/member"
 )
 
 // describe writes one line per decision, leaving out status reports.
@@ -31,8 +31,8 @@ func describe(ds []singletoncore.Decision) {
 // The manager on member b takes the singleton over from member a, which leaves, and
 // delivers a message a proxy sent before the move.
 func Example() {
-	a := cluster.UniqueAddress{Addr: "10.0.0.1:2552", UID: 1}
-	b := cluster.UniqueAddress{Addr: "10.0.0.2:2552", UID: 2}
+	a := member.UniqueAddress{Addr: "10.0.0.1:2552", UID: 1}
+	b := member.UniqueAddress{Addr: "10.0.0.2:2552", UID: 2}
 	m, err := singletoncore.NewManagerCore(b, singletoncore.ManagerConfig{}, 0)
 	if err != nil {
 		fmt.Println(err)
@@ -42,8 +42,8 @@ func Example() {
 		fmt.Println(what)
 		describe(m.Handle(ev))
 	}
-	step("a is Up", singletoncore.MemberChanged{Member: singletoncore.Member{Node: a, Status: cluster.Up, UpNumber: 1}})
-	step("b is Up", singletoncore.MemberChanged{Member: singletoncore.Member{Node: b, Status: cluster.Up, UpNumber: 2}})
+	step("a is Up", singletoncore.MemberChanged{Member: singletoncore.Member{Node: a, Status: member.Up, UpNumber: 1}})
+	step("b is Up", singletoncore.MemberChanged{Member: singletoncore.Member{Node: b, Status: member.Up, UpNumber: 2}})
 	fmt.Println("state:", m.Status().State)
 	step("a leaves", singletoncore.TakeOverFromMe{From: a})
 	step("a's singleton is still stopping", singletoncore.HandOverInProgress{From: a})

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/member"
 )
 
 // node returns the unique address of test member i ("n<i>" in decisions).
-func node(i int) cluster.UniqueAddress {
-	return cluster.UniqueAddress{Addr: fmt.Sprintf("10.0.0.%d:2552", i), UID: uint64(100 + i)}
+func node(i int) member.UniqueAddress {
+	return member.UniqueAddress{Addr: fmt.Sprintf("10.0.0.%d:2552", i), UID: uint64(100 + i)}
 }
 
 // proxyOn returns the id of the test proxy on member i ("p<i>" in decisions).
@@ -19,11 +19,11 @@ func proxyOn(i int) ProxyID { return ProxyID{Node: node(i), Path: fmt.Sprintf("/
 
 // up says member i is Up with age up (lower is older) and the role "r".
 func up(i int, age int64) Event {
-	return MemberChanged{Member: Member{Node: node(i), Status: cluster.Up, UpNumber: age, Roles: []string{"r"}}}
+	return MemberChanged{Member: Member{Node: node(i), Status: member.Up, UpNumber: age, Roles: []string{"r"}}}
 }
 
 // status says member i (age up, role "r") has status st.
-func status(i int, age int64, st cluster.MemberStatus) Event {
+func status(i int, age int64, st member.MemberStatus) Event {
 	return MemberChanged{Member: Member{Node: node(i), Status: st, UpNumber: age, Roles: []string{"r"}}}
 }
 
@@ -103,7 +103,7 @@ func show(ds []Decision) []string {
 	return out
 }
 
-func nodeName(u cluster.UniqueAddress) string {
+func nodeName(u member.UniqueAddress) string {
 	return "n" + strings.TrimSuffix(strings.TrimPrefix(u.Addr, "10.0.0."), ":2552")
 }
 

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/member"
 )
 
 // childState tracks the singleton the manager started.
@@ -38,37 +38,37 @@ const (
 // lease, StartChild also waits for LeaseAcquired. It delivers each proxy's messages in
 // the order the proxy sent them (see Envelope).
 type ManagerCore struct {
-	self  cluster.UniqueAddress
+	self  member.UniqueAddress
 	cfg   ManagerConfig
 	limit int // hand-over retry limit
 
 	members        memberTable
-	awaitingMargin map[cluster.UniqueAddress]Member // downed and removed, margin not passed
-	downedGone     map[cluster.UniqueAddress]bool   // downed, removed, margin passed
-	exitedGone     map[cluster.UniqueAddress]bool   // removed after leaving
-	certified      map[cluster.UniqueAddress]bool   // sent HandOverDone: never hosts again
-	abdicated      map[cluster.UniqueAddress]bool   // sent TakeOverFromMe: leaving
+	awaitingMargin map[member.UniqueAddress]Member // downed and removed, margin not passed
+	downedGone     map[member.UniqueAddress]bool   // downed, removed, margin passed
+	exitedGone     map[member.UniqueAddress]bool   // removed after leaving
+	certified      map[member.UniqueAddress]bool   // sent HandOverDone: never hosts again
+	abdicated      map[member.UniqueAddress]bool   // sent TakeOverFromMe: leaving
 
 	state   State
 	leaving bool
 	downed  bool
 	stopped bool
-	oldest  cluster.UniqueAddress
+	oldest  member.UniqueAddress
 
 	child        childState
 	childGone    bool // the singleton stopped by itself while hosted; not restarted
 	leaseHeld    bool
 	leasePending bool
 
-	successor  cluster.UniqueAddress          // the manager this one hands (or handed) over to
-	finalSent  bool                           // the successor was told nothing more follows
-	finalAcked bool                           // and confirmed it got everything
-	requesters map[cluster.UniqueAddress]bool // others that asked HandOverToMe meanwhile
-	inProgress map[cluster.UniqueAddress]bool // blockers that answered HandOverInProgress
-	awaiting   map[cluster.UniqueAddress]bool // asked HandOverToMe, no HandOverDone yet
-	feeders    map[cluster.UniqueAddress]bool // handed over to this one, may still relay
-	takeOverTo cluster.UniqueAddress          // WasOldest: the member asked to take over
-	announced  map[cluster.UniqueAddress]bool // told that this manager will not host
+	successor  member.UniqueAddress          // the manager this one hands (or handed) over to
+	finalSent  bool                          // the successor was told nothing more follows
+	finalAcked bool                          // and confirmed it got everything
+	requesters map[member.UniqueAddress]bool // others that asked HandOverToMe meanwhile
+	inProgress map[member.UniqueAddress]bool // blockers that answered HandOverInProgress
+	awaiting   map[member.UniqueAddress]bool // asked HandOverToMe, no HandOverDone yet
+	feeders    map[member.UniqueAddress]bool // handed over to this one, may still relay
+	takeOverTo member.UniqueAddress          // WasOldest: the member asked to take over
+	announced  map[member.UniqueAddress]bool // told that this manager will not host
 	retries    int
 	alerted    bool
 	timers     map[string]bool
@@ -86,7 +86,7 @@ type ManagerCore struct {
 // configuration and the cluster's down-removal margin (which sets the retry limit:
 // max(cfg.MinHandOverRetries, margin/interval + 3)). It starts in state Start and
 // does nothing until self is Up (MemberChanged).
-func NewManagerCore(self cluster.UniqueAddress, cfg ManagerConfig, removalMargin time.Duration) (*ManagerCore, error) {
+func NewManagerCore(self member.UniqueAddress, cfg ManagerConfig, removalMargin time.Duration) (*ManagerCore, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -102,16 +102,16 @@ func NewManagerCore(self cluster.UniqueAddress, cfg ManagerConfig, removalMargin
 		cfg:            cfg,
 		limit:          retryLimit(cfg.MinHandOverRetries, cfg.HandOverRetryInterval, removalMargin),
 		members:        newMemberTable(cfg.Role),
-		awaitingMargin: make(map[cluster.UniqueAddress]Member),
-		downedGone:     make(map[cluster.UniqueAddress]bool),
-		exitedGone:     make(map[cluster.UniqueAddress]bool),
-		certified:      make(map[cluster.UniqueAddress]bool),
-		abdicated:      make(map[cluster.UniqueAddress]bool),
-		requesters:     make(map[cluster.UniqueAddress]bool),
-		inProgress:     make(map[cluster.UniqueAddress]bool),
-		awaiting:       make(map[cluster.UniqueAddress]bool),
-		feeders:        make(map[cluster.UniqueAddress]bool),
-		announced:      make(map[cluster.UniqueAddress]bool),
+		awaitingMargin: make(map[member.UniqueAddress]Member),
+		downedGone:     make(map[member.UniqueAddress]bool),
+		exitedGone:     make(map[member.UniqueAddress]bool),
+		certified:      make(map[member.UniqueAddress]bool),
+		abdicated:      make(map[member.UniqueAddress]bool),
+		requesters:     make(map[member.UniqueAddress]bool),
+		inProgress:     make(map[member.UniqueAddress]bool),
+		awaiting:       make(map[member.UniqueAddress]bool),
+		feeders:        make(map[member.UniqueAddress]bool),
+		announced:      make(map[member.UniqueAddress]bool),
 		timers:         make(map[string]bool),
 		seq:            newSequencer(),
 		clients:        make(map[ProxyID]bool),
@@ -169,7 +169,7 @@ func (m *ManagerCore) Handle(ev Event) []Decision {
 	case LeaseLost:
 		m.onLeaseLost()
 	case HandOverToMe:
-		if !m.members.removed[e.From] && (e.To == (cluster.UniqueAddress{}) || e.To == m.self) {
+		if !m.members.removed[e.From] && (e.To == (member.UniqueAddress{}) || e.To == m.self) {
 			m.onHandOverToMe(e.From)
 		}
 	case HandOverInProgress:
@@ -228,7 +228,7 @@ func (m *ManagerCore) Handle(ev Event) []Decision {
 
 func (m *ManagerCore) emit(d Decision) { m.out = append(m.out, d) }
 
-func (m *ManagerCore) sendTo(to cluster.UniqueAddress, msg any) {
+func (m *ManagerCore) sendTo(to member.UniqueAddress, msg any) {
 	switch msg.(type) {
 	case HandOverDone, TakeOverFromMe:
 		m.announced[to] = true // it knows this manager steps down
@@ -239,9 +239,9 @@ func (m *ManagerCore) sendTo(to cluster.UniqueAddress, msg any) {
 // ---- membership ----
 
 func (m *ManagerCore) onMember(mem Member) {
-	if mem.Status == cluster.Removed {
+	if mem.Status == member.Removed {
 		prev, known := m.members.get(mem.Node)
-		m.onRemoved(mem.Node, known && prev.Status == cluster.Down)
+		m.onRemoved(mem.Node, known && prev.Status == member.Down)
 		return
 	}
 	if !m.members.update(mem) {
@@ -249,9 +249,9 @@ func (m *ManagerCore) onMember(mem Member) {
 	}
 	if mem.Node == m.self {
 		switch mem.Status {
-		case cluster.Leaving, cluster.Exiting:
+		case member.Leaving, member.Exiting:
 			m.leaving = true
-		case cluster.Down:
+		case member.Down:
 			m.shutdown()
 			return
 		}
@@ -259,13 +259,13 @@ func (m *ManagerCore) onMember(mem Member) {
 	m.evaluate()
 }
 
-func (m *ManagerCore) onRemoved(n cluster.UniqueAddress, downed bool) {
+func (m *ManagerCore) onRemoved(n member.UniqueAddress, downed bool) {
 	if n == m.self {
 		m.shutdown()
 		return
 	}
 	mem, known := m.members.remove(n)
-	downed = downed || known && mem.Status == cluster.Down
+	downed = downed || known && mem.Status == member.Down
 	if downed && known && !m.downedGone[n] {
 		m.awaitingMargin[n] = mem
 	}
@@ -276,7 +276,7 @@ func (m *ManagerCore) onRemoved(n cluster.UniqueAddress, downed bool) {
 	if n == m.successor && m.state == StateEnd {
 		// What was sent to it and not yet passed on is lost with it; keep what comes
 		// now for whoever asks next.
-		m.successor = cluster.UniqueAddress{}
+		m.successor = member.UniqueAddress{}
 		m.finalSent, m.finalAcked = false, false
 	}
 	// The clients on a member that left are forgotten now: what they sent has arrived
@@ -291,7 +291,7 @@ func (m *ManagerCore) onRemoved(n cluster.UniqueAddress, downed bool) {
 	m.evaluate()
 }
 
-func (m *ManagerCore) onMargin(n cluster.UniqueAddress) {
+func (m *ManagerCore) onMargin(n member.UniqueAddress) {
 	if n == m.self {
 		return
 	}
@@ -312,7 +312,7 @@ func (m *ManagerCore) onMargin(n cluster.UniqueAddress) {
 
 // forgetMarks forgets what this manager noted about member n, once its removal
 // counts and it can be neither a candidate nor a blocker any more.
-func (m *ManagerCore) forgetMarks(n cluster.UniqueAddress) {
+func (m *ManagerCore) forgetMarks(n member.UniqueAddress) {
 	delete(m.certified, n)
 	delete(m.abdicated, n)
 	delete(m.announced, n)
@@ -322,7 +322,7 @@ func (m *ManagerCore) forgetMarks(n cluster.UniqueAddress) {
 
 // forgetProxies forgets the proxies on member n that asked Identify, and its clients
 // too when clients is set.
-func (m *ManagerCore) forgetProxies(n cluster.UniqueAddress, clients bool) {
+func (m *ManagerCore) forgetProxies(n member.UniqueAddress, clients bool) {
 	for p := range m.clients {
 		if clients && p.Node == n {
 			delete(m.clients, p)
@@ -338,7 +338,7 @@ func (m *ManagerCore) forgetProxies(n cluster.UniqueAddress, clients bool) {
 // excluded reports whether member n may not be taken as the oldest: it certified or
 // announced that it will not host the singleton, or it is this member and this member
 // is leaving, downed or done.
-func (m *ManagerCore) excluded(n cluster.UniqueAddress) bool {
+func (m *ManagerCore) excluded(n member.UniqueAddress) bool {
 	if n == m.self {
 		return m.leaving || m.downed || m.state == StateEnd || m.state == StateStopping || m.state == StateWasOldest
 	}
@@ -348,7 +348,7 @@ func (m *ManagerCore) excluded(n cluster.UniqueAddress) bool {
 // blockers returns the members with the role that are older than this one and have
 // neither been removed (for a downed one: with the margin passed) nor certified
 // HandOverDone, oldest first.
-func (m *ManagerCore) blockers() []cluster.UniqueAddress {
+func (m *ManagerCore) blockers() []member.UniqueAddress {
 	self, ok := m.members.get(m.self)
 	if !ok {
 		return nil
@@ -367,7 +367,7 @@ func (m *ManagerCore) blockers() []cluster.UniqueAddress {
 		add(mem)
 	}
 	slices.SortFunc(bl, compareAge)
-	out := make([]cluster.UniqueAddress, len(bl))
+	out := make([]member.UniqueAddress, len(bl))
 	for i, mem := range bl {
 		out[i] = mem.Node
 	}
@@ -380,7 +380,7 @@ func (m *ManagerCore) evaluate() {
 		return
 	}
 	o, ok := m.members.oldest(m.excluded)
-	m.oldest = cluster.UniqueAddress{}
+	m.oldest = member.UniqueAddress{}
 	if ok {
 		m.oldest = o.Node
 	}
@@ -388,7 +388,7 @@ func (m *ManagerCore) evaluate() {
 	switch m.state {
 	case StateStart:
 		self, known := m.members.get(m.self)
-		if !known || self.Status != cluster.Up || m.leaving || m.downed {
+		if !known || self.Status != member.Up || m.leaving || m.downed {
 			return
 		}
 		if isSelf {
@@ -412,7 +412,7 @@ func (m *ManagerCore) evaluate() {
 			m.toWasOldest(o.Node)
 		case !ok:
 			m.cancelTimer(TimerHandOverRetry)
-			m.toEnd(cluster.UniqueAddress{})
+			m.toEnd(member.UniqueAddress{})
 		default:
 			// An older member appeared: pass on what this manager holds.
 			m.cancelTimer(TimerHandOverRetry)
@@ -425,7 +425,7 @@ func (m *ManagerCore) evaluate() {
 		case ok:
 			m.toWasOldest(o.Node)
 		default:
-			m.toHandingOver(cluster.UniqueAddress{})
+			m.toHandingOver(member.UniqueAddress{})
 		}
 	case StateWasOldest:
 		switch {
@@ -434,7 +434,7 @@ func (m *ManagerCore) evaluate() {
 			m.retries = 0
 			m.sendTo(o.Node, TakeOverFromMe{From: m.self})
 		case !ok:
-			m.toHandingOver(cluster.UniqueAddress{})
+			m.toHandingOver(member.UniqueAddress{})
 		}
 	}
 	m.announce()
@@ -448,7 +448,7 @@ func (m *ManagerCore) announce() {
 	if m.state != StateEnd && !(m.leaving && (m.state == StateStart || m.state == StateYounger)) {
 		return
 	}
-	var to []cluster.UniqueAddress
+	var to []member.UniqueAddress
 	for n, mem := range m.members.members {
 		// The successor knows, and members that stepped down do not need to.
 		if n != m.self && n != m.successor && !m.announced[n] && !m.certified[n] && !m.abdicated[n] &&
@@ -456,7 +456,7 @@ func (m *ManagerCore) announce() {
 			to = append(to, n)
 		}
 	}
-	slices.SortFunc(to, compareAddress)
+	slices.SortFunc(to, member.CompareAddress)
 	for _, n := range to {
 		m.announced[n] = true
 		m.sendTo(n, TakeOverFromMe{From: m.self})
@@ -524,7 +524,7 @@ func (m *ManagerCore) tryStartChild() {
 	clear(m.pending)
 }
 
-func (m *ManagerCore) toWasOldest(o cluster.UniqueAddress) {
+func (m *ManagerCore) toWasOldest(o member.UniqueAddress) {
 	m.state = StateWasOldest
 	m.takeOverTo = o
 	m.retries, m.alerted = 0, false
@@ -533,12 +533,12 @@ func (m *ManagerCore) toWasOldest(o cluster.UniqueAddress) {
 }
 
 // toHandingOver stops the singleton for a hand-over to succ (zero: to whoever asks).
-func (m *ManagerCore) toHandingOver(succ cluster.UniqueAddress) {
+func (m *ManagerCore) toHandingOver(succ member.UniqueAddress) {
 	m.cancelTimer(TimerTakeOverRetry)
 	m.cancelTimer(TimerHandOverRetry)
 	m.cancelTimer(TimerLeaseRetry)
 	m.state = StateHandingOver
-	if succ != (cluster.UniqueAddress{}) {
+	if succ != (member.UniqueAddress{}) {
 		m.successor = succ
 		m.sendTo(succ, HandOverInProgress{From: m.self})
 	}
@@ -554,7 +554,7 @@ func (m *ManagerCore) toHandingOver(succ cluster.UniqueAddress) {
 // finishHandOver runs once the singleton has terminated in HandingOver.
 func (m *ManagerCore) finishHandOver() {
 	m.releaseLease()
-	if m.successor != (cluster.UniqueAddress{}) {
+	if m.successor != (member.UniqueAddress{}) {
 		m.handData(m.successor)
 	}
 	for _, r := range sortedNodes(m.requesters) {
@@ -567,13 +567,13 @@ func (m *ManagerCore) finishHandOver() {
 }
 
 // toEnd makes this manager one that will never host the singleton again.
-func (m *ManagerCore) toEnd(succ cluster.UniqueAddress) {
+func (m *ManagerCore) toEnd(succ member.UniqueAddress) {
 	m.cancelTimers()
 	m.state = StateEnd
 	m.successor = succ
 	m.notifyDeparted()
 	m.announce()
-	if succ != (cluster.UniqueAddress{}) {
+	if succ != (member.UniqueAddress{}) {
 		m.relayData(succ)
 	} else {
 		m.checkOrderWait()
@@ -632,7 +632,7 @@ func (m *ManagerCore) stop() {
 
 // ---- hand-over messages ----
 
-func (m *ManagerCore) onHandOverToMe(from cluster.UniqueAddress) {
+func (m *ManagerCore) onHandOverToMe(from member.UniqueAddress) {
 	switch m.state {
 	case StateStart, StateYounger, StateBecomingOldest:
 		// from counts this member as gone (leaving, downed or done): it never hosted
@@ -644,7 +644,7 @@ func (m *ManagerCore) onHandOverToMe(from cluster.UniqueAddress) {
 	case StateOldest, StateWasOldest:
 		m.toHandingOver(from)
 	case StateHandingOver:
-		if m.successor == (cluster.UniqueAddress{}) {
+		if m.successor == (member.UniqueAddress{}) {
 			m.successor = from
 		} else if from != m.successor {
 			m.requesters[from] = true
@@ -655,7 +655,7 @@ func (m *ManagerCore) onHandOverToMe(from cluster.UniqueAddress) {
 		m.sendTo(from, HandOverInProgress{From: m.self})
 	case StateEnd:
 		switch m.successor {
-		case cluster.UniqueAddress{}:
+		case member.UniqueAddress{}:
 			m.successor = from
 			m.handData(from)
 			m.checkOrderWait()
@@ -669,7 +669,7 @@ func (m *ManagerCore) onHandOverToMe(from cluster.UniqueAddress) {
 	}
 }
 
-func (m *ManagerCore) onTakeOverFromMe(from cluster.UniqueAddress) {
+func (m *ManagerCore) onTakeOverFromMe(from member.UniqueAddress) {
 	m.abdicated[from] = true
 	switch m.state {
 	case StateBecomingOldest:

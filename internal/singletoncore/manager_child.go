@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/member"
 )
 
 // The manager's singleton child, its lease and its timers.
@@ -131,7 +131,7 @@ func (m *ManagerCore) onTimer(name string) {
 			if m.leaving {
 				// Stop the singleton; the next oldest gets what this manager holds
 				// when it asks.
-				m.toHandingOver(cluster.UniqueAddress{})
+				m.toHandingOver(member.UniqueAddress{})
 				return
 			}
 		}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/member"
 )
 
 // How the manager delivers, holds and passes on the messages proxies send to the
@@ -22,7 +22,7 @@ func (m *ManagerCore) homeish() bool {
 	case StateBecomingOldest, StateOldest, StateWasOldest, StateHandingOver:
 		return true
 	case StateEnd:
-		return m.successor == (cluster.UniqueAddress{})
+		return m.successor == (member.UniqueAddress{})
 	}
 	return false
 }
@@ -32,7 +32,7 @@ func (m *ManagerCore) homeish() bool {
 // removed before this member joined: this member knew every member when it became
 // Up) and nothing is owed to this manager any more (the managers that hand over to it
 // confirmed they passed everything on, see HandOverComplete).
-func (m *ManagerCore) released(n cluster.UniqueAddress) bool {
+func (m *ManagerCore) released(n member.UniqueAddress) bool {
 	if m.downedGone[n] {
 		return true
 	}
@@ -42,7 +42,7 @@ func (m *ManagerCore) released(n cluster.UniqueAddress) bool {
 	return gone && len(m.awaiting) == 0 && len(m.feeders) == 0
 }
 
-func (m *ManagerCore) gone(n cluster.UniqueAddress) bool { return m.members.removed[n] }
+func (m *ManagerCore) gone(n member.UniqueAddress) bool { return m.members.removed[n] }
 
 func (m *ManagerCore) onIdentify(p ProxyID) {
 	if m.members.removed[p.Node] {
@@ -63,7 +63,7 @@ func (m *ManagerCore) onEnvelope(e Envelope) {
 	switch {
 	case m.state == StateStopping:
 		m.drop(e, "this member was downed or removed")
-	case m.state == StateEnd && m.successor != (cluster.UniqueAddress{}):
+	case m.state == StateEnd && m.successor != (member.UniqueAddress{}):
 		m.sendTo(m.successor, e)
 	case m.homeish():
 		m.dispatch(m.seq.add(e, m.released))
@@ -118,7 +118,7 @@ func (m *ManagerCore) receiveData(next []ProxyNext, ordered, held []Envelope) {
 			m.drop(e, "this member was downed or removed")
 		}
 	default:
-		if m.oldest != (cluster.UniqueAddress{}) && m.oldest != m.self {
+		if m.oldest != (member.UniqueAddress{}) && m.oldest != m.self {
 			m.sendTo(m.oldest, Relay{From: m.self, Next: next, Ordered: ordered, Held: held})
 			return
 		}
@@ -181,7 +181,7 @@ func (m *ManagerCore) takeData() (next []ProxyNext, ordered, held []Envelope) {
 
 // handData sends HandOverDone with everything the manager holds to to, its
 // successor.
-func (m *ManagerCore) handData(to cluster.UniqueAddress) {
+func (m *ManagerCore) handData(to member.UniqueAddress) {
 	next, ordered, held := m.takeData()
 	final := m.drained()
 	m.finalSent = final
@@ -197,14 +197,14 @@ func (m *ManagerCore) drained() bool {
 
 // maybeFinal tells the successor that nothing more will come, once that is so.
 func (m *ManagerCore) maybeFinal() {
-	if m.state == StateEnd && m.successor != (cluster.UniqueAddress{}) && !m.finalSent && m.drained() {
+	if m.state == StateEnd && m.successor != (member.UniqueAddress{}) && !m.finalSent && m.drained() {
 		m.finalSent = true
 		m.sendTo(m.successor, Relay{From: m.self, Final: true})
 	}
 }
 
 // relayData passes everything the manager holds to the manager on member to.
-func (m *ManagerCore) relayData(to cluster.UniqueAddress) {
+func (m *ManagerCore) relayData(to member.UniqueAddress) {
 	next, ordered, held := m.takeData()
 	if len(next) > 0 || len(ordered) > 0 || len(held) > 0 {
 		m.sendTo(to, Relay{From: m.self, Next: next, Ordered: ordered, Held: held})
@@ -219,12 +219,12 @@ func (m *ManagerCore) drop(e Envelope, reason string) {
 
 func (m *ManagerCore) computeStatus() Status {
 	held := len(m.ready) > 0 || m.seq.blocked()
-	noSuccessor := m.successor == (cluster.UniqueAddress{})
+	noSuccessor := m.successor == (member.UniqueAddress{})
 	finished := m.stopped || m.leaving && m.child == childNone && (m.state == StateStart ||
 		m.state == StateYounger && len(m.awaiting) == 0 ||
 		m.state == StateEnd && !noSuccessor && m.finalSent && m.finalAcked ||
 		// Nothing held, or nobody left to take it (it is dropped at the removal).
-		m.state == StateEnd && noSuccessor && m.drained() && (!held || m.oldest == (cluster.UniqueAddress{})))
+		m.state == StateEnd && noSuccessor && m.drained() && (!held || m.oldest == (member.UniqueAddress{})))
 	return Status{State: m.state, Oldest: m.oldest, ChildRunning: m.child != childNone, Finished: finished}
 }
 
@@ -235,12 +235,12 @@ func (m *ManagerCore) report() {
 	}
 }
 
-func sortedNodes(set map[cluster.UniqueAddress]bool) []cluster.UniqueAddress {
-	out := make([]cluster.UniqueAddress, 0, len(set))
+func sortedNodes(set map[member.UniqueAddress]bool) []member.UniqueAddress {
+	out := make([]member.UniqueAddress, 0, len(set))
 	for n := range set {
 		out = append(out, n)
 	}
-	slices.SortFunc(out, compareAddress)
+	slices.SortFunc(out, member.CompareAddress)
 	return out
 }
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/member"
 )
 
 // The manager's rules, one table row each: the events before, the event under test,
@@ -21,7 +21,7 @@ func TestManagerTransitions(t *testing.T) {
 	}{
 		{
 			name:  "waits in Start until its own member is Up",
-			event: status(2, 20, cluster.Joining),
+			event: status(2, 20, member.Joining),
 			state: StateStart,
 		},
 		{
@@ -38,28 +38,28 @@ func TestManagerTransitions(t *testing.T) {
 		},
 		{
 			name:   "members without the role do not count",
-			before: []Event{MemberChanged{Member: Member{Node: node(1), Status: cluster.Up, UpNumber: 10}}},
+			before: []Event{MemberChanged{Member: Member{Node: node(1), Status: member.Up, UpNumber: 10}}},
 			event:  up(2, 20),
 			want:   []string{"StartChild"},
 			state:  StateOldest,
 		},
 		{
 			name:   "Joining members do not count",
-			before: []Event{status(1, 0, cluster.Joining)},
+			before: []Event{status(1, 0, member.Joining)},
 			event:  up(2, 20),
 			want:   []string{"StartChild"},
 			state:  StateOldest,
 		},
 		{
 			name:   "an older Exiting member must hand over first",
-			before: []Event{status(1, 10, cluster.Exiting)},
+			before: []Event{status(1, 10, member.Exiting)},
 			event:  up(2, 20),
 			want:   []string{"n1 <- HandOverToMe", "StartTimer hand-over-retry"},
 			state:  StateBecomingOldest,
 		},
 		{
 			name:   "an older Leaving member is still the oldest",
-			before: []Event{status(1, 10, cluster.Leaving)},
+			before: []Event{status(1, 10, member.Leaving)},
 			event:  up(2, 20),
 			state:  StateYounger,
 		},
@@ -73,19 +73,19 @@ func TestManagerTransitions(t *testing.T) {
 		{
 			name:   "Younger: the oldest is downed: ask it, it may still be alive",
 			before: []Event{up(1, 10), up(2, 20)},
-			event:  status(1, 10, cluster.Down),
+			event:  status(1, 10, member.Down),
 			want:   []string{"n1 <- HandOverToMe", "StartTimer hand-over-retry"},
 			state:  StateBecomingOldest,
 		},
 		{
 			name:   "a downed member's removal counts only after the margin",
-			before: []Event{up(1, 10), up(2, 20), status(1, 10, cluster.Down)},
+			before: []Event{up(1, 10), up(2, 20), status(1, 10, member.Down)},
 			event:  MemberRemoved{Node: node(1), Downed: true},
 			state:  StateBecomingOldest,
 		},
 		{
 			name:   "the margin passed: Oldest",
-			before: []Event{up(1, 10), up(2, 20), status(1, 10, cluster.Down), MemberRemoved{Node: node(1), Downed: true}},
+			before: []Event{up(1, 10), up(2, 20), status(1, 10, member.Down), MemberRemoved{Node: node(1), Downed: true}},
 			event:  RemovalMarginPassed{Node: node(1)},
 			want:   []string{"CancelTimer hand-over-retry", "StartChild"},
 			state:  StateOldest,
@@ -126,7 +126,7 @@ func TestManagerTransitions(t *testing.T) {
 		},
 		{
 			name:   "BecomingOldest: every older member must hand over, not only the last oldest",
-			before: []Event{status(1, 10, cluster.Exiting), status(3, 15, cluster.Exiting), up(2, 20)},
+			before: []Event{status(1, 10, member.Exiting), status(3, 15, member.Exiting), up(2, 20)},
 			event:  HandOverDone{From: node(3), Final: true},
 			want:   []string{"n3 <- HandOverComplete"},
 			state:  StateBecomingOldest,
@@ -211,7 +211,7 @@ func TestManagerTransitions(t *testing.T) {
 		{
 			name:   "Oldest: its own member seen Down: Stopping",
 			before: []Event{up(2, 20)},
-			event:  status(2, 20, cluster.Down),
+			event:  status(2, 20, member.Down),
 			want:   []string{"SendTermination"},
 			state:  StateStopping,
 		},
@@ -237,7 +237,7 @@ func TestManagerTransitions(t *testing.T) {
 		},
 		{
 			name:   "Younger, leaving: tells every candidate not to count it",
-			before: []Event{up(1, 10), up(2, 20), up(3, 30), MemberChanged{Member: Member{Node: node(4), Status: cluster.Up, UpNumber: 40}}},
+			before: []Event{up(1, 10), up(2, 20), up(3, 30), MemberChanged{Member: Member{Node: node(4), Status: member.Up, UpNumber: 40}}},
 			event:  SelfLeaving{},
 			want:   []string{"n1 <- TakeOverFromMe", "n3 <- TakeOverFromMe"},
 			state:  StateYounger,
@@ -292,7 +292,7 @@ func TestManagerRetryLimits(t *testing.T) {
 // waiting: it never starts the singleton while an older member may run it.
 func TestManagerBecomingOldestPastLimit(t *testing.T) {
 	m := newManager(t, 2, func(c *ManagerConfig) { c.MinHandOverRetries = 3 })
-	feed(m, up(1, 10), up(2, 20), status(1, 10, cluster.Down))
+	feed(m, up(1, 10), up(2, 20), status(1, 10, member.Down))
 	var alerts int
 	for i := 0; i < 10; i++ {
 		for _, d := range feed(m, TimerFired{Name: TimerHandOverRetry}) {
@@ -415,7 +415,7 @@ func TestManagerForgetsClientsOfRemovedMembers(t *testing.T) {
 	feed(m, SelfLeaving{}, HandOverToMe{From: node(3)}, ChildTerminated{}, HandOverComplete{From: node(3)})
 	wantState(t, m, StateEnd)
 	feed(m, Detach{Proxy: proxyOn(3)})
-	feed(m, status(4, 40, cluster.Down), MemberRemoved{Node: node(4), Downed: true})
+	feed(m, status(4, 40, member.Down), MemberRemoved{Node: node(4), Downed: true})
 	if m.Status().Finished {
 		t.Fatal("finished before the downed member's margin passed")
 	}
@@ -428,7 +428,7 @@ func TestManagerForgetsClientsOfRemovedMembers(t *testing.T) {
 	m = newManager(t, 2, nil)
 	feed(m, up(2, 20), up(3, 30), up(4, 40), Identify{Proxy: proxyOn(4)})
 	feed(m, SelfLeaving{}, HandOverToMe{From: node(3)}, ChildTerminated{}, HandOverComplete{From: node(3)})
-	wantDecisions(t, feed(m, status(4, 40, cluster.Exiting), MemberRemoved{Node: node(4)}),
+	wantDecisions(t, feed(m, status(4, 40, member.Exiting), MemberRemoved{Node: node(4)}),
 		"n3 <- Relay(final=true next=0 ordered=0 held=0)")
 	feed(m, HandOverComplete{From: node(3)})
 	if !m.Status().Finished {
@@ -440,7 +440,7 @@ func TestManagerForgetsClientsOfRemovedMembers(t *testing.T) {
 // for ever.
 func TestManagerReleasesAfterDownedHost(t *testing.T) {
 	m := newManager(t, 2, nil)
-	feed(m, up(1, 10), up(3, 5), up(2, 20), status(3, 5, cluster.Down), MemberRemoved{Node: node(3), Downed: true})
+	feed(m, up(1, 10), up(3, 5), up(2, 20), status(3, 5, member.Down), MemberRemoved{Node: node(3), Downed: true})
 	// Node 3 still blocks, but it is removed: nothing is sent to it.
 	wantDecisions(t, feed(m, MemberRemoved{Node: node(1)}), "StartTimer hand-over-retry")
 	wantState(t, m, StateBecomingOldest)
@@ -492,7 +492,7 @@ func TestNewManagerCoreRejects(t *testing.T) {
 	if _, err := NewManagerCore(node(1), ManagerConfig{BufferSize: -1}, 0); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("negative buffer: %v", err)
 	}
-	if _, err := NewManagerCore(cluster.UniqueAddress{Addr: "a:1"}, testConfig(), 0); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewManagerCore(member.UniqueAddress{Addr: "a:1"}, testConfig(), 0); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("no uid: %v", err)
 	}
 	if _, err := NewManagerCore(node(1), testConfig(), -time.Second); !errors.Is(err, ErrInvalidConfig) {

@@ -3,22 +3,22 @@ package singletoncore
 import (
 	"slices"
 
-	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/member"
 )
 
 // memberTable is a core's view of the members: those not removed, and the identities
 // removed so far (which never come back).
 type memberTable struct {
 	role    string
-	members map[cluster.UniqueAddress]Member
-	removed map[cluster.UniqueAddress]bool
+	members map[member.UniqueAddress]Member
+	removed map[member.UniqueAddress]bool
 }
 
 func newMemberTable(role string) memberTable {
 	return memberTable{
 		role:    role,
-		members: make(map[cluster.UniqueAddress]Member),
-		removed: make(map[cluster.UniqueAddress]bool),
+		members: make(map[member.UniqueAddress]Member),
+		removed: make(map[member.UniqueAddress]bool),
 	}
 }
 
@@ -27,7 +27,7 @@ func (t *memberTable) update(m Member) bool {
 	if t.removed[m.Node] {
 		return false
 	}
-	if m.Status == cluster.Removed {
+	if m.Status == member.Removed {
 		t.remove(m.Node)
 		return true
 	}
@@ -37,7 +37,7 @@ func (t *memberTable) update(m Member) bool {
 }
 
 // remove forgets the member for good; it returns the member as it was known.
-func (t *memberTable) remove(n cluster.UniqueAddress) (Member, bool) {
+func (t *memberTable) remove(n member.UniqueAddress) (Member, bool) {
 	m, ok := t.members[n]
 	delete(t.members, n)
 	t.removed[n] = true
@@ -45,7 +45,7 @@ func (t *memberTable) remove(n cluster.UniqueAddress) (Member, bool) {
 }
 
 // get returns the member n, if known and not removed.
-func (t *memberTable) get(n cluster.UniqueAddress) (Member, bool) {
+func (t *memberTable) get(n member.UniqueAddress) (Member, bool) {
 	m, ok := t.members[n]
 	return m, ok
 }
@@ -57,11 +57,11 @@ func (t *memberTable) hasRole(m Member) bool {
 
 // candidate reports whether m may be the oldest: it has the role and is Up or Leaving.
 func (t *memberTable) candidate(m Member) bool {
-	return (m.Status == cluster.Up || m.Status == cluster.Leaving) && m.UpNumber > 0 && t.hasRole(m)
+	return (m.Status == member.Up || m.Status == member.Leaving) && m.UpNumber > 0 && t.hasRole(m)
 }
 
 // oldest returns the oldest candidate that skip does not exclude.
-func (t *memberTable) oldest(skip func(cluster.UniqueAddress) bool) (Member, bool) {
+func (t *memberTable) oldest(skip func(member.UniqueAddress) bool) (Member, bool) {
 	var best Member
 	found := false
 	for _, m := range t.members {
@@ -75,25 +75,11 @@ func (t *memberTable) oldest(skip func(cluster.UniqueAddress) bool) (Member, boo
 	return best, found
 }
 
-// compareAge orders members oldest first, as cluster.Member.IsOlderThan does: a lower
-// UpNumber is older, a member without one (0) is younger than every member with one,
-// and equal UpNumbers are ordered by address (compareAddress).
+// compareAge orders members oldest first: member.CompareAge, the cluster's one age
+// order (equal UpNumbers ordered by member.CompareAddress), so that the manager's
+// oldest is the cluster's.
 func compareAge(a, b Member) int {
-	ua, ub := a.UpNumber, b.UpNumber
-	switch {
-	case ua > 0 && ub <= 0:
-		return -1
-	case ua <= 0 && ub > 0:
-		return 1
-	case ua < ub:
-		return -1
-	case ua > ub:
-		return 1
-	}
-	return compareAddress(a.Node, b.Node)
+	return member.CompareAge(
+		member.Member{Unique: a.Node, Status: a.Status, UpNumber: a.UpNumber},
+		member.Member{Unique: b.Node, Status: b.Status, UpNumber: b.UpNumber})
 }
-
-// compareAddress orders unique addresses as cluster.UniqueAddress.Compare does (host,
-// then port, then system name, then uid): the project's one order by address, so that
-// the manager's tie-breaks are those of the cluster and the split-brain resolver.
-func compareAddress(a, b cluster.UniqueAddress) int { return a.Compare(b) }

@@ -2,8 +2,8 @@ package singletoncore
 
 import (
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/wiretypes"
+	"github.com/troupe-go/troupe/member"
 )
 
 // The messages in this file cross the wire between managers, and between proxies and
@@ -17,7 +17,7 @@ import (
 // numbers its messages from 1 again). The shell reaches the proxy at Node.Addr + Path.
 type ProxyID struct {
 	// Node is the member the proxy runs on.
-	Node cluster.UniqueAddress
+	Node member.UniqueAddress
 	// Path is the proxy actor's path on Node, with its uid.
 	Path string
 }
@@ -63,7 +63,7 @@ type Envelope struct {
 	// send to this one; 0 when there was none.
 	After uint64
 	// Prev is the manager that received message After; zero when After is 0.
-	Prev cluster.UniqueAddress
+	Prev member.UniqueAddress
 	// Payload is the user message.
 	Payload Payload
 }
@@ -81,7 +81,7 @@ type Batch struct {
 	// After is the epoch's After, as in Envelope.
 	After uint64
 	// Prev is the epoch's Prev, as in Envelope.
-	Prev cluster.UniqueAddress
+	Prev member.UniqueAddress
 	// Payloads are the user messages, oldest first.
 	Payloads []Payload
 }
@@ -117,16 +117,16 @@ type ProxyNext struct {
 // claim that was never meant for it.
 type HandOverToMe struct {
 	// From is the sending manager's member.
-	From cluster.UniqueAddress
+	From member.UniqueAddress
 	// To is the member the claim is sent to; zero for any (only in tests).
-	To cluster.UniqueAddress
+	To member.UniqueAddress
 }
 
 // HandOverInProgress answers HandOverToMe from a manager that is stopping its
 // singleton: HandOverDone follows when it has terminated.
 type HandOverInProgress struct {
 	// From is the sending manager's member.
-	From cluster.UniqueAddress
+	From member.UniqueAddress
 }
 
 // HandOverDone answers HandOverToMe. It certifies that the sender's singleton has
@@ -136,7 +136,7 @@ type HandOverInProgress struct {
 // alone.
 type HandOverDone struct {
 	// From is the sending manager's member.
-	From cluster.UniqueAddress
+	From member.UniqueAddress
 	// Final is false when the sender may still pass on messages that reach it later
 	// (Envelope, Relay); a Relay with Final set follows when it has nothing more to
 	// pass on. It is always true for a certificate alone.
@@ -156,7 +156,7 @@ type HandOverDone struct {
 // times. The receiver stops counting the sender as a candidate for the oldest.
 type TakeOverFromMe struct {
 	// From is the sending manager's member.
-	From cluster.UniqueAddress
+	From member.UniqueAddress
 }
 
 // Relay carries messages from a manager that no longer hosts the singleton to the
@@ -165,7 +165,7 @@ type TakeOverFromMe struct {
 // manager sends to its successor has Final set: nothing more will come from it.
 type Relay struct {
 	// From is the sending manager's member.
-	From cluster.UniqueAddress
+	From member.UniqueAddress
 	// Final is true when the sender has nothing more to pass on.
 	Final bool
 	// Next is a delivery table, as in HandOverDone.
@@ -182,7 +182,7 @@ type Relay struct {
 // removal tells the others that nothing it sent is still on the way.
 type HandOverComplete struct {
 	// From is the sending manager's member.
-	From cluster.UniqueAddress
+	From member.UniqueAddress
 }
 
 // Identify is sent by a proxy to the manager on the member it believes is the oldest,
@@ -200,7 +200,7 @@ type Identify struct {
 // so that they look for the new host at once.
 type IdentifyAck struct {
 	// From is the manager's member.
-	From cluster.UniqueAddress
+	From member.UniqueAddress
 	// Accepting is true when the manager hosts the singleton now.
 	Accepting bool
 	// Departed is true when the manager will never host it again.

@@ -3,7 +3,7 @@ package singletoncore
 import (
 	"fmt"
 
-	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/member"
 )
 
 // ProxyCore is the singleton proxy's routing and buffering: a plain value without
@@ -32,9 +32,9 @@ type ProxyCore struct {
 	capacity int
 
 	members  memberTable
-	departed map[cluster.UniqueAddress]bool
+	departed map[member.UniqueAddress]bool
 
-	target     cluster.UniqueAddress
+	target     member.UniqueAddress
 	identified bool
 	timer      bool
 
@@ -43,10 +43,10 @@ type ProxyCore struct {
 	size    int
 	dropped uint64
 
-	lastSeq uint64                // the last Seq sent
-	lastTo  cluster.UniqueAddress // the manager that got it
-	after   uint64                // the current epoch's After
-	prev    cluster.UniqueAddress // the current epoch's Prev
+	lastSeq uint64               // the last Seq sent
+	lastTo  member.UniqueAddress // the manager that got it
+	after   uint64               // the current epoch's After
+	prev    member.UniqueAddress // the current epoch's Prev
 
 	stopped bool
 	status  ProxyStatus
@@ -68,7 +68,7 @@ func NewProxyCore(self ProxyID, cfg ProxyConfig) (*ProxyCore, error) {
 		cfg:      cfg,
 		capacity: n,
 		members:  newMemberTable(cfg.Role),
-		departed: make(map[cluster.UniqueAddress]bool),
+		departed: make(map[member.UniqueAddress]bool),
 		buf:      make([]Payload, 0, min(n, 64)),
 	}, nil
 }
@@ -101,7 +101,7 @@ func (p *ProxyCore) Handle(ev Event) []Decision {
 	}
 	switch e := ev.(type) {
 	case MemberChanged:
-		if e.Member.Status == cluster.Removed {
+		if e.Member.Status == member.Removed {
 			p.members.remove(e.Member.Node)
 		} else {
 			p.members.update(e.Member)
@@ -130,7 +130,7 @@ func (p *ProxyCore) Handle(ev Event) []Decision {
 	case ProxyStopping:
 		p.stop()
 	case TimerFired:
-		if e.Name == TimerIdentify && p.timer && !p.identified && p.target != (cluster.UniqueAddress{}) {
+		if e.Name == TimerIdentify && p.timer && !p.identified && p.target != (member.UniqueAddress{}) {
 			p.emit(SendToManager{To: p.target, Message: Identify{Proxy: p.self}})
 		}
 	}
@@ -145,8 +145,8 @@ func (p *ProxyCore) emit(d Decision) { p.out = append(p.out, d) }
 
 // retarget turns to the oldest candidate, if it changed.
 func (p *ProxyCore) retarget() {
-	var next cluster.UniqueAddress
-	if o, ok := p.members.oldest(func(n cluster.UniqueAddress) bool { return p.departed[n] }); ok {
+	var next member.UniqueAddress
+	if o, ok := p.members.oldest(func(n member.UniqueAddress) bool { return p.departed[n] }); ok {
 		next = o.Node
 	}
 	if next == p.target {
@@ -157,7 +157,7 @@ func (p *ProxyCore) retarget() {
 		p.identified = false
 	}
 	p.target = next
-	if next == (cluster.UniqueAddress{}) {
+	if next == (member.UniqueAddress{}) {
 		if p.timer {
 			p.timer = false
 			p.emit(CancelTimer{Name: TimerIdentify})
@@ -241,7 +241,7 @@ func (p *ProxyCore) onSend(m Payload) {
 // way: it may count this proxy as a client) and drops the buffer.
 func (p *ProxyCore) stop() {
 	p.stopped = true
-	if p.target != (cluster.UniqueAddress{}) {
+	if p.target != (member.UniqueAddress{}) {
 		p.emit(SendToManager{To: p.target, Message: Detach{Proxy: p.self}})
 		p.identified = false
 	}

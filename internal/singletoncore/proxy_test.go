@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/member"
 )
 
 func newProxy(t *testing.T, cfg ProxyConfig) *ProxyCore {
@@ -41,7 +41,7 @@ func sentEnvelopes(ds []Decision) []string {
 				for i := range b.Payloads {
 					e := b.Envelope(i)
 					prev := "-"
-					if e.Prev != (cluster.UniqueAddress{}) {
+					if e.Prev != (member.UniqueAddress{}) {
 						prev = nodeName(e.Prev)
 					}
 					out = append(out, fmt.Sprintf("%s %s %d/%d/%s", nodeName(s.To), e.Payload.Data, e.Seq, e.After, prev))
@@ -56,16 +56,16 @@ func TestProxyRouting(t *testing.T) {
 	cases := []struct {
 		name   string
 		events []Event
-		target cluster.UniqueAddress
+		target member.UniqueAddress
 	}{
-		{"no member", nil, cluster.UniqueAddress{}},
+		{"no member", nil, member.UniqueAddress{}},
 		{"the oldest with the role", []Event{up(2, 20), up(1, 10), up(3, 30)}, node(1)},
 		{"members without the role are skipped", []Event{
-			MemberChanged{Member: Member{Node: node(1), Status: cluster.Up, UpNumber: 10}}, up(2, 20)}, node(2)},
-		{"Joining members are skipped", []Event{status(1, 0, cluster.Joining), up(2, 20)}, node(2)},
-		{"a Leaving member still counts", []Event{status(1, 10, cluster.Leaving), up(2, 20)}, node(1)},
-		{"an Exiting member is dropped", []Event{up(1, 10), up(2, 20), status(1, 10, cluster.Exiting)}, node(2)},
-		{"a Down member is dropped", []Event{up(1, 10), up(2, 20), status(1, 10, cluster.Down)}, node(2)},
+			MemberChanged{Member: Member{Node: node(1), Status: member.Up, UpNumber: 10}}, up(2, 20)}, node(2)},
+		{"Joining members are skipped", []Event{status(1, 0, member.Joining), up(2, 20)}, node(2)},
+		{"a Leaving member still counts", []Event{status(1, 10, member.Leaving), up(2, 20)}, node(1)},
+		{"an Exiting member is dropped", []Event{up(1, 10), up(2, 20), status(1, 10, member.Exiting)}, node(2)},
+		{"a Down member is dropped", []Event{up(1, 10), up(2, 20), status(1, 10, member.Down)}, node(2)},
 		{"a removed member is dropped for good", []Event{up(1, 10), up(2, 20), MemberRemoved{Node: node(1)}, up(1, 10)}, node(2)},
 		{"a departed manager is skipped", []Event{up(1, 10), up(2, 20), IdentifyAck{From: node(1), Departed: true}}, node(2)},
 	}
@@ -112,7 +112,7 @@ func TestProxyMovesToTheNewHost(t *testing.T) {
 	wantDecisions(t, feedProxy(p, IdentifyAck{From: node(1), Accepting: true}), "n1 <- Detach")
 	// The new host goes too; nobody is left.
 	wantDecisions(t, feedProxy(p, MemberRemoved{Node: node(2)}), "n2 <- Detach")
-	if st := p.Status(); st.Target != (cluster.UniqueAddress{}) || st.Identified {
+	if st := p.Status(); st.Target != (member.UniqueAddress{}) || st.Identified {
 		t.Fatalf("status %+v", st)
 	}
 	wantDecisions(t, feedProxy(p, up(3, 30)), "n3 <- Identify", "StartTimer identify")

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/member"
 )
 
 // sequencer restores each proxy's order at the manager that hosts (or will host) the
@@ -44,7 +44,7 @@ func newSequencer() sequencer {
 }
 
 // add takes e and returns the messages now in order, oldest first (possibly none).
-func (s *sequencer) add(e Envelope, released func(cluster.UniqueAddress) bool) []Envelope {
+func (s *sequencer) add(e Envelope, released func(member.UniqueAddress) bool) []Envelope {
 	h := s.held[e.Proxy]
 	if len(h) == 0 && s.releasable(e, released) {
 		// The common case, a message in order with nothing held: no copy. The
@@ -70,12 +70,12 @@ func (s *sequencer) add(e Envelope, released func(cluster.UniqueAddress) bool) [
 
 // inOrder reports whether e would be released at once by add, nothing of its proxy
 // being held back; it changes nothing.
-func (s *sequencer) inOrder(e Envelope, released func(cluster.UniqueAddress) bool) bool {
+func (s *sequencer) inOrder(e Envelope, released func(member.UniqueAddress) bool) bool {
 	return len(s.held[e.Proxy]) == 0 && s.releasable(e, released)
 }
 
 // drain appends to out the messages of p that are now in order.
-func (s *sequencer) drain(p ProxyID, released func(cluster.UniqueAddress) bool, out []Envelope) []Envelope {
+func (s *sequencer) drain(p ProxyID, released func(member.UniqueAddress) bool, out []Envelope) []Envelope {
 	h := s.held[p]
 	for len(h) > 0 {
 		e := h[0]
@@ -94,15 +94,15 @@ func (s *sequencer) drain(p ProxyID, released func(cluster.UniqueAddress) bool, 
 
 // releasable reports whether e, the first held message of its proxy, may be
 // delivered now (see the type's documentation).
-func (s *sequencer) releasable(e Envelope, released func(cluster.UniqueAddress) bool) bool {
+func (s *sequencer) releasable(e Envelope, released func(member.UniqueAddress) bool) bool {
 	n, known := s.next[e.Proxy]
 	return known && (e.Seq <= n || e.After < n) ||
 		!known && e.After == 0 ||
-		e.Prev == (cluster.UniqueAddress{}) || released(e.Prev)
+		e.Prev == (member.UniqueAddress{}) || released(e.Prev)
 }
 
 // drainAll drains every proxy, in a stable order.
-func (s *sequencer) drainAll(released func(cluster.UniqueAddress) bool) []Envelope {
+func (s *sequencer) drainAll(released func(member.UniqueAddress) bool) []Envelope {
 	var out []Envelope
 	for _, p := range s.blockedProxies() {
 		out = s.drain(p, released, out)
@@ -112,7 +112,7 @@ func (s *sequencer) drainAll(released func(cluster.UniqueAddress) bool) []Envelo
 
 // force gives up the wait for p's missing messages: its first held message becomes the
 // next expected, and everything then in order is returned.
-func (s *sequencer) force(p ProxyID, released func(cluster.UniqueAddress) bool) []Envelope {
+func (s *sequencer) force(p ProxyID, released func(member.UniqueAddress) bool) []Envelope {
 	h := s.held[p]
 	if len(h) == 0 {
 		return nil
@@ -124,7 +124,7 @@ func (s *sequencer) force(p ProxyID, released func(cluster.UniqueAddress) bool) 
 // tick counts one interval for each blocked proxy, and forces those that have waited
 // limit intervals; it forgets the rows of proxies that have been retiring for limit
 // intervals. It returns the released messages and the proxies given up on.
-func (s *sequencer) tick(limit int, released func(cluster.UniqueAddress) bool) ([]Envelope, []ProxyID) {
+func (s *sequencer) tick(limit int, released func(member.UniqueAddress) bool) ([]Envelope, []ProxyID) {
 	var out []Envelope
 	var gaveUp []ProxyID
 	for p, n := range s.retiring {
@@ -158,7 +158,7 @@ func (s *sequencer) advance(p ProxyID, seq uint64) {
 
 // merge takes another manager's delivery table; rows of proxies on members that gone
 // start retiring.
-func (s *sequencer) merge(rows []ProxyNext, gone func(cluster.UniqueAddress) bool) {
+func (s *sequencer) merge(rows []ProxyNext, gone func(member.UniqueAddress) bool) {
 	for _, r := range rows {
 		if r.Proxy.IsZero() || r.Next == 0 {
 			continue
@@ -231,7 +231,7 @@ func (s *sequencer) heldList() []Envelope {
 
 // retire starts retiring the rows of the proxies on node, which was removed: they are
 // forgotten after the order-wait limit, when their last messages have arrived.
-func (s *sequencer) retire(node cluster.UniqueAddress) {
+func (s *sequencer) retire(node member.UniqueAddress) {
 	for p := range s.next {
 		if _, ok := s.retiring[p]; !ok && p.Node == node {
 			s.retiring[p] = 0
@@ -243,7 +243,7 @@ func (s *sequencer) retire(node cluster.UniqueAddress) {
 func (s *sequencer) reset() { *s = newSequencer() }
 
 func compareProxy(a, b ProxyID) int {
-	if c := compareAddress(a.Node, b.Node); c != 0 {
+	if c := member.CompareAddress(a.Node, b.Node); c != 0 {
 		return c
 	}
 	return strings.Compare(a.Path, b.Path)

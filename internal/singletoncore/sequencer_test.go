@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/member"
 )
 
 func seqs(es []Envelope) []uint64 {
@@ -16,8 +16,8 @@ func seqs(es []Envelope) []uint64 {
 }
 
 func TestSequencer(t *testing.T) {
-	never := func(cluster.UniqueAddress) bool { return false }
-	gone := func(n cluster.UniqueAddress) bool { return n == node(1) }
+	never := func(member.UniqueAddress) bool { return false }
+	gone := func(n member.UniqueAddress) bool { return n == node(1) }
 	type step struct {
 		add  Envelope
 		want []uint64
@@ -25,7 +25,7 @@ func TestSequencer(t *testing.T) {
 	cases := []struct {
 		name     string
 		table    []ProxyNext
-		released func(cluster.UniqueAddress) bool
+		released func(member.UniqueAddress) bool
 		steps    []step
 		held     int
 	}{
@@ -85,7 +85,7 @@ func TestSequencer(t *testing.T) {
 }
 
 func TestSequencerGivesUp(t *testing.T) {
-	never := func(cluster.UniqueAddress) bool { return false }
+	never := func(member.UniqueAddress) bool { return false }
 	s := newSequencer()
 	s.add(env(5, 7, 6, 1), never)
 	s.add(env(6, 1, 0, 0), never)
@@ -106,7 +106,7 @@ func TestSequencerGivesUp(t *testing.T) {
 // The row of a proxy whose member was removed is kept for the order-wait limit, for
 // its messages still on their way, then forgotten.
 func TestSequencerRetires(t *testing.T) {
-	never := func(cluster.UniqueAddress) bool { return false }
+	never := func(member.UniqueAddress) bool { return false }
 	s := newSequencer()
 	s.add(env(5, 1, 0, 0), never)
 	s.retire(node(5))
@@ -122,14 +122,14 @@ func TestSequencerRetires(t *testing.T) {
 		t.Fatalf("row kept: %v", s.table())
 	}
 	// A row handed over for a proxy already gone retires too.
-	s.merge([]ProxyNext{{Proxy: proxyOn(6), Next: 3}}, func(n cluster.UniqueAddress) bool { return n == node(6) })
+	s.merge([]ProxyNext{{Proxy: proxyOn(6), Next: 3}}, func(n member.UniqueAddress) bool { return n == node(6) })
 	if !s.needsTicks() {
 		t.Fatal("merged row of a gone proxy is not retiring")
 	}
 }
 
 func TestSequencerForce(t *testing.T) {
-	never := func(cluster.UniqueAddress) bool { return false }
+	never := func(member.UniqueAddress) bool { return false }
 	s := newSequencer()
 	s.add(env(5, 9, 8, 1), never)
 	s.add(env(5, 10, 8, 1), never)

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/member"
 )
 
 // The simulation's script: members join, send through their proxies, leave, crash and
@@ -27,7 +27,7 @@ func (s *sim) addNode(role bool) *simNode {
 	idx := len(s.nodes)
 	n := &simNode{
 		idx: idx, role: role, timerGen: map[string]int{},
-		addr: cluster.UniqueAddress{Addr: fmt.Sprintf("10.0.0.%d:2552", idx+1), UID: uint64(1000 + idx)},
+		addr: member.UniqueAddress{Addr: fmt.Sprintf("10.0.0.%d:2552", idx+1), UID: uint64(1000 + idx)},
 	}
 	n.pid = ProxyID{Node: n.addr, Path: fmt.Sprintf("/user/proxy#%d", 7+idx)}
 	if role {
@@ -57,17 +57,17 @@ func (s *sim) join(n *simNode) {
 			continue
 		}
 		switch {
-		case o.status == cluster.Removed && o.margin:
-			s.view(n, MemberChanged{Member: Member{Node: o.addr, Status: cluster.Down, UpNumber: o.upNumber, Roles: o.member().Roles}})
+		case o.status == member.Removed && o.margin:
+			s.view(n, MemberChanged{Member: Member{Node: o.addr, Status: member.Down, UpNumber: o.upNumber, Roles: o.member().Roles}})
 			s.view(n, MemberRemoved{Node: o.addr, Downed: true})
-		case o.status != cluster.Removed:
+		case o.status != member.Removed:
 			s.view(n, MemberChanged{Member: o.member()})
 		}
 	}
 	n.joined = true
 	s.upNo++
 	n.upNumber = s.upNo
-	n.status = cluster.Up
+	n.status = member.Up
 	s.broadcast(MemberChanged{Member: n.member()})
 	s.after(s.between(10, 100), func() { s.sendLoop(n) })
 }
@@ -94,7 +94,7 @@ func (s *sim) sendLoop(n *simNode) {
 
 // serving reports the nodes that may host the singleton at the end.
 func (s *sim) serving(n *simNode) bool {
-	return n.alive && n.role && !n.leaving && !n.downed && n.status == cluster.Up
+	return n.alive && n.role && !n.leaving && !n.downed && n.status == member.Up
 }
 
 func (s *sim) randomAction() {
@@ -112,7 +112,7 @@ func (s *sim) randomAction() {
 		if s.rng.Intn(2) == 0 {
 			var o *simNode
 			for _, n := range ns {
-				if n.role && n.status == cluster.Up && (o == nil || n.upNumber < o.upNumber) {
+				if n.role && n.status == member.Up && (o == nil || n.upNumber < o.upNumber) {
 					o = n
 				}
 			}
@@ -196,11 +196,11 @@ func (s *sim) leave(n *simNode) {
 			s.logf("n%d leaves before it is finished", n.idx)
 		}
 		s.feedProxy(n, ProxyStopping{})
-		n.status = cluster.Leaving
+		n.status = member.Leaving
 		s.broadcast(MemberChanged{Member: n.member()})
-		n.status = cluster.Exiting
+		n.status = member.Exiting
 		s.broadcast(MemberChanged{Member: n.member()})
-		n.status = cluster.Removed
+		n.status = member.Removed
 		s.broadcast(MemberRemoved{Node: n.addr})
 		s.after(s.between(1, 50), func() { s.die(n, "left") })
 	}
@@ -212,7 +212,7 @@ func (s *sim) crash(n *simNode) {
 	s.takenOver = true
 	s.die(n, "crashed")
 	s.after(s.between(2000, 4000), func() {
-		n.status = cluster.Down
+		n.status = member.Down
 		s.broadcast(MemberChanged{Member: n.member()})
 		s.after(s.between(100, 500), func() { s.removeDowned(n) })
 	})
@@ -227,7 +227,7 @@ func (s *sim) downAlive(n *simNode) {
 	s.takenOver = true
 	n.downed, n.partitioned = true, true
 	s.after(s.between(1000, 3000), func() {
-		n.status = cluster.Down
+		n.status = member.Down
 		s.broadcast(MemberChanged{Member: n.member()})
 		s.after(s.between(100, 500), func() {
 			s.removeDowned(n)
@@ -249,7 +249,7 @@ func (s *sim) downAlive(n *simNode) {
 }
 
 func (s *sim) removeDowned(n *simNode) {
-	n.status = cluster.Removed
+	n.status = member.Removed
 	n.margin = true
 	s.broadcast(MemberRemoved{Node: n.addr, Downed: true})
 	s.after(simMargin, func() {

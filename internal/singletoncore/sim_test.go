@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/member"
 )
 
 // The never-two simulation runs several managers' and proxies' cores against one
@@ -130,7 +130,7 @@ type simTerm struct{}
 
 type simNode struct {
 	idx      int
-	addr     cluster.UniqueAddress
+	addr     member.UniqueAddress
 	role     bool
 	mgr      *ManagerCore
 	proxy    *ProxyCore
@@ -138,8 +138,8 @@ type simNode struct {
 	alive    bool
 	joined   bool
 	upNumber int64
-	status   cluster.MemberStatus // the truth
-	margin   bool                 // removed after Down, margin not passed
+	status   member.MemberStatus // the truth
+	margin   bool                // removed after Down, margin not passed
 
 	childRunning bool // from StartChild until ChildTerminated is fed back
 	childAlive   bool // the simulated actor exists and processes its mailbox
@@ -174,7 +174,7 @@ type sim struct {
 	seqNo  uint64
 	q      simQueue
 	nodes  []*simNode
-	byAddr map[cluster.UniqueAddress]*simNode
+	byAddr map[member.UniqueAddress]*simNode
 	links  map[simLink]int64
 	views  map[int]int64 // last scheduled view event per node
 	locals map[int]int64
@@ -212,7 +212,7 @@ func runSim(t *testing.T, seed int64, st *simStats) bool {
 	s := &sim{
 		t: t, seed: seed, rng: rand.New(rand.NewSource(seed)),
 		crashes: seed%2 == 1,
-		byAddr:  map[cluster.UniqueAddress]*simNode{},
+		byAddr:  map[member.UniqueAddress]*simNode{},
 		links:   map[simLink]int64{}, views: map[int]int64{}, locals: map[int]int64{},
 		upNo: 1000, leaseHolder: -1,
 		sent: map[string]bool{}, delivered: map[string]int{}, order: map[int][]int{},
@@ -305,7 +305,7 @@ func (s *sim) local(n *simNode, ev Event) {
 	s.push(&simItem{at: at, kind: simLocal, node: n.idx, msg: ev})
 }
 
-func (s *sim) net(from *simNode, fromProxy bool, to cluster.UniqueAddress, toProxy bool, msg any) {
+func (s *sim) net(from *simNode, fromProxy bool, to member.UniqueAddress, toProxy bool, msg any) {
 	dst, ok := s.byAddr[to]
 	if !ok {
 		s.fail("n%d sends %T to unknown member %v", from.idx, msg, to)
@@ -573,7 +573,7 @@ func (s *sim) pollLeaseFree(h *simNode) {
 	})
 }
 
-func (s *sim) name(u cluster.UniqueAddress) string {
+func (s *sim) name(u member.UniqueAddress) string {
 	if n, ok := s.byAddr[u]; ok {
 		return fmt.Sprintf("n%d", n.idx)
 	}

@@ -1,6 +1,6 @@
 package singletoncore
 
-import "github.com/troupe-go/troupe/cluster"
+import "github.com/troupe-go/troupe/member"
 
 // State is a manager's state: Akka's singleton manager's states, with a State prefix.
 type State uint8
@@ -46,7 +46,7 @@ type Status struct {
 	State State
 	// Oldest is the member the manager believes is the oldest (with the role, not
 	// counting members that handed over or are leaving); zero when there is none.
-	Oldest cluster.UniqueAddress
+	Oldest member.UniqueAddress
 	// ChildRunning is true from StartChild until the singleton's termination is fed
 	// back (ChildTerminated).
 	ChildRunning bool
@@ -61,7 +61,7 @@ type Status struct {
 type ProxyStatus struct {
 	// Target is the member whose manager the proxy sends to (or is identifying);
 	// zero when no member is a candidate.
-	Target cluster.UniqueAddress
+	Target member.UniqueAddress
 	// Identified is true when Target's manager confirmed that it hosts the singleton:
 	// messages go there at once; otherwise they are buffered.
 	Identified bool

@@ -15,4 +15,6 @@
 // new connection, or when acknowledgements stall for longer than ResendAfter. When
 // Capacity messages are unacknowledged, the sender refuses more: the receiver is taken
 // to be gone for good (the caller quarantines it).
+//
+//troupe:core
 package syslane

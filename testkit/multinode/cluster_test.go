@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/cluster"
-	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/member"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/testkit"
 	"github.com/troupe-go/troupe/testkit/multinode"
@@ -158,7 +158,7 @@ func TestEqualPartitionKeepsExactlyOneSide(t *testing.T) {
 		ConfigureRemote: func(i int, rc *remote.Config) { rc.ListenPort = ports[3-i] },
 	})
 	for _, n := range c.Nodes()[:3] {
-		if membership.CompareAddress(c.Node(3).Cluster.SelfUniqueAddress(), n.Cluster.SelfUniqueAddress()) >= 0 {
+		if member.CompareAddress(c.Node(3).Cluster.SelfUniqueAddress(), n.Cluster.SelfUniqueAddress()) >= 0 {
 			t.Fatalf("node 3 (%v) does not have the lowest address", c.Node(3).Cluster.SelfUniqueAddress())
 		}
 	}

@@ -1,9 +1,9 @@
-package membership
+package member
 
 // Event is a cluster event for subscribers: MemberJoined, MemberUp, MemberLeft,
 // MemberExited, MemberDowned, MemberRemoved, RemovalMarginPassed, UnreachableMember,
-// ReachableMember or OldestChanged. Membership (and Margins) return events in the order
-// they happened; a subscriber is first given a CurrentClusterState and then every later
+// ReachableMember or OldestChanged. The cluster publishes events in the order they
+// happened; a subscriber is first given a CurrentClusterState and then every later
 // event, in that order.
 type Event interface {
 	clusterEvent()
@@ -52,7 +52,7 @@ type MemberRemoved struct {
 // services have stopped. It follows MemberRemoved at once for a member that left
 // gracefully (it handed its work over before it was removed), and after the down-removal
 // margin for a member that was downed (the margin is the time the downed side needs to
-// notice and stop, see Margins).
+// notice and stop; see cluster.DowningConfig.DownRemovalMargin).
 type RemovalMarginPassed struct {
 	// Member is the member with status Removed.
 	Member Member
@@ -149,7 +149,7 @@ func (OldestChanged) SuppressDeadLetterLog() {}
 func (CurrentClusterState) SuppressDeadLetterLog() {}
 
 // DowningDecision says this node's split-brain resolver decided to down members (see
-// the cluster package): the strategy's name, the action's name, the members downed,
+// package cluster): the strategy's name, the action's name, the members downed,
 // and whether reachability had not settled.
 type DowningDecision struct {
 	Strategy string

@@ -1,4 +1,4 @@
-package membership
+package member
 
 import (
 	"net/netip"

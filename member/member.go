@@ -1,4 +1,4 @@
-package membership
+package member
 
 import (
 	"slices"
@@ -90,7 +90,9 @@ type Member struct {
 	// layers above use it to prefer newer nodes in rolling upgrades.
 	AppVersion string
 	// UpNumber is the member's age: lower is older. It is 0 until the member becomes Up,
-	// and then never changes. See NextUpNumber for how it is chosen without a leader.
+	// and then never changes. The member chooses it itself, without a leader: the
+	// larger of its wall clock in milliseconds and one more than the highest UpNumber
+	// it sees.
 	UpNumber int64
 }
 
@@ -109,11 +111,12 @@ func (m Member) HasRole(role string) bool {
 // younger than every member with one. The order is total and the same on every node
 // that sees the same members, so all of them agree on the oldest.
 func (m Member) IsOlderThan(o Member) bool {
-	return compareAge(m, o) < 0
+	return CompareAge(m, o) < 0
 }
 
-// compareAge orders members oldest first.
-func compareAge(a, b Member) int {
+// CompareAge orders members oldest first, as IsOlderThan does: -1 when a is older than
+// b, +1 when b is older, 0 when they are the same member. It suits slices.SortFunc.
+func CompareAge(a, b Member) int {
 	ua, ub := a.UpNumber, b.UpNumber
 	switch {
 	case ua > 0 && ub <= 0:
@@ -128,8 +131,8 @@ func compareAge(a, b Member) int {
 	return CompareAddress(a.Unique, b.Unique)
 }
 
-// clone returns a copy of m that shares no memory with it.
-func (m Member) clone() Member {
+// Clone returns a copy of m that shares no memory with it (its own Roles).
+func (m Member) Clone() Member {
 	m.Roles = slices.Clone(m.Roles)
 	return m
 }
@@ -147,7 +150,7 @@ func NormalizeRoles(roles []string) []string {
 
 // SortByAge sorts members oldest first (see IsOlderThan), in place.
 func SortByAge(members []Member) {
-	slices.SortFunc(members, compareAge)
+	slices.SortFunc(members, CompareAge)
 }
 
 // Oldest returns the oldest member with the role (every member when role is ""), among
@@ -159,12 +162,12 @@ func Oldest(members []Member, role string) (oldest Member, ok bool) {
 		if !m.Status.HasAge() || !m.HasRole(role) {
 			continue
 		}
-		if !ok || compareAge(m, oldest) < 0 {
+		if !ok || CompareAge(m, oldest) < 0 {
 			oldest, ok = m, true
 		}
 	}
 	if ok {
-		oldest = oldest.clone()
+		oldest = oldest.Clone()
 	}
 	return oldest, ok
 }
@@ -178,35 +181,13 @@ func OldestByRole(members []Member) map[string]Member {
 			continue
 		}
 		for _, r := range m.Roles {
-			if cur, ok := out[r]; !ok || compareAge(m, cur) < 0 {
+			if cur, ok := out[r]; !ok || CompareAge(m, cur) < 0 {
 				out[r] = m
 			}
 		}
 	}
 	for r, m := range out {
-		out[r] = m.clone()
+		out[r] = m.Clone()
 	}
 	return out
-}
-
-// NextUpNumber chooses the age of a member that becomes Up now, without a leader:
-// the larger of now (milliseconds of the node's wall clock since the Unix epoch) and one
-// more than the highest UpNumber among the members it sees. The member publishes it in
-// its tags (EncodeTags) and never changes it, so every node reads the same value.
-//
-// The clock keeps ages meaningful when the new member has not yet seen everyone (a
-// member that became Up earlier has an earlier time), and the "seen + 1" part keeps
-// them ordered when clocks disagree about members the new one does see. Two members
-// that become Up at the same instant tie, and the lower address is older.
-func NextUpNumber(nowMillis int64, seen []Member) int64 {
-	next := nowMillis
-	if next < 1 {
-		next = 1
-	}
-	for _, m := range seen {
-		if m.UpNumber >= next {
-			next = m.UpNumber + 1
-		}
-	}
-	return next
 }
