@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/ratelog"
 	"github.com/troupe-go/troupe/internal/clustercore"
+	"github.com/troupe-go/troupe/internal/ratelog"
 	"go.uber.org/zap"
 )
 
