@@ -90,23 +90,11 @@ type JoinProgress struct {
 	ContactPoints []string
 }
 
-// slot is the per-system record of the running node.
-type slot struct {
-	mu      sync.Mutex
-	c       *Cluster
-	started bool
-}
-
-var ext = actor.NewExtensionID("troupe.cluster", func(*actor.System) *slot { return &slot{} })
+var started = actor.NewOncePerSystem[Cluster]("troupe.cluster")
 
 // Get returns the node Start started in sys, or nil before that (or when Start
 // failed). A node that has stopped is still returned; see Stopped.
-func Get(sys *actor.System) *Cluster {
-	s := ext.Get(sys)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.c
-}
+func Get(sys *actor.System) *Cluster { return started.Get(sys) }
 
 // Start joins sys to a cluster, once per system: it finds the system's transport
 // (remote.Start must have run; its address is the member's address), starts serf on
@@ -128,23 +116,7 @@ func Start(sys *actor.System, cfg Config) (*Cluster, error) {
 	if u, ok := cfg.Downing.Lease.(lease.SystemLogger); ok {
 		u.UseSystemLogger(sys.Logger())
 	}
-	s := ext.Get(sys)
-	s.mu.Lock()
-	if s.started {
-		s.mu.Unlock()
-		return nil, ErrAlreadyStarted
-	}
-	s.started = true
-	s.mu.Unlock()
-	c, err := start(sys, r, cfg)
-	s.mu.Lock()
-	if err != nil {
-		s.started = false
-	} else {
-		s.c = c
-	}
-	s.mu.Unlock()
-	return c, err
+	return started.Start(sys, ErrAlreadyStarted, func() (*Cluster, error) { return start(sys, r, cfg) })
 }
 
 func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {

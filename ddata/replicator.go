@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,13 +35,7 @@ type Replicator struct {
 	stopped chan struct{} // closed when the actor has stopped
 }
 
-// slot holds the system's Replicator once Start has run.
-type slot struct {
-	mu sync.Mutex
-	r  *Replicator
-}
-
-var extensionID = actor.NewExtensionID("ddata", func(*actor.System) *slot { return &slot{} })
+var started = actor.NewOncePerSystem[Replicator]("ddata")
 
 // Start starts the replicator of sys, at /system/ddataReplicator. Call it once per
 // system, after cluster.Start (when replicating); a second call fails with
@@ -58,12 +51,11 @@ func Start(ctx context.Context, sys *actor.System, cfg Config) (*Replicator, err
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := extensionID.Get(sys)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.r != nil {
-		return nil, ErrAlreadyStarted
-	}
+	return started.Start(sys, ErrAlreadyStarted, func() (*Replicator, error) { return start(ctx, sys, cfg) })
+}
+
+// start builds and spawns sys's replicator for Start, which keeps it.
+func start(ctx context.Context, sys *actor.System, cfg Config) (*Replicator, error) {
 	reg := cfg.Registry
 	if reg == nil {
 		reg = serialization.NewRegistry()
@@ -98,17 +90,11 @@ func Start(ctx context.Context, sys *actor.System, cfg Config) (*Replicator, err
 		return nil, err
 	}
 	r.ref = ref
-	s.r = r
 	return r, nil
 }
 
 // Get returns the replicator Start started for sys, or nil before Start.
-func Get(sys *actor.System) *Replicator {
-	s := extensionID.Get(sys)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.r
-}
+func Get(sys *actor.System) *Replicator { return started.Get(sys) }
 
 // Ref returns the replicator actor's Ref.
 func (r *Replicator) Ref() actor.Ref { return r.ref }

@@ -50,13 +50,7 @@ type Persistence struct {
 	writing map[string]writeState // persistence ids with a write in flight
 }
 
-// slot holds the system's Persistence once Start has run.
-type slot struct {
-	mu sync.Mutex
-	p  *Persistence
-}
-
-var extensionID = actor.NewExtensionID("persistence", func(*actor.System) *slot { return &slot{} })
+var started = actor.NewOncePerSystem[Persistence]("persistence")
 
 // Start starts persistence for sys with cfg. Call it once per system, before starting
 // event-sourced actors; a second call fails with ErrAlreadyStarted, an invalid cfg
@@ -73,12 +67,11 @@ func Start(sys *actor.System, cfg Config) (*Persistence, error) {
 			u.UseSystemLogger(sys.Logger())
 		}
 	}
-	s := extensionID.Get(sys)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p != nil {
-		return nil, ErrAlreadyStarted
-	}
+	return started.Start(sys, ErrAlreadyStarted, func() (*Persistence, error) { return start(sys, cfg) })
+}
+
+// start builds sys's persistence for Start, which keeps it.
+func start(sys *actor.System, cfg Config) (*Persistence, error) {
 	p := &Persistence{
 		sys:     sys,
 		cfg:     cfg,
@@ -104,18 +97,12 @@ func Start(sys *actor.System, cfg Config) (*Persistence, error) {
 		}
 	}
 	p.startMetrics()
-	s.p = p
 	return p, nil
 }
 
 // Get returns the persistence Start started for sys, or nil when Start was not
 // called for it.
-func Get(sys *actor.System) *Persistence {
-	s := extensionID.Get(sys)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.p
-}
+func Get(sys *actor.System) *Persistence { return started.Get(sys) }
 
 // Stats counts what the runtime lost or refused since Start, and the states of the
 // circuit breakers. Every counter has a log line next to it.

@@ -119,10 +119,23 @@ func Start(sys *actor.System, cfg Config) (*Remote, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if Get(sys) != nil {
-		return nil, ErrAlreadyStarted
-	}
 	cfg = cfg.withDefaults()
+	r, err := started.Start(sys, ErrAlreadyStarted, func() (*Remote, error) { return start(sys, cfg) })
+	if err != nil {
+		return nil, err
+	}
+	serialization.Attach(sys, cfg.Registry)
+	r.startMetrics()
+	r.wg.Add(2)
+	go r.acceptLoop()
+	go r.tickLoop()
+	r.log.Info("remoting started", zap.Uint64("uid", r.uid))
+	return r, nil
+}
+
+// start listens, installs the transport and registers its shutdown, for Start, which
+// then keeps it as sys's and starts its goroutines.
+func start(sys *actor.System, cfg Config) (*Remote, error) {
 	ln, err := cfg.Listen("tcp", net.JoinHostPort(cfg.ListenHost, strconv.Itoa(cfg.ListenPort)))
 	if err != nil {
 		return nil, fmt.Errorf("remote: listen: %w", err)
@@ -177,23 +190,14 @@ func Start(sys *actor.System, cfg Config) (*Remote, error) {
 		r.cancel()
 		return nil, err
 	}
-	extension.Get(sys).Store(r)
-	serialization.Attach(sys, cfg.Registry)
-	r.startMetrics()
-	r.wg.Add(2)
-	go r.acceptLoop()
-	go r.tickLoop()
-	r.log.Info("remoting started", zap.Uint64("uid", r.uid))
 	return r, nil
 }
 
-var extension = actor.NewExtensionID("troupe.remote", func(*actor.System) *atomic.Pointer[Remote] {
-	return new(atomic.Pointer[Remote])
-})
+var started = actor.NewOncePerSystem[Remote]("troupe.remote")
 
 // Get returns the transport Start installed in sys, or nil when remoting was not
 // started.
-func Get(sys *actor.System) *Remote { return extension.Get(sys).Load() }
+func Get(sys *actor.System) *Remote { return started.Get(sys) }
 
 // boundPort returns the port of a listener's address.
 func boundPort(a net.Addr) (int, error) {
