@@ -27,14 +27,18 @@ type Config struct {
 	// SeedNodes are gossip addresses ("host:port") to join through; give every node
 	// the same list, the same first. A node contacts them every JoinRetryInterval
 	// until it finds a member of a cluster through them, then joins that cluster; it
-	// stays Joining (never Up, never oldest) until then, and gives up after
-	// JoinTimeout. Only the first seed node forms a new cluster, and only when no
+	// stays Joining (never Up, never oldest) until then, and gives up only after
+	// JoinTimeout, when that is set. Only the first seed node forms a new cluster, and only when no
 	// other seed node is in one: at once when every other seed node answered and none
 	// is, else after SeedNodeTimeout. A restarted first seed node thus joins the
 	// cluster the others still run. A node without seed nodes forms a cluster of its
 	// own at once.
 	SeedNodes []string
-	// JoinRetryInterval defaults to 1s; JoinTimeout to 30s.
+	// JoinRetryInterval defaults to 1s. JoinTimeout, when above 0, makes a node that
+	// is not the first seed give up (stay Joining and try no more) after that long
+	// without finding a cluster; 0, the default, retries until it joins, as Akka's
+	// seed-node process does. A node that gave up never joins: set it only when
+	// something watches JoinProgress or WaitUp and restarts the node.
 	JoinRetryInterval time.Duration
 	JoinTimeout       time.Duration
 	// SeedNodeTimeout is how long the first seed node looks for a cluster through the
@@ -220,9 +224,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.JoinRetryInterval == 0 {
 		c.JoinRetryInterval = time.Second
-	}
-	if c.JoinTimeout == 0 {
-		c.JoinTimeout = 30 * time.Second
 	}
 	if c.SeedNodeTimeout == 0 {
 		c.SeedNodeTimeout = 5 * time.Second

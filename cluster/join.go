@@ -62,7 +62,7 @@ func (p joinPlan) next(now time.Time, v joinView) joinStep {
 		return joinAdopt
 	case p.firstSeed && (p.otherSeeds == 0 || v.answered >= p.otherSeeds || waited >= p.seedTimeout):
 		return joinFound
-	case !p.firstSeed && waited >= p.joinTimeout:
+	case !p.firstSeed && p.joinTimeout > 0 && waited >= p.joinTimeout:
 		return joinGiveUp
 	default:
 		return joinRetry

@@ -1,0 +1,549 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/troupe-go/troupe/ddata"
+	"github.com/troupe-go/troupe/member"
+	"github.com/troupe-go/troupe/persistence"
+	"github.com/troupe-go/troupe/persistence/memjournal"
+	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/sharding"
+	"go.uber.org/zap"
+)
+
+// Options configure a simulation. Zero fields mean the documented defaults.
+type Options struct {
+	// Seed gives the fault schedule and every random choice of the workload.
+	Seed uint64
+	// Nodes is how many nodes start. Default 5.
+	Nodes int
+	// Faults is how many fault events the schedule has before its final heal.
+	// Default 6.
+	Faults int
+	// Span is the virtual time the faults are spread over. Default 5 minutes.
+	Span time.Duration
+	// Schedule, when set, replaces the schedule Seed would give.
+	Schedule []Event
+	// Entities is how many entities the workload writes to; Shards how many shards
+	// they are spread over. Defaults 20 and 10.
+	Entities, Shards int
+	// Settle is how long after a failure ends it may still have effects: requests
+	// that fail within it are not violations. Default 2 minutes.
+	Settle time.Duration
+	// ConvergeWithin bounds the time from the last event of the schedule until
+	// every node sees every other Up and every entity answers from every node.
+	// Default 3 minutes.
+	ConvergeWithin time.Duration
+	// Logger receives the nodes' logs. Default: none.
+	Logger *zap.Logger
+}
+
+func (o *Options) defaults() {
+	if o.Nodes == 0 {
+		o.Nodes = 5
+	}
+	if o.Faults == 0 {
+		o.Faults = 6
+	}
+	if o.Span == 0 {
+		o.Span = 5 * time.Minute
+	}
+	if o.Entities == 0 {
+		o.Entities = 20
+	}
+	if o.Shards == 0 {
+		o.Shards = 10
+	}
+	if o.Settle == 0 {
+		o.Settle = 2 * time.Minute
+	}
+	if o.ConvergeWithin == 0 {
+		o.ConvergeWithin = 3 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Schedule == nil {
+		o.Schedule = Generate(o.Seed, o.Nodes, o.Faults, o.Span)
+	}
+}
+
+// Report is what a simulation did.
+type Report struct {
+	Seed       uint64
+	Schedule   []Event
+	Log        []string      // what happened, with virtual times
+	Violations []string      // empty when every checker passed
+	Virtual    time.Duration // virtual time simulated
+	Converged  time.Duration // from the last event to convergence (see Options.ConvergeWithin)
+	Acked      int           // requests acknowledged
+	Failed     int           // requests that failed (each allowed by a fault, or a violation)
+}
+
+// run is one simulation in progress.
+type run struct {
+	opts    Options
+	net     *Network
+	journal *memjournal.Store
+	reg     *serialization.Registry
+	chk     *Checker
+	logger  *zap.Logger
+	start   time.Time
+	stop    chan struct{} // closed when the workload must end
+	wg      sync.WaitGroup
+
+	mu       sync.Mutex
+	nodes    []*node
+	deferred int               // restarts of the first seed waiting for a reachable seed
+	added    map[string]string // element of the replicated set -> incarnation that added it
+	log      []string
+}
+
+func (s *run) logf(format string, args ...any) {
+	s.log = append(s.log, fmt.Sprintf("%9v  ", time.Since(s.start).Round(time.Millisecond))+fmt.Sprintf(format, args...))
+}
+
+// Run runs one simulation in a testing/synctest bubble, and returns its report. It
+// fails t with the seed, the schedule, the log and the command that replays it when
+// a checker finds a violation.
+func Run(t *testing.T, opts Options) *Report {
+	t.Helper()
+	opts.defaults()
+	var rep *Report
+	synctest.Test(t, func(t *testing.T) {
+		rep = simulate(t, opts)
+	})
+	if len(rep.Violations) > 0 {
+		t.Errorf("simulation of seed %d found %d violations:\n  %s\nschedule:\n  %s\nlog:\n  %s\nreplay: TROUPE_SIM_SEED=%d go test -run 'TestSimulation$' ./testkit/sim/",
+			rep.Seed, len(rep.Violations), strings.Join(rep.Violations, "\n  "), strings.Join(eventStrings(rep.Schedule), "\n  "),
+			strings.Join(rep.Log, "\n  "), rep.Seed)
+	}
+	return rep
+}
+
+func eventStrings(evs []Event) []string {
+	s := make([]string, len(evs))
+	for i, e := range evs {
+		s[i] = e.String()
+	}
+	return s
+}
+
+func simulate(t *testing.T, opts Options) *Report {
+	s := &run{
+		opts:    opts,
+		net:     NewNetwork(opts.Seed),
+		journal: memjournal.New(),
+		reg:     serialization.NewRegistry(),
+		chk:     NewChecker(),
+		logger:  opts.Logger,
+		start:   time.Now(),
+		stop:    make(chan struct{}),
+		added:   make(map[string]string),
+	}
+	rep := &Report{Seed: opts.Seed, Schedule: opts.Schedule}
+	if err := register(s.reg); err != nil {
+		t.Fatal(err)
+	}
+	slots := opts.Nodes
+	for _, e := range opts.Schedule {
+		slots = max(slots, e.Node+1)
+	}
+	for i := range slots {
+		s.nodes = append(s.nodes, &node{index: i, ip: hostOf(i)})
+	}
+	for i := range opts.Nodes {
+		if err := s.boot(s.nodes[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for !s.converged() {
+		time.Sleep(time.Second)
+	}
+	s.mu.Lock()
+	s.logf("%d nodes up", opts.Nodes)
+	s.mu.Unlock()
+	for i := range opts.Entities {
+		s.wg.Add(1)
+		go s.client(i)
+	}
+	s.play(opts.Schedule)
+	last := time.Since(s.start)
+	s.settle(rep)
+	rep.Converged = time.Since(s.start) - last
+	close(s.stop)
+	s.wg.Wait()
+	s.shutdownAll()
+	if err := s.chk.CheckJournal(context.Background(), s.journal, decodeAdded(s.reg)); err != nil {
+		s.chk.Violationf("%v", err)
+	}
+	s.chk.CheckRequests()
+	_ = s.journal.Close()
+	rep.Virtual = time.Since(s.start)
+	rep.Violations = s.chk.Violations()
+	rep.Acked, rep.Failed = s.chk.Counts()
+	rep.Log = s.log
+	return rep
+}
+
+func decodeAdded(reg *serialization.Registry) func(persistence.Record) (uint64, error) {
+	return func(r persistence.Record) (uint64, error) {
+		v, err := reg.Unmarshal(r.Manifest, r.Payload)
+		if err != nil {
+			return 0, err
+		}
+		a, ok := v.(Added)
+		if !ok {
+			return 0, fmt.Errorf("sim: %s holds a %T", r.PersistenceID, v)
+		}
+		return a.Op, nil
+	}
+}
+
+// play applies the schedule's events at their times, and tells the checker when
+// nothing but graceful changes had effects.
+func (s *run) play(evs []Event) {
+	calmFrom := s.start
+	faulty := false // a link fault is in effect
+	for _, e := range evs {
+		if d := s.start.Add(e.At).Sub(time.Now()); d > 0 {
+			time.Sleep(d)
+		}
+		now := time.Now()
+		if !e.Kind.graceful() && !faulty && now.After(calmFrom) {
+			s.chk.Calm(calmFrom, now)
+		}
+		s.mu.Lock()
+		s.logf("%s", strings.TrimSpace(e.String()[10:]))
+		s.mu.Unlock()
+		switch e.Kind {
+		case Crash:
+			s.crash(s.nodes[e.Node])
+		case Leave:
+			s.leave(s.nodes[e.Node])
+		case Restart, Join:
+			s.restart(s.nodes[e.Node])
+		case Partition:
+			for i, a := range e.Sides {
+				for _, b := range e.Sides[i+1:] {
+					for _, x := range a {
+						for _, y := range b {
+							s.net.SetLink(hostOf(x), hostOf(y), Link{Cut: true})
+							s.net.SetLink(hostOf(y), hostOf(x), Link{Cut: true})
+						}
+					}
+				}
+			}
+		case OneWay:
+			s.net.SetLink(hostOf(e.From), hostOf(e.To), Link{Cut: true})
+		case Delay:
+			s.net.SetLink(hostOf(e.From), hostOf(e.To), Link{Delay: e.Delay / 2})
+			s.net.SetLink(hostOf(e.To), hostOf(e.From), Link{Delay: e.Delay / 2})
+		case Loss:
+			s.net.SetLink(hostOf(e.From), hostOf(e.To), Link{Loss: e.Loss})
+			s.net.SetLink(hostOf(e.To), hostOf(e.From), Link{Loss: e.Loss})
+		case Slow:
+			for _, o := range s.nodes {
+				if o.index != e.Node {
+					s.net.SetLink(hostOf(e.Node), o.ip, Link{Delay: e.Delay})
+					s.net.SetLink(o.ip, hostOf(e.Node), Link{Delay: e.Delay})
+				}
+			}
+		case Heal:
+			s.net.Heal()
+		}
+		switch {
+		case e.Kind == Heal:
+			faulty = false
+		case e.Kind == Partition || e.Kind == OneWay || e.Kind == Delay || e.Kind == Loss || e.Kind == Slow:
+			faulty = true
+		}
+		if !e.Kind.graceful() {
+			calmFrom = now.Add(s.opts.Settle)
+		}
+	}
+}
+
+// restart starts a new incarnation on n's slot, once the previous one has gone. The
+// first seed node starts only as docs/cluster.md says to start it: while another seed
+// node is Up and reachable from it (it joins their cluster), or while no node is Up
+// (it forms a new one, which the others join). Otherwise it would form a second cluster after
+// SeedNodeTimeout, as Akka's first seed does; its restart waits until then.
+func (s *run) restart(n *node) {
+	s.mu.Lock()
+	done, st, deferred := n.done, n.state, n.deferred
+	s.mu.Unlock()
+	if st != stopped || deferred {
+		return // running, or its restart already waits
+	}
+	if done != nil {
+		<-done
+	}
+	if n.index == 0 && !s.firstSeedMayStart() {
+		s.mu.Lock()
+		s.logf("n0 waits to restart until a seed node is reachable")
+		s.deferred++
+		n.deferred = true
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer func() { s.mu.Lock(); s.deferred--; n.deferred = false; s.mu.Unlock() }()
+			for !s.firstSeedMayStart() {
+				select {
+				case <-s.stop:
+					return
+				case <-time.After(time.Second):
+				}
+			}
+			s.mu.Lock()
+			s.logf("n0 restarts")
+			s.mu.Unlock()
+			if err := s.boot(n); err != nil {
+				s.chk.Violationf("%v", err)
+			}
+		}()
+		return
+	}
+	if err := s.boot(n); err != nil {
+		s.chk.Violationf("%v", err)
+	}
+}
+
+// firstSeedMayStart reports whether node 0, the first seed, may start: another seed
+// node is Up and reachable from it, or no node is Up.
+func (s *run) firstSeedMayStart() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	anyUp := false
+	for _, o := range s.nodes[1:] {
+		if o.state != running || !isUp(o) {
+			continue
+		}
+		anyUp = true
+		if o.index < s.opts.Nodes && s.net.reachable(s.nodes[0].ip, o.ip) {
+			return true
+		}
+	}
+	return !anyUp
+}
+
+// isUp reports whether n's incarnation sees itself Up.
+func isUp(n *node) bool {
+	self := n.cluster.SelfUniqueAddress()
+	for _, m := range n.cluster.State().Members {
+		if m.Unique == self {
+			return m.Status == member.Up
+		}
+	}
+	return false
+}
+
+// settle restarts the nodes that are down, then waits until the cluster has
+// converged and every entity answers from every node, up to ConvergeWithin.
+func (s *run) settle(rep *Report) {
+	deadline := time.Now().Add(s.opts.ConvergeWithin)
+	for _, n := range s.nodes {
+		s.mu.Lock()
+		st := n.state
+		s.mu.Unlock()
+		if st == stopped {
+			s.restart(n)
+		}
+	}
+	for {
+		s.mu.Lock()
+		waiting := s.deferred > 0
+		s.mu.Unlock()
+		if !waiting && s.converged() {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.chk.Violationf("the cluster did not converge within %v of the last event", s.opts.ConvergeWithin)
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	s.mu.Lock()
+	s.logf("converged")
+	s.mu.Unlock()
+	for id := range s.opts.Entities {
+		for _, n := range s.liveNodes() {
+			for {
+				err := s.get(n, id)
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					s.chk.Violationf("entity %d did not answer from %s within %v of the last event: %v", id, n.incarnation, s.opts.ConvergeWithin, err)
+					return
+				}
+			}
+		}
+	}
+	s.checkSet(deadline)
+}
+
+func (s *run) liveNodes() []*node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var live []*node
+	for _, n := range s.nodes {
+		if n.state == running {
+			live = append(live, n)
+		}
+	}
+	return live
+}
+
+func (s *run) get(n *node, id int) error {
+	ref, err := sharding.EntityRefFor[any](n.sys, entityType, sharding.EntityID(strconv.Itoa(id)))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = sharding.Ask[Ack, any](ctx, ref, Get{})
+	return err
+}
+
+// checkSet waits until every node holds the same replicated set, then checks it
+// against what was added: nothing that was not added, and everything a running
+// incarnation added.
+func (s *run) checkSet(deadline time.Time) {
+	live := s.liveNodes()
+	var sets [][]string
+	for {
+		sets = sets[:0]
+		for _, n := range live {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			g, err := ddata.Read(ctx, n.repl, setKey, ddata.ReadLocal())
+			cancel()
+			var els []string
+			if err == nil && g != nil {
+				els = g.Elements()
+			}
+			slices.Sort(els)
+			sets = append(sets, els)
+		}
+		same := true
+		for _, o := range sets[1:] {
+			same = same && slices.Equal(o, sets[0])
+		}
+		if same {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.chk.Violationf("distributed data did not converge within %v of the last event", s.opts.ConvergeWithin)
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := make(map[string]bool, len(sets[0]))
+	for _, e := range sets[0] {
+		in[e] = true
+		if _, ok := s.added[e]; !ok {
+			s.chk.Violationf("replicated set holds %q, which no node added", e)
+		}
+	}
+	running := make(map[string]bool)
+	for _, n := range live {
+		running[n.incarnation] = true
+	}
+	for e, inc := range s.added {
+		if running[inc] && !in[e] {
+			// Added by an incarnation that still runs: its own replica holds it, so
+			// every replica must.
+			s.chk.Violationf("replicated set lacks %q, added by %s, which still runs", e, inc)
+		}
+	}
+}
+
+// client writes to entity id: one request at a time, through a random running node.
+func (s *run) client(id int) {
+	defer s.wg.Done()
+	rng := rand.New(rand.NewPCG(s.opts.Seed, uint64(id)+1<<32))
+	pid := "sim-" + strconv.Itoa(id)
+	for op := uint64(1); ; op++ {
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(time.Duration(500+rng.IntN(2500)) * time.Millisecond):
+		}
+		live := s.liveNodes()
+		if len(live) == 0 {
+			continue
+		}
+		n := live[rng.IntN(len(live))]
+		ref, err := sharding.EntityRefFor[any](n.sys, entityType, sharding.EntityID(strconv.Itoa(id)))
+		if err != nil {
+			continue
+		}
+		sent := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ack, err := sharding.Ask[Ack, any](ctx, ref, Add{Op: op})
+		cancel()
+		if err == nil {
+			s.chk.Acked(pid, op, ack.Seq)
+			continue
+		}
+		s.mu.Lock()
+		stillRunning := n.state == running && n.sys != nil
+		s.mu.Unlock()
+		if stillRunning { // a node that left or crashed meanwhile loses its requests
+			s.chk.RequestFailed(fmt.Sprintf("request %d to %s through %s", op, pid, n.incarnation), sent, err)
+		}
+	}
+}
+
+// shutdownAll shuts every running node down gracefully and waits for every
+// incarnation to end.
+func (s *run) shutdownAll() {
+	for _, n := range s.liveNodes() {
+		s.leave(n)
+	}
+	s.mu.Lock()
+	var dones []chan struct{}
+	for _, n := range s.nodes {
+		if n.done != nil {
+			dones = append(dones, n.done)
+		}
+	}
+	s.mu.Unlock()
+	for _, d := range dones {
+		<-d
+	}
+}
+
+// Seeds returns the seeds a test runs: TROUPE_SIM_SEED (one seed, to replay a
+// failure) or TROUPE_SIM_SEEDS (how many, from 1) when set, else 1 to n.
+func Seeds(n int) []uint64 {
+	if v := os.Getenv("TROUPE_SIM_SEED"); v != "" {
+		if s, err := strconv.ParseUint(v, 10, 64); err == nil {
+			return []uint64{s}
+		}
+	}
+	if v := os.Getenv("TROUPE_SIM_SEEDS"); v != "" {
+		if k, err := strconv.Atoi(v); err == nil && k > 0 {
+			n = k
+		}
+	}
+	seeds := make([]uint64, n)
+	for i := range seeds {
+		seeds[i] = uint64(i + 1)
+	}
+	return seeds
+}
