@@ -119,11 +119,12 @@ func (n *Network) fault(from, to string) Link {
 	return l
 }
 
-// reachable reports whether a and b can connect: no cut either way, neither isolated.
-func (n *Network) reachable(a, b string) bool {
+// linked reports whether the links between a and b are not cut either way (whether
+// either host is isolated aside).
+func (n *Network) linked(a, b string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return !n.fault(a, b).Cut && !n.fault(b, a).Cut
+	return !n.links[[2]string{a, b}].Cut && !n.links[[2]string{b, a}].Cut
 }
 
 // listening reports whether anything still listens on address, for remote or gossip.

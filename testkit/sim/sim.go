@@ -332,7 +332,7 @@ func (s *run) firstSeedMayStart() bool {
 			continue
 		}
 		anyUp = true
-		if o.index < s.opts.Nodes && s.net.reachable(s.nodes[0].ip, o.ip) {
+		if o.index < s.opts.Nodes && s.net.linked(s.nodes[0].ip, o.ip) {
 			return true
 		}
 	}
@@ -526,6 +526,10 @@ func (s *run) shutdownAll() {
 	for _, d := range dones {
 		<-d
 	}
+	// memberlist leaves a probe or two behind its Shutdown, each ending at its
+	// timeout: the bubble's clock must run until they have (it stops once the
+	// simulation returns).
+	time.Sleep(time.Minute)
 }
 
 // Seeds returns the seeds a test runs: TROUPE_SIM_SEED (one seed, to replay a
