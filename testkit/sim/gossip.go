@@ -75,6 +75,9 @@ func (t *transport) WriteTo(b []byte, addr string) (time.Time, error) {
 	if lost {
 		n.counts.PacketsLost++
 	}
+	if base := n.latency[[2]string{t.addr.IP.String(), to.IP.String()}]; base > 0 {
+		l.Delay += time.Duration(n.rng.Int64N(int64(base))) - base/2 // jitter
+	}
 	n.mu.Unlock()
 	if lost {
 		return now, nil // as UDP: sent, and nobody knows it was lost

@@ -33,12 +33,13 @@ type Link struct {
 type Network struct {
 	mu        sync.Mutex
 	rng       *rand.Rand
-	listeners map[string]*listener  // "ip:port" -> remote listener
-	gossips   map[string]*transport // "ip:port" -> gossip transport
-	links     map[[2]string]Link    // [from, to] host -> fault
-	conns     map[*conn]struct{}    // open connection ends
-	ports     map[string]int        // host -> last ephemeral port given
-	isolated  map[string]bool       // hosts cut from every other
+	listeners map[string]*listener        // "ip:port" -> remote listener
+	gossips   map[string]*transport       // "ip:port" -> gossip transport
+	links     map[[2]string]Link          // [from, to] host -> fault
+	conns     map[*conn]struct{}          // open connection ends
+	ports     map[string]int              // host -> last ephemeral port given
+	isolated  map[string]bool             // hosts cut from every other
+	latency   map[[2]string]time.Duration // [from, to] host -> base one-way latency
 	counts    Counts
 }
 
@@ -57,6 +58,7 @@ func NewNetwork(seed uint64) *Network {
 		conns:     make(map[*conn]struct{}),
 		ports:     make(map[string]int),
 		isolated:  make(map[string]bool),
+		latency:   make(map[[2]string]time.Duration),
 	}
 }
 
@@ -77,6 +79,15 @@ func (n *Network) SetLink(from, to string, l Link) {
 	for _, c := range broken {
 		c.breakDown()
 	}
+}
+
+// SetLatency sets the base latency of the direction from to: every packet and write
+// takes that long, on top of a fault's Delay. Gossip packets vary by up to half of it
+// either way (and may arrive out of order, as UDP's do).
+func (n *Network) SetLatency(from, to string, d time.Duration) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.latency[[2]string{from, to}] = d
 }
 
 // LinkOf returns the state of the direction from to.
@@ -116,6 +127,7 @@ func (n *Network) fault(from, to string) Link {
 	if n.isolated[from] || n.isolated[to] {
 		l.Cut = true
 	}
+	l.Delay += n.latency[[2]string{from, to}]
 	return l
 }
 

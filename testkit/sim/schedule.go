@@ -53,10 +53,10 @@ func seedsUp(up []bool, nodes int) int {
 type Event struct {
 	At       time.Duration // after the simulation starts
 	Kind     Kind
-	Node     int     // Crash, Restart, Leave, Join (the new node's index), Slow
-	Sides    [][]int // Partition
-	From, To int     // OneWay, Delay, Loss
-	Delay    time.Duration
+	Node     int           // Crash, Restart, Leave, Join (the new node's index), Slow
+	Sides    [][]int       // Partition
+	From, To int           // OneWay, Delay, Loss
+	Delay    time.Duration // Delay, Slow; Partition: the second direction is cut that much later
 	Loss     float64
 }
 
@@ -70,7 +70,7 @@ func (e Event) String() string {
 		for _, s := range e.Sides {
 			sides = append(sides, fmt.Sprint(s))
 		}
-		return at + "partition " + strings.Join(sides, " | ")
+		return at + "partition " + strings.Join(sides, " | ") + fmt.Sprintf(" (the way back %v later)", e.Delay)
 	case OneWay:
 		return fmt.Sprintf("%sone-way cut n%d -> n%d", at, e.From, e.To)
 	case Delay:
@@ -156,6 +156,7 @@ func Generate(seed uint64, nodes, faults int, span time.Duration) []Event {
 				bounds = append(bounds, 1+rng.IntN(len(all)-1))
 			}
 			bounds = append(bounds, len(all))
+			e.Delay = time.Duration(rng.IntN(8000)) * time.Millisecond
 			slices.Sort(bounds)
 			for i := 1; i < len(bounds); i++ {
 				if bounds[i] > bounds[i-1] {

@@ -106,6 +106,7 @@ type run struct {
 	mu       sync.Mutex
 	nodes    []*node
 	deferred int               // restarts of the first seed waiting for a reachable seed
+	heals    int               // heals so far: a partition's way back is not cut after a heal
 	added    map[string]string // element of the replicated set -> incarnation that added it
 	log      []string
 }
@@ -162,6 +163,16 @@ func simulate(t *testing.T, opts Options) *Report {
 	}
 	for i := range slots {
 		s.nodes = append(s.nodes, &node{index: i, ip: hostOf(i)})
+	}
+	rng := rand.New(rand.NewPCG(opts.Seed, 0x1a7e))
+	for _, a := range s.nodes {
+		for _, b := range s.nodes {
+			if a != b {
+				// One-way latencies of 0.2 to 20 ms: the nodes of a data centre, or of
+				// a region's zones.
+				s.net.SetLatency(a.ip, b.ip, time.Duration(200+rng.IntN(19800))*time.Microsecond)
+			}
+		}
 	}
 	for i := range opts.Nodes {
 		if err := s.boot(s.nodes[i]); err != nil {
@@ -235,16 +246,32 @@ func (s *run) play(evs []Event) {
 		case Restart, Join:
 			s.restart(s.nodes[e.Node])
 		case Partition:
-			for i, a := range e.Sides {
-				for _, b := range e.Sides[i+1:] {
-					for _, x := range a {
-						for _, y := range b {
-							s.net.SetLink(hostOf(x), hostOf(y), Link{Cut: true})
-							s.net.SetLink(hostOf(y), hostOf(x), Link{Cut: true})
+			// One way first, the way back a moment later, as a real partition's
+			// sides rarely notice it at the same instant.
+			s.mu.Lock()
+			heals := s.heals
+			s.mu.Unlock()
+			cut := func(back bool) {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				if s.heals != heals {
+					return // healed meanwhile
+				}
+				for i, a := range e.Sides {
+					for _, b := range e.Sides[i+1:] {
+						for _, x := range a {
+							for _, y := range b {
+								if back {
+									x, y = y, x
+								}
+								s.net.SetLink(hostOf(x), hostOf(y), Link{Cut: true})
+							}
 						}
 					}
 				}
 			}
+			cut(false)
+			time.AfterFunc(e.Delay, func() { cut(true) })
 		case OneWay:
 			s.net.SetLink(hostOf(e.From), hostOf(e.To), Link{Cut: true})
 		case Delay:
@@ -261,7 +288,10 @@ func (s *run) play(evs []Event) {
 				}
 			}
 		case Heal:
+			s.mu.Lock()
+			s.heals++
 			s.net.Heal()
+			s.mu.Unlock()
 		}
 		switch {
 		case e.Kind == Heal:
