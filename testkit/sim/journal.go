@@ -3,19 +3,23 @@ package sim
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/troupe-go/troupe/persistence"
 )
 
-// plug is one node incarnation's way to the journal every node shares: pulled when
-// the node crashes, so that a crashed process writes nothing more, while the actors
-// it leaves behind the network cut run down.
+// plug is one node incarnation's way to the journal every node shares: every call
+// takes the incarnation's latency to the database, and the plug is pulled when the
+// node crashes, so that a crashed process writes nothing more, while the actors it
+// leaves behind the network cut run down.
 type plug struct {
-	j      persistence.Journal
-	pulled atomic.Bool
+	j       persistence.Journal
+	latency time.Duration
+	pulled  atomic.Bool
 }
 
 func (p *plug) check() error {
+	time.Sleep(p.latency)
 	if p.pulled.Load() {
 		return persistence.ErrClosed
 	}

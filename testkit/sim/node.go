@@ -87,7 +87,9 @@ func (s *run) boot(n *node) error {
 	if err != nil {
 		return fail(err)
 	}
-	p := &plug{j: s.journal}
+	// The database is 1 to 20 ms away, as a PostgreSQL server in the same region.
+	jr := rand.New(rand.NewPCG(s.opts.Seed, uint64(n.index)<<16|uint64(n.gen)|1<<40))
+	p := &plug{j: s.journal, latency: time.Duration(1000+jr.IntN(19000)) * time.Microsecond}
 	if _, err := persistence.Start(sys, persistence.Config{Journal: p, Registry: s.reg}); err != nil {
 		return fail(err)
 	}

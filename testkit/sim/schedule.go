@@ -60,27 +60,30 @@ type Event struct {
 	Loss     float64
 }
 
-func (e Event) String() string {
-	at := fmt.Sprintf("%8v  ", e.At)
+// String describes the event, after its time.
+func (e Event) String() string { return e.At.String() + "  " + e.what() }
+
+// what describes the event.
+func (e Event) what() string {
 	switch e.Kind {
 	case Crash, Restart, Leave, Join:
-		return fmt.Sprintf("%s%s n%d", at, e.Kind, e.Node)
+		return fmt.Sprintf("%s n%d", e.Kind, e.Node)
 	case Partition:
 		var sides []string
 		for _, s := range e.Sides {
 			sides = append(sides, fmt.Sprint(s))
 		}
-		return at + "partition " + strings.Join(sides, " | ") + fmt.Sprintf(" (the way back %v later)", e.Delay)
+		return "partition " + strings.Join(sides, " | ") + fmt.Sprintf(" (the way back %v later)", e.Delay)
 	case OneWay:
-		return fmt.Sprintf("%sone-way cut n%d -> n%d", at, e.From, e.To)
+		return fmt.Sprintf("one-way cut n%d -> n%d", e.From, e.To)
 	case Delay:
-		return fmt.Sprintf("%sdelay n%d <-> n%d by %v", at, e.From, e.To, e.Delay)
+		return fmt.Sprintf("delay n%d <-> n%d by %v", e.From, e.To, e.Delay)
 	case Loss:
-		return fmt.Sprintf("%sloss n%d <-> n%d of %.0f%%", at, e.From, e.To, e.Loss*100)
+		return fmt.Sprintf("loss n%d <-> n%d of %.0f%%", e.From, e.To, e.Loss*100)
 	case Slow:
-		return fmt.Sprintf("%sslow node n%d by %v", at, e.Node, e.Delay)
+		return fmt.Sprintf("slow node n%d by %v", e.Node, e.Delay)
 	default:
-		return at + e.Kind.String()
+		return e.Kind.String()
 	}
 }
 
@@ -175,7 +178,7 @@ func Generate(seed uint64, nodes, faults int, span time.Duration) []Event {
 		}
 		evs = append(evs, e)
 	}
-	at += step
+	at = (at + step).Round(100 * time.Millisecond)
 	evs = append(evs, Event{At: at, Kind: Heal})
 	for _, i := range down() {
 		at += time.Second

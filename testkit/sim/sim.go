@@ -236,7 +236,7 @@ func (s *run) play(evs []Event) {
 			s.chk.Calm(calmFrom, now)
 		}
 		s.mu.Lock()
-		s.logf("%s", strings.TrimSpace(e.String()[10:]))
+		s.logf("%s", e.what())
 		s.mu.Unlock()
 		switch e.Kind {
 		case Crash:
