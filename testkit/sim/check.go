@@ -111,6 +111,16 @@ func (c *Checker) Crashed(incarnation string) {
 	}
 }
 
+// Conflict reports that the journal refused incarnation's write of pid because
+// another writer had used its sequence number: two instances of the entity wrote.
+func (c *Checker) Conflict(pid, incarnation string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.dead[incarnation] {
+		c.violationf("%s: a write on %s conflicted with another writer's: %v", pid, incarnation, err)
+	}
+}
+
 // Acked reports that the request op to the entity persisting as pid was answered:
 // its event is stored at seq. The requests of one entity are sent one after another,
 // so their sequence numbers must grow.

@@ -2,6 +2,9 @@ package sim
 
 import (
 	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -9,17 +12,29 @@ import (
 )
 
 // plug is one node incarnation's way to the journal every node shares: every call
-// takes the incarnation's latency to the database, and the plug is pulled when the
-// node crashes, so that a crashed process writes nothing more, while the actors it
-// leaves behind the network cut run down.
+// takes the incarnation's latency to the database, one in fifty a spike of 0.1 to 1 s
+// (a busy database), and the plug is pulled when the node crashes, so that a crashed
+// process writes nothing more, while the actors it leaves behind the network cut run
+// down. A write that conflicts with another writer's is reported to the checker.
 type plug struct {
-	j       persistence.Journal
-	latency time.Duration
-	pulled  atomic.Bool
+	j           persistence.Journal
+	latency     time.Duration
+	pulled      atomic.Bool
+	incarnation string
+	chk         *Checker
+
+	mu  sync.Mutex
+	rng *rand.Rand
 }
 
 func (p *plug) check() error {
-	time.Sleep(p.latency)
+	p.mu.Lock()
+	d := p.latency
+	if p.rng.IntN(50) == 0 {
+		d += time.Duration(100+p.rng.IntN(900)) * time.Millisecond
+	}
+	p.mu.Unlock()
+	time.Sleep(d)
 	if p.pulled.Load() {
 		return persistence.ErrClosed
 	}
@@ -30,7 +45,13 @@ func (p *plug) WriteMessages(ctx context.Context, w []persistence.AtomicWrite) (
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	return p.j.WriteMessages(ctx, w)
+	res, err := p.j.WriteMessages(ctx, w)
+	for i, e := range res {
+		if errors.Is(e, persistence.ErrSequenceConflict) {
+			p.chk.Conflict(w[i].PersistenceID, p.incarnation, e)
+		}
+	}
+	return res, err
 }
 
 func (p *plug) ReplayMessages(ctx context.Context, pid string, from, to, max uint64, fn func(persistence.Record) error) error {

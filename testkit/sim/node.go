@@ -89,7 +89,7 @@ func (s *run) boot(n *node) error {
 	}
 	// The database is 1 to 20 ms away, as a PostgreSQL server in the same region.
 	jr := rand.New(rand.NewPCG(s.opts.Seed, uint64(n.index)<<16|uint64(n.gen)|1<<40))
-	p := &plug{j: s.journal, latency: time.Duration(1000+jr.IntN(19000)) * time.Microsecond}
+	p := &plug{j: s.journal, latency: time.Duration(1000+jr.IntN(19000)) * time.Microsecond, incarnation: inc, chk: s.chk, rng: jr}
 	if _, err := persistence.Start(sys, persistence.Config{Journal: p, Registry: s.reg}); err != nil {
 		return fail(err)
 	}
@@ -109,7 +109,8 @@ func (s *run) boot(n *node) error {
 				return &logEntity{id: string(id), incarnation: inc, chk: chk}
 			})
 		},
-		NumberOfShards: s.opts.Shards,
+		NumberOfShards:     s.opts.Shards,
+		HandOffStopMessage: Stop{},
 	}); err != nil {
 		return fail(err)
 	}

@@ -511,7 +511,7 @@ func (s *run) client(id int) {
 		select {
 		case <-s.stop:
 			return
-		case <-time.After(time.Duration(500+rng.IntN(2500)) * time.Millisecond):
+		case <-time.After(time.Duration(50+rng.IntN(450)) * time.Millisecond):
 		}
 		live := s.liveNodes()
 		if len(live) == 0 {

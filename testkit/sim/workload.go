@@ -23,12 +23,19 @@ type Ack struct{ Seq uint64 }
 // Get asks an entity how many events it has; it answers Ack with its last Seq.
 type Get struct{}
 
+// Stop is the entity's hand-off stop message: a command, so it waits behind the
+// commands stashed while an event is written, and the entity never stops with a write
+// in flight (PoisonPill would stop it at once, and the write would land after its
+// shard's next home had started it again).
+type Stop struct{}
+
 func register(reg *serialization.Registry) error {
 	return errors.Join(
 		serialization.Register[Add](reg, "sim.Add"),
 		serialization.Register[Added](reg, "sim.Added"),
 		serialization.Register[Ack](reg, "sim.Ack"),
 		serialization.Register[Get](reg, "sim.Get"),
+		serialization.Register[Stop](reg, "sim.Stop"),
 	)
 }
 
@@ -68,6 +75,8 @@ func (e *logEntity) Receive(ctx persistence.Context) {
 		}
 	case Get:
 		_ = ctx.Respond(Ack{Seq: ctx.LastSequenceNr()})
+	case Stop:
+		_ = ctx.Stop(ctx.Self())
 	case actor.Stopped:
 		if e.live {
 			e.chk.Stopped("entity", e.id, e.incarnation)
