@@ -165,7 +165,7 @@ func (c *Cluster) AddNode() (*Node, error) {
 // liveSeed returns the gossip address of the first running node other than n.
 func (c *Cluster) liveSeed(n *Node) []string {
 	for _, m := range c.Nodes() {
-		if m != n && !m.crashed && m.System != nil {
+		if m != n && !c.isCrashed(m) && m.System != nil {
 			return []string{m.gossip}
 		}
 	}

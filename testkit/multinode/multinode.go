@@ -271,6 +271,13 @@ func splitPort(hostport string) (string, int, error) {
 	return "", 0, fmt.Errorf("no port in %q", hostport)
 }
 
+// isCrashed reports whether n was crashed (or failed to start) and not restarted.
+func (c *Cluster) isCrashed(n *Node) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return n.crashed
+}
+
 // Node returns node i.
 func (c *Cluster) Node(i int) *Node {
 	c.mu.Lock()

@@ -33,7 +33,7 @@ func (c *Cluster) AwaitAllUp(timeout time.Duration) {
 func (c *Cluster) WaitAllUp(ctx context.Context) error {
 	var live []*Node
 	for _, n := range c.Nodes() {
-		if !n.crashed {
+		if !c.isCrashed(n) {
 			live = append(live, n)
 		}
 	}
@@ -84,7 +84,7 @@ func (c *Cluster) WaitFor(ctx context.Context, i int, what string, cond func(clu
 		return fmt.Errorf("multinode: %w", err)
 	}
 	defer func() { _ = n.System.Stop(sub) }()
-	if err := n.Cluster.Subscribe(sub); err != nil && !n.crashed {
+	if err := n.Cluster.Subscribe(sub); err != nil && !c.isCrashed(n) {
 		select {
 		case <-n.Cluster.Stopped():
 		default:
