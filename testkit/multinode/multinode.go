@@ -117,8 +117,8 @@ func Start(t testing.TB, opts Options) *Cluster {
 // the nodes it started are shut down again.
 //
 // The methods that fail a test when they fail (Add, Restart, Await, AwaitAllUp) log
-// the failure on a Cluster from New and return; programs use AddNode, RestartNode,
-// WaitFor and WaitAllUp, which return the error.
+// the failure on a Cluster from New and return (Add and Restart a nil node); programs
+// use AddNode, RestartNode, WaitFor and WaitAllUp, which return the error.
 func New(ctx context.Context, opts Options) (*Cluster, error) {
 	c := newCluster(nil, opts)
 	err := c.start()
