@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"runtime/metrics"
 	"time"
@@ -9,97 +10,89 @@ import (
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
-	"github.com/troupe-go/troupe/testkit/faultnet"
+	"github.com/troupe-go/troupe/testkit/multinode"
 )
 
-// clusterNode is one in-process node of the cluster scenarios.
+// clusterNode is one in-process node of the cluster scenarios, started by
+// testkit/multinode: the nodes are connected through a network that can cut a node's
+// links, so that a scenario can crash one (crash).
 type clusterNode struct {
 	sys *actor.System
 	r   *remote.Remote
 	c   *cluster.Cluster
 	reg *serialization.Registry // the registry of its transport, shared by ddata and sharding
+
+	nodes   *multinode.Cluster // the cluster it belongs to
+	index   int                // its index there
+	crashed chan struct{}      // closed when a crash has shut the node down
 }
 
 // stableAfter is the split-brain resolver's stable-after in the cluster scenarios: the
 // shortest that cluster.TestTiming allows (twice its detection spread of about 0.66s).
 const stableAfter = 1400 * time.Millisecond
 
-// network connects the in-process nodes of the cluster scenarios, through the
-// transports' seams, so that a scenario can crash one (crash).
-var network = faultnet.New()
-
-func startClusterNode(i int, seed string) (*clusterNode, error) {
-	name := fmt.Sprintf("node%d", i)
-	sys, err := actor.New(name, baseConfig())
-	if err != nil {
-		return nil, err
+// clusterOptions are the multinode options of the cluster scenarios' nodes: the
+// benchmark's actor system config, the wire messages registered, and the transport's
+// default reconnect backoff (as in the scenarios' figures before multinode).
+func clusterOptions(n int) multinode.Options {
+	return multinode.Options{
+		Nodes:           n,
+		Registry:        wireRegistry(),
+		StableAfter:     stableAfter,
+		ConfigureSystem: func(_ int, c *actor.Config) { *c = baseConfig() },
+		ConfigureRemote: func(_ int, c *remote.Config) {
+			c.BackpressureTimeout = 10 * time.Second
+			c.ReconnectBackoffMin, c.ReconnectBackoffMax = 0, 0
+		},
 	}
-	seams := network.Node(name)
-	network.Reconnect(name) // an earlier scenario's node of that name may have crashed
-	reg := wireRegistry()
-	rc := remote.Config{Registry: reg, BackpressureTimeout: 10 * time.Second}
-	seams.Install(&rc, nil)
-	r, err := remote.Start(sys, rc)
-	if err != nil {
-		shutdown(sys)
-		return nil, err
-	}
-	cfg := cluster.Config{
-		JoinRetryInterval: 50 * time.Millisecond,
-		Timing:            cluster.TestTiming(),
-		Downing:           cluster.DowningConfig{StableAfter: stableAfter},
-	}
-	if seed != "" {
-		cfg.SeedNodes = []string{seed}
-	}
-	seams.Install(nil, &cfg)
-	c, err := cluster.Start(sys, cfg)
-	if err != nil {
-		shutdown(sys)
-		return nil, err
-	}
-	return &clusterNode{sys: sys, r: r, c: c, reg: reg}, nil
 }
 
-// crash kills the node as a crashed process would, as far as the others can tell:
-// every link of it is cut at once, so they hear nothing more from it (no leave, no
-// hand-over). Behind the cut it downs itself, which stops its cluster services and
-// then, in the background, its system.
+// nodesOf returns the benchmark's view of mc's nodes.
+func nodesOf(mc *multinode.Cluster, reg *serialization.Registry) []*clusterNode {
+	var nodes []*clusterNode
+	for _, n := range mc.Nodes() {
+		nodes = append(nodes, nodeOf(mc, n, reg))
+	}
+	return nodes
+}
+
+func nodeOf(mc *multinode.Cluster, n *multinode.Node, reg *serialization.Registry) *clusterNode {
+	return &clusterNode{sys: n.System, r: n.Remote, c: n.Cluster, reg: reg, nodes: mc, index: n.Index}
+}
+
+// addNode starts one more node in nodes' cluster, joining through its first node.
+func addNode(nodes []*clusterNode) (*clusterNode, error) {
+	n, err := nodes[0].nodes.AddNode()
+	if err != nil {
+		return nil, err
+	}
+	return nodeOf(nodes[0].nodes, n, nodes[0].reg), nil
+}
+
+// crash kills the node as a crashed process would (multinode's Crash): every link of
+// it is cut at once, so the others hear nothing more from it (no leave, no
+// hand-over); behind the cut it downs itself, which stops its cluster services, and
+// its system shuts down. The crash runs in the background, so that a scenario's clock
+// runs from the cut; crashed is closed when the system has shut down.
 func (n *clusterNode) crash() {
-	network.Isolate(n.sys.Name())
-	_ = n.c.Down(n.c.SelfUniqueAddress())
+	n.crashed = make(chan struct{})
+	go func() {
+		defer close(n.crashed)
+		n.nodes.Crash(n.index)
+	}()
 }
 
 // formCluster starts n nodes, all joining the first, and returns when every node sees
 // n members Up.
 func formCluster(n int) ([]*clusterNode, error) {
-	nodes := make([]*clusterNode, 0, n)
-	for i := range n {
-		seed := ""
-		if i > 0 {
-			seed = nodes[0].c.GossipAddress()
-		}
-		node, err := startClusterNode(i, seed)
-		if err != nil {
-			stopCluster(nodes)
-			return nil, err
-		}
-		nodes = append(nodes, node)
-	}
-	err := waitFor(nodes, 60*time.Second, func(st cluster.CurrentClusterState) bool {
-		up := 0
-		for _, m := range st.Members {
-			if m.Status == cluster.Up {
-				up++
-			}
-		}
-		return up == n && len(st.Members) == n
-	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	opts := clusterOptions(n)
+	mc, err := multinode.New(ctx, opts)
 	if err != nil {
-		stopCluster(nodes)
 		return nil, err
 	}
-	return nodes, nil
+	return nodesOf(mc, opts.Registry), nil
 }
 
 // waitFor polls every node's view (every millisecond) until cond holds for all.
@@ -123,9 +116,17 @@ func waitFor(nodes []*clusterNode, timeout time.Duration, cond func(cluster.Curr
 	}
 }
 
+// stopCluster shuts the nodes of a scenario down, once a crashed one has shut down.
 func stopCluster(nodes []*clusterNode) {
 	for _, n := range nodes {
-		shutdown(n.sys)
+		if n.crashed != nil {
+			<-n.crashed
+		}
+	}
+	if len(nodes) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(nodes))*30*time.Second)
+		defer cancel()
+		_ = nodes[0].nodes.Shutdown(ctx)
 	}
 }
 

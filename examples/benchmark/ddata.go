@@ -14,6 +14,7 @@ import (
 	"github.com/troupe-go/troupe/ddata"
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
+	"github.com/troupe-go/troupe/testkit/multinode"
 )
 
 // The distributed-data scenarios: in-process nodes (actor system, remote, cluster
@@ -34,64 +35,32 @@ type ddataNode struct {
 	rep *ddata.Replicator
 }
 
-// startDdataCluster starts n nodes, all joining the first, waits until every node
-// sees n members Up, and starts a replicator on each with cfg.
+// startDdataCluster starts n nodes (testkit/multinode), all joining the first, with a
+// replicator on each with cfg, and waits until every node sees n members Up. No node
+// is downed: the resolver's stable-after is a minute. stopDdata shuts them down.
 func startDdataCluster(n int, cfg ddata.Config) ([]*ddataNode, error) {
-	var nodes []*ddataNode
-	stop := func() {
-		for _, nd := range nodes {
-			shutdown(nd.sys)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	reps := make([]*ddata.Replicator, n)
+	opts := clusterOptions(n)
+	opts.Registry = serialization.NewRegistry()
+	opts.StableAfter = time.Minute
+	opts.ConfigureRemote = func(_ int, c *remote.Config) { // the transport's defaults
+		c.ReconnectBackoffMin, c.ReconnectBackoffMax = 0, 0
 	}
-	for i := range n {
-		sys, err := actor.New(fmt.Sprintf("node%d", i), baseConfig())
-		if err != nil {
-			stop()
-			return nil, err
-		}
-		reg := serialization.NewRegistry()
-		r, err := remote.Start(sys, remote.Config{Registry: reg})
-		if err != nil {
-			shutdown(sys)
-			stop()
-			return nil, err
-		}
-		cc := cluster.Config{JoinRetryInterval: 50 * time.Millisecond, Timing: cluster.TestTiming(),
-			Downing: cluster.DowningConfig{StableAfter: time.Minute}}
-		if i > 0 {
-			cc.SeedNodes = []string{nodes[0].c.GossipAddress()}
-		}
-		c, err := cluster.Start(sys, cc)
-		if err != nil {
-			shutdown(sys)
-			stop()
-			return nil, err
-		}
-		nodes = append(nodes, &ddataNode{sys: sys, r: r, c: c})
-		nodes[i].rep = nil
-		c2 := cfg
-		c2.Cluster, c2.Registry = c, reg
-		if nodes[i].rep, err = ddata.Start(context.Background(), sys, c2); err != nil {
-			stop()
-			return nil, err
-		}
+	opts.OnStart = func(nd *multinode.Node) (err error) {
+		c := cfg
+		c.Cluster, c.Registry = nd.Cluster, opts.Registry
+		reps[nd.Index], err = ddata.Start(context.Background(), nd.System, c)
+		return err
 	}
-	var cnodes []*clusterNode
-	for _, nd := range nodes {
-		cnodes = append(cnodes, &clusterNode{sys: nd.sys, r: nd.r, c: nd.c})
-	}
-	err := waitFor(cnodes, 60*time.Second, func(st cluster.CurrentClusterState) bool {
-		up := 0
-		for _, m := range st.Members {
-			if m.Status == cluster.Up {
-				up++
-			}
-		}
-		return up == n && len(st.Members) == n
-	})
+	mc, err := multinode.New(ctx, opts)
 	if err != nil {
-		stop()
 		return nil, err
+	}
+	var nodes []*ddataNode
+	for i, nd := range mc.Nodes() {
+		nodes = append(nodes, &ddataNode{sys: nd.System, r: nd.Remote, c: nd.Cluster, rep: reps[i]})
 	}
 	return nodes, nil
 }

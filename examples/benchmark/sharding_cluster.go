@@ -556,7 +556,7 @@ func runRebalance(n int) (result, error) {
 	time.Sleep(time.Second) // a steady stream before the join (pacing, not synchronisation)
 
 	start := time.Now()
-	joiner, err := startClusterNode(3, nodes[0].c.GossipAddress())
+	joiner, err := addNode(nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -729,8 +729,6 @@ func runShardingFailover(n int) (result, error) {
 	start = time.Now()
 	armed.Store(true)
 	nodes[victim].crash()
-	stopped := make(chan struct{})
-	go func() { shutdown(nodes[victim].sys); close(stopped) }()
 	removed := make(chan time.Duration, 1)
 	go func() {
 		err := waitFor(survivors, 60*time.Second, func(st cluster.CurrentClusterState) bool {
@@ -767,7 +765,7 @@ func runShardingFailover(n int) (result, error) {
 	}
 	sort.Slice(at, func(i, j int) bool { return at[i] < at[j] })
 	first, last := at[0], at[len(at)-1]
-	<-stopped
+	<-nodes[victim].crashed
 	removal := <-removed
 	var rehomed time.Duration
 	select {

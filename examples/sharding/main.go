@@ -31,9 +31,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/persistence/badgerjournal"
 	"github.com/troupe-go/troupe/serialization"
-	"github.com/troupe-go/troupe/testkit/faultnet"
+	"github.com/troupe-go/troupe/testkit/multinode"
 	"go.uber.org/zap"
 )
 
@@ -110,32 +111,34 @@ func runInProcess(f flags) error {
 	if err := registerCounter(reg); err != nil {
 		return err
 	}
-	cfg := nodeConfig{reg: reg, journal: store, snapshots: store, idle: f.idle, shards: f.shards, logger: logger(f.verbose), net: faultnet.New()}
+	cfg := nodeConfig{reg: reg, journal: store, snapshots: store, idle: f.idle, shards: f.shards, logger: logger(f.verbose)}
 
 	fmt.Println("starting three nodes sharing the journal in", dir)
 	fmt.Println("(each node: an actor system with remoting, cluster membership, persistence and")
 	fmt.Println("sharding; a counter is a persistent entity that any node reaches by its ID)")
-	var nodes []*node
-	defer func() {
-		for i := len(nodes) - 1; i >= 0; i-- {
-			if nodes[i] != nil {
-				_ = nodes[i].sys.Shutdown(context.Background())
-			}
-		}
-	}()
-	for i := range 3 {
-		var seeds []string
-		if i > 0 {
-			seeds = []string{nodes[0].cluster.GossipAddress()}
-		}
-		n, err := startNode(fmt.Sprintf("counter-%d", i), seeds, cfg)
-		if err != nil {
+	// testkit/multinode starts the nodes in this process, connected through a network
+	// that can cut a node's links: the demo crashes one with it.
+	regions := make([]actor.Ref, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := multinode.New(ctx, multinode.Options{
+		Nodes:       3,
+		Name:        "counter-",
+		Registry:    reg,
+		StableAfter: stableAfter,
+		Logger:      cfg.logger,
+		OnStart: func(n *multinode.Node) (err error) {
+			regions[n.Index], err = startServices(n.System, cfg)
 			return err
-		}
-		nodes = append(nodes, n)
-	}
-	if err := nodes[0].waitUp(3, 20*time.Second); err != nil {
+		},
+	})
+	if err != nil {
 		return err
+	}
+	defer func() { _ = c.Shutdown(context.Background()) }()
+	nodes := make([]*node, 3)
+	for i, n := range c.Nodes() {
+		nodes[i] = &node{name: n.Name(), sys: n.System, cluster: n.Cluster, region: regions[i]}
 	}
 
 	ids := make([]string, f.counters)
@@ -191,7 +194,7 @@ func runInProcess(f flags) error {
 	fmt.Println("   (the wait: failure detection, the split-brain resolver's stable-after of 2 s, and")
 	fmt.Println("   the removal margin after the downing, so that the crashed node has stopped first)")
 	start := time.Now()
-	nodes[victim].crash()
+	c.Crash(victim)
 	nodes[victim] = nil
 	for _, id := range ids {
 		if _, err := eventually(nodes[survivor], id, 30*time.Second); err != nil {

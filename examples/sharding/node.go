@@ -13,7 +13,6 @@ import (
 	"github.com/troupe-go/troupe/remote"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/sharding"
-	"github.com/troupe-go/troupe/testkit/faultnet"
 	"go.uber.org/zap"
 )
 
@@ -24,7 +23,6 @@ type node struct {
 	sys     *actor.System
 	cluster *cluster.Cluster
 	region  actor.Ref
-	net     *faultnet.Network
 }
 
 // nodeConfig is what every node shares.
@@ -37,11 +35,11 @@ type nodeConfig struct {
 	logger     *zap.Logger
 	remotePort int
 	gossipPort int
-	// net, when set, connects the nodes in this process through the transports'
-	// seams, so that the demo can crash one: cut all its links at once.
-	net *faultnet.Network
 }
 
+// startNode starts a node of its own (-node): its actor system, remoting, cluster
+// membership, and the services on them. The demo in one process starts its nodes with
+// testkit/multinode instead, and the services on each with startServices.
 func startNode(name string, seeds []string, cfg nodeConfig) (*node, error) {
 	sys, err := actor.New(name, actor.Config{Logger: cfg.logger})
 	if err != nil {
@@ -51,31 +49,39 @@ func startNode(name string, seeds []string, cfg nodeConfig) (*node, error) {
 		_ = sys.Shutdown(context.Background())
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	rc := remote.Config{Registry: cfg.reg, ListenPort: cfg.remotePort}
-	cc := cluster.Config{
+	if _, err := remote.Start(sys, remote.Config{Registry: cfg.reg, ListenPort: cfg.remotePort}); err != nil {
+		return fail(err)
+	}
+	c, err := cluster.Start(sys, cluster.Config{
 		GossipPort: cfg.gossipPort,
 		SeedNodes:  seeds,
 		Timing:     cluster.TestTiming(), // failures detected in about a second; production keeps the defaults
-		Downing:    cluster.DowningConfig{StableAfter: 2 * time.Second},
-	}
-	if cfg.net != nil { // nodes in this process (not -process)
-		cfg.net.Node(name).Install(&rc, &cc)
-	}
-	if _, err := remote.Start(sys, rc); err != nil {
-		return fail(err)
-	}
-	c, err := cluster.Start(sys, cc)
+		Downing:    cluster.DowningConfig{StableAfter: stableAfter},
+	})
 	if err != nil {
 		return fail(err)
 	}
-	if _, err := persistence.Start(sys, persistence.Config{Journal: cfg.journal, Snapshots: cfg.snapshots, Registry: cfg.reg}); err != nil {
+	region, err := startServices(sys, cfg)
+	if err != nil {
 		return fail(err)
+	}
+	return &node{name: name, sys: sys, cluster: c, region: region}, nil
+}
+
+// stableAfter is the split-brain resolver's stable-after of the demo's nodes.
+const stableAfter = 2 * time.Second
+
+// startServices starts persistence on the shared journal, sharding, and the Counter
+// entity type on sys, whose remoting and cluster run; it returns the type's region.
+func startServices(sys *actor.System, cfg nodeConfig) (actor.Ref, error) {
+	if _, err := persistence.Start(sys, persistence.Config{Journal: cfg.journal, Snapshots: cfg.snapshots, Registry: cfg.reg}); err != nil {
+		return actor.Ref{}, err
 	}
 	s, err := sharding.Start(sys, sharding.Config{Registry: cfg.reg})
 	if err != nil {
-		return fail(err)
+		return actor.Ref{}, err
 	}
-	region, err := s.Start("Counter", sharding.EntityConfig{
+	return s.Start("Counter", sharding.EntityConfig{
 		EntityFactory:         counterProps(cfg.idle),
 		NumberOfShards:        cfg.shards,
 		StateStoreMode:        sharding.StateStorePersistence,
@@ -83,10 +89,6 @@ func startNode(name string, seeds []string, cfg nodeConfig) (*node, error) {
 		HandOffStopMessage:    Stop{},
 		Timings:               sharding.Timings{RetryInterval: 500 * time.Millisecond},
 	})
-	if err != nil {
-		return fail(err)
-	}
-	return &node{name: name, sys: sys, cluster: c, region: region, net: cfg.net}, nil
 }
 
 // leave shuts the node down gracefully: its shards are handed off first.
@@ -94,17 +96,6 @@ func (n *node) leave() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return n.sys.Shutdown(ctx)
-}
-
-// crash kills the node as a crashed process would, as far as the others can tell: all
-// its links are cut at once, so they hear nothing more from it (no leave, no
-// hand-off). Behind the cut it downs itself, which stops its cluster services, and its
-// system shuts down.
-func (n *node) crash() {
-	n.net.Isolate(n.name)
-	_ = n.cluster.Down(n.cluster.SelfUniqueAddress())
-	<-n.cluster.Stopped()
-	_ = n.sys.Shutdown(context.Background())
 }
 
 // send sends cmd to counter id through this node and waits for the Count.
@@ -136,22 +127,4 @@ func (n *node) shards() (string, error) {
 		parts = append(parts, fmt.Sprintf("%s[%s]", s.Shard, strings.Join(ids, " ")))
 	}
 	return strings.Join(parts, " "), nil
-}
-
-// waitUp waits until n sees want members Up.
-func (n *node) waitUp(want int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		up := 0
-		for _, m := range n.cluster.State().Members {
-			if m.Status == cluster.Up {
-				up++
-			}
-		}
-		if up == want && len(n.cluster.State().Members) == want {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("%s: %d members not Up within %v", n.name, want, timeout)
 }

@@ -1,12 +1,14 @@
 // Package multinode runs several Troupe nodes (actor system, remoting and cluster
 // membership) and injects faults between them, as Akka's multi-node test kit does with
-// its test conductor. It has three modes.
+// its test conductor. It has four modes.
 //
 // # Nodes in the test process
 //
 // Start starts N nodes on 127.0.0.1 in the test process, the first as the seed, and
-// waits until every node sees every node Up. The nodes are wired through a
-// testkit/faultnet network, plugged into the transports' public seams
+// waits until every node sees every node Up. Options.OnStart starts what else each
+// node runs (persistence, distributed data, sharding, singletons), on every start and
+// restart of the node. The nodes are wired through a testkit/faultnet network,
+// plugged into the transports' public seams
 // (remote.Config.Dial and Listen, cluster.Config.Transport). Partition cuts two groups
 // of nodes apart in both serf's gossip and the remote transport; PartitionGossip cuts
 // serf's gossip only; HealPartition and Heal remove the cuts; CutOneWay drops what one
@@ -17,7 +19,17 @@
 // are cut at once, then it downs itself behind the cut and its system shuts down; Restart
 // starts it again on the same addresses as a new incarnation. Await waits for a
 // condition on a node's view of the cluster, re-checking at each cluster event. Nodes
-// use cluster.TestTiming and a stable-after of 3s.
+// use cluster.TestTiming and a stable-after of 3s (Options.Configure changes them).
+//
+// # Nodes in a program
+//
+// New is Start for programs (examples, demos, benchmarks) that want several nodes in
+// one process and to crash or partition them as a test does: it needs no testing.TB,
+// returns errors instead of failing a test, logs to Options.Logger, and leaves the
+// shutdown to the caller (Shutdown). Crash and the faults work as in a test; AddNode,
+// RestartNode, WaitFor and WaitAllUp are Add, Restart, Await and AwaitAllUp with an
+// error result and a context. The program imports no internal package: everything it
+// uses is public API, as the examples under examples/ show.
 //
 // # Node processes
 //
@@ -46,5 +58,5 @@
 // when the test ends, passed or failed. It needs root (CI runs these tests as root);
 // elsewhere the tests skip, with a log line saying why (NetAvailable).
 //
-// Everything is shut down at the end of the test.
+// In a test, everything is shut down at the end of the test.
 package multinode
