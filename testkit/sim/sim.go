@@ -186,8 +186,9 @@ func simulate(t *testing.T, opts Options) *Report {
 	s.logf("%d nodes up", opts.Nodes)
 	s.mu.Unlock()
 	for i := range opts.Entities {
-		s.wg.Add(1)
+		s.wg.Add(2)
 		go s.client(i)
+		go s.reader(i)
 	}
 	s.play(opts.Schedule)
 	last := time.Since(s.start)
@@ -419,6 +420,7 @@ func (s *run) settle(rep *Report) {
 					s.chk.Violationf("entity %d did not answer from %s within %v of the last event: %v", id, n.incarnation, s.opts.ConvergeWithin, err)
 					return
 				}
+				time.Sleep(time.Second) // an error that came at once must not spin: virtual time would stop
 			}
 		}
 	}
@@ -535,6 +537,37 @@ func (s *run) client(id int) {
 		s.mu.Unlock()
 		if stillRunning { // a node that left or crashed meanwhile loses its requests
 			s.chk.RequestFailed(fmt.Sprintf("request %d to %s through %s", op, pid, n.incarnation), sent, err)
+		}
+	}
+}
+
+// reader reads entity id now and then, through a random running node, besides its
+// writer: a request that may reach a shard's next home while the previous home still
+// finishes the writer's last write.
+func (s *run) reader(id int) {
+	defer s.wg.Done()
+	rng := rand.New(rand.NewPCG(s.opts.Seed, uint64(id)+2<<32))
+	for k := 1; ; k++ {
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(time.Duration(100+rng.IntN(1900)) * time.Millisecond):
+		}
+		live := s.liveNodes()
+		if len(live) == 0 {
+			continue
+		}
+		n := live[rng.IntN(len(live))]
+		sent := time.Now()
+		err := s.get(n, id)
+		if err == nil {
+			continue
+		}
+		s.mu.Lock()
+		stillRunning := n.state == running
+		s.mu.Unlock()
+		if stillRunning {
+			s.chk.RequestFailed(fmt.Sprintf("read %d of sim-%d through %s", k, id, n.incarnation), sent, err)
 		}
 	}
 }
