@@ -51,6 +51,9 @@ import (
 //     replaced, the fast path closed, the marks of use taken. So a remembered answer
 //     is one a look-up under mu would give now, and the rules above hold as they are.
 //
+// TestSimulationFastPath (sim_fast_test.go) runs this file's code in the sharding
+// simulation, with its races; its doc lists the invariants it checks.
+//
 // The shard keeps its map of running entities here, so that an entity costs one map
 // entry, not two: the shard writes it only under mu and reads it without (it is the
 // only writer); the region and EntityRefs read it under mu.

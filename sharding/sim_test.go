@@ -23,7 +23,8 @@ import (
 // explores interleavings (a seed reproduces one). A random strategy places and moves
 // shards all the time, entities passivate themselves, and now and then a region leaves
 // gracefully and another joins (sim_leave_test.go), and the coordinator moves, crashes
-// and starts again from its stored state (sim_coord_test.go). The test checks what the hand-off
+// and starts again from its stored state (sim_coord_test.go); a third run adds the fast
+// path (sim_fast_test.go). The test checks what the hand-off
 // design promises: no message is lost, every message reaches its entity once, a
 // sender's messages to an entity arrive in the order sent, an entity never runs twice
 // at once, and a region that has terminated is never stepped again (what reaches it
@@ -184,7 +185,8 @@ func newSim(t *testing.T, seed uint64, host *actor.TransportHost) *sim {
 	switch {
 	case host != nil:
 		// The fast path stays closed with an active-entity limit: remember-entities or not.
-		s.fast = &simFast{host: host, refSender: map[string]bool{}, refs: map[string]EntityRef[simMsg]{}}
+		s.fast = &simFast{host: host, refSender: map[string]bool{}, refs: map[string]EntityRef[simMsg]{},
+			hold: map[chanKey]int{}, cont: map[string]*fastPath{}}
 		if seed%2 == 1 {
 			s.shardCfg.rememberEntities = true
 			s.remembered = map[ShardID]map[EntityID]bool{}
@@ -264,13 +266,24 @@ func (s *sim) deliverOne() bool {
 		return false
 	}
 	slices.SortFunc(keys, func(a, b chanKey) int { return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to)) })
+	if s.fast != nil {
+		keys = s.fastDue(keys)
+	}
 	k := keys[s.rng.IntN(len(keys))]
+	s.pop(k)()
+	return true
+}
+
+// pop takes the head of channel k.
+func (s *sim) pop(k chanKey) func() {
 	f := s.chans[k][0]
 	if s.chans[k] = s.chans[k][1:]; len(s.chans[k]) == 0 {
 		delete(s.chans, k)
 	}
-	f()
-	return true
+	if s.fast != nil {
+		delete(s.fast.hold, k)
+	}
+	return f
 }
 
 // ---- coordinator ----
@@ -806,9 +819,9 @@ func runSimulation(t *testing.T, coordFaults, fast bool) {
 			cs.crashes, cs.restarts, cs.moves, cs.storesLost, cs.storesKept, seeds)
 	}
 	if fast {
-		t.Logf("fast path: %d direct deliveries by regions; %d EntityRef sends, %d through the region, %d in two steps (%d refused after the check); %d stop messages queued behind a message",
-			fc.regionDirect, fc.refSends, fc.refViaRegion, fc.split, fc.refused, fc.stopBehind)
-		if fc.regionDirect < seeds || fc.refSends-fc.refViaRegion < seeds || fc.refViaRegion < seeds || fc.refused == 0 || fc.stopBehind < seeds {
+		t.Logf("fast path: %d direct deliveries by regions; %d EntityRef sends, %d through the region, %d in two steps (%d refused after the check, %d second halves run inside another send); %d stop messages queued behind a message",
+			fc.regionDirect, fc.refSends, fc.refViaRegion, fc.split, fc.refused, fc.preempted, fc.stopBehind)
+		if fc.regionDirect < seeds || fc.refSends-fc.refViaRegion < seeds || fc.refViaRegion < seeds || fc.refused == 0 || fc.preempted < seeds || fc.stopBehind < seeds {
 			t.Fatalf("fast path: %+v in %d runs: the simulation does not exercise it", fc, seeds)
 		}
 	}
