@@ -83,16 +83,17 @@ import (
 //
 // Mutations that break the fast path fail it (2026-11-29, seeds 0 to 999 unless
 // said; "first" is the first failing seed): tryDeliver without its handled == sent
-// test (361 seeds, first 0: out of order); reach trusting a remembered answer whatever
-// the epoch (362, first 2: a message after the stop message); reachable ignoring
-// unlisted entities (626, first 0), and stopEntity not unlisting (the same); outsideMayGo
-// without local (149, first 3) or without the counts (209, first 1); directRoute.path
-// ignoring its route's count (37, first 11); setListed(false) moving no epoch (73,
-// first 5); sendReached sending to the entity without reach (301, first 1); stopEntity
-// unlisting after the stop message (18, first 17: only through preempt); viaShard not
-// counting what it sends the shard (3, first 21); setOpen(false) moving no epoch (9 of
-// 10,000, first 513: an EntityRef's remembered answer outlives a hand-off only when no
-// other change of that fast path moved its epoch between the check and the lock).
+// test (354 seeds, first 0: out of order); reach trusting a remembered answer whatever
+// the epoch (361, first 1: a message after the stop message); reachable ignoring
+// unlisted entities (598, first 0), and stopEntity not unlisting (594, first 0);
+// outsideMayGo without local (146, first 11) or without the counts (198, first 0);
+// directRoute.path ignoring its route's count (34, first 11); setListed(false) moving
+// no epoch (79, first 16); sendReached sending to the entity without reach (313, first
+// 4); stopEntity unlisting after the stop message (18, first 17: only through
+// preempt); viaShard not counting what it sends the shard (3, first 21); setOpen(false)
+// moving no epoch (9 of 10,000, first 513: an EntityRef's remembered answer outlives a
+// hand-off only when no other change of that fast path moved its epoch between the
+// check and the lock).
 // Some mutations do not fail it, because other rules cover for them: fastHandOff not
 // closing the fast path (by then the region has stopped saying local, and stopEntity
 // unlists each entity it stops), firstRoute ignoring a hand-off or the buffer (the
