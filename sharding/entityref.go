@@ -196,15 +196,20 @@ func EntityRefFor[M any](sys *actor.System, typeName string, id EntityID) (Entit
 	}
 	ref := EntityRef[M]{region: e.region, typeName: typeName, id: id}
 	if shard, ok := extractShard(e, id); ok && !e.proxy {
-		// One route per shard, and per entity while EntityRefs hold it, so that two
-		// EntityRefs of one entity stay equal.
-		r, ok := e.routes.Load(shard)
-		if !ok {
-			r, _ = e.routes.LoadOrStore(shard, &directRoute{entry: e, shard: shard})
-		}
-		ref.direct = r.(*directRoute).entity(id)
+		ref.direct = e.entityRoute(shard, id)
 	}
 	return ref, nil
+}
+
+// entityRoute returns the direct route of entity id of shard: one route per shard,
+// and per entity while EntityRefs hold it, so that two EntityRefs of one entity stay
+// equal.
+func (e *typeEntry) entityRoute(shard ShardID, id EntityID) *entityRoute {
+	r, ok := e.routes.Load(shard)
+	if !ok {
+		r, _ = e.routes.LoadOrStore(shard, &directRoute{entry: e, shard: shard})
+	}
+	return r.(*directRoute).entity(id)
 }
 
 // extractShard returns the shard of id by the type's extractor, as the region computes it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"go.opentelemetry.io/otel/trace"
@@ -49,6 +50,9 @@ import (
 //     every change that can end a look-up's answer: an entity unlisted, stopped or
 //     replaced, the fast path closed, the marks of use taken. So a remembered answer
 //     is one a look-up under mu would give now, and the rules above hold as they are.
+//
+// TestSimulationFastPath (sim_fast_test.go) runs this file's code in the sharding
+// simulation, with its races; its doc lists the invariants it checks.
 //
 // The shard keeps its map of running entities here, so that an entity costs one map
 // entry, not two: the shard writes it only under mu and reads it without (it is the
@@ -161,9 +165,14 @@ func (f *fastPath) send(id EntityID, msg any, sender actor.Ref, tc *trace.SpanCo
 // through the shard; then the rules above hold for this sender as they do for the
 // region.
 func (f *fastPath) trySend(e *entityRoute, id EntityID, msg any, sender actor.Ref) bool {
-	if !f.outsideMayGo() {
-		return false
-	}
+	return f.outsideMayGo() && f.sendReached(e, id, msg, sender)
+}
+
+// sendReached is trySend's second half, once outsideMayGo said yes: under mu, it sends
+// msg to entity id when the EntityRef route e may reach it directly, and reports
+// whether it did. Between the two halves the shard and the region go on (the
+// simulation steps them apart, sim_fast_test.go).
+func (f *fastPath) sendReached(e *entityRoute, id EntityID, msg any, sender actor.Ref) bool {
 	f.mu.Lock()
 	ref, ok := f.reach(e, id)
 	if ok {
@@ -205,8 +214,89 @@ func (f *fastPath) tryAsk(ctx context.Context, e *entityRoute, id EntityID, msg 
 	return fut, target
 }
 
-// The shard's side: only the shard calls the methods below, and reads entities
-// without mu.
+// viaShard is the region's delivery of d to its local shard's actor: straight to the
+// entity when the fast path allows (tryDeliver); otherwise it counts d as sent to the
+// shard and reports that the caller must now send it there.
+func (f *fastPath) viaShard(d *delivery) bool {
+	if f.tryDeliver(d) {
+		return false
+	}
+	f.sent.Add(1)
+	return true
+}
+
+// setLocal records whether the region would deliver this shard's messages to the
+// shard itself now (its core's deliversLocally). Only the region calls it.
+func (f *fastPath) setLocal(local bool) {
+	if f.local.Load() != local {
+		f.local.Store(local)
+	}
+}
+
+// retire closes the fast path for good for senders outside the region: its shard has
+// stopped (or its region), and EntityRefs that hold it look up its successor. Only the
+// region calls it.
+func (f *fastPath) retire() {
+	f.local.Store(false)
+	f.gone.Store(true)
+}
+
+// The shard's side: only the shard calls the methods and functions below, and reads
+// entities without mu. The functions take the shard's core, whose decisions they pair
+// with the fast path's steps in the order the rules above need; the shard actor and
+// the simulation (sim_fast_test.go) both call them.
+
+// fastStart opens f for the shard whose core c has just been made, if c allows it.
+func fastStart[M any](f *fastPath, c *shardCore[M]) {
+	if c.fastPathAllowed() {
+		f.setOpen(true)
+	}
+}
+
+// fastHandOff closes f for good, then hands the shard off: no sender goes direct from
+// now on, and what one sent direct before is in its entity's mailbox ahead of the stop
+// message the hand-off sends.
+func fastHandOff[M any](f *fastPath, c *shardCore[M], now time.Time) shardDecisions[M] {
+	f.setOpen(false)
+	return c.handOff(now)
+}
+
+// fastListSpawned lists, once decisions that spawned the entities spawned are carried
+// out, those still active with nothing held for them: they may be reached directly
+// from now on.
+func fastListSpawned[M any](f *fastPath, c *shardCore[M], spawned []EntityID) {
+	for _, id := range spawned {
+		if e := c.entities[id]; e != nil && e.state == entActive && !c.holds(e) {
+			f.setListed(id, true)
+		}
+	}
+}
+
+// fastEntityStopped forgets entity id, whose actor has stopped, then tells the core.
+func fastEntityStopped[M any](f *fastPath, c *shardCore[M], now time.Time, id EntityID) shardDecisions[M] {
+	f.remove(id)
+	return c.entityTerminated(now, id)
+}
+
+// toEntity sends msg to the running entity id, the shard's own delivery, in the trace
+// context tc (nil for none); false when id has no actor.
+func (f *fastPath) toEntity(id EntityID, msg any, sender actor.Ref, tc *trace.SpanContext) bool {
+	ref, ok := f.entities[id]
+	if ok {
+		_ = deliverTo(ref, msg, sender, tc)
+	}
+	return ok
+}
+
+// stopEntity unlists entity id and then sends it msg, its stop message: a message the
+// region or an EntityRef sends direct is in its mailbox before the stop message, or is
+// not sent direct at all.
+func (f *fastPath) stopEntity(id EntityID, msg any, sender actor.Ref) {
+	f.setListed(id, false)
+	if ref, ok := f.entities[id]; ok {
+		_ = ref.Send(msg, sender)
+	}
+}
 
 // newFastPath returns a closed fast path with no entity; with trackUse it marks the
 // entities it delivers to (for idle passivation).

@@ -235,9 +235,7 @@ func (r *regionActor) refreshRoute(s ShardID) {
 // refreshLocal is refreshRoute's half for the local shard's fast path.
 func (r *regionActor) refreshLocal(s ShardID) {
 	if fp := r.fast[s]; fp != nil {
-		if local := r.core.deliversLocally(s); fp.local.Load() != local {
-			fp.local.Store(local)
-		}
+		fp.setLocal(r.core.deliversLocally(s))
 	}
 }
 
@@ -256,8 +254,7 @@ func (r *regionActor) directHome(s ShardID) (actor.Ref, bool) {
 // region): EntityRefs that hold it look up its successor.
 func (r *regionActor) retireFastPath(s ShardID) {
 	if fp := r.fast[s]; fp != nil {
-		fp.local.Store(false)
-		fp.gone.Store(true)
+		fp.retire()
 		delete(r.fast, s)
 		r.entry.fast.Delete(s)
 	}
@@ -609,12 +606,9 @@ func (r *regionActor) act(ctx actor.Context, a regionAction[*delivery]) {
 	switch a.kind {
 	case actDeliver:
 		if ref, ok := r.shards[a.shard]; ok {
-			fp := r.fast[a.shard]
-			if fp.tryDeliver(a.msg) {
-				return
+			if r.fast[a.shard].viaShard(a.msg) {
+				_ = ref.Tell(a.msg)
 			}
-			fp.sent.Add(1)
-			_ = ref.Tell(a.msg)
 		} else {
 			r.drop(ctx, a.msg, fmt.Errorf("%w: shard %q has no actor", errStoppedLoss, a.shard))
 		}

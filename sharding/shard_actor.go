@@ -87,8 +87,7 @@ func (s *shardActor) Receive(ctx actor.Context) {
 		}
 		s.apply(ctx, s.core.timer(now, m.key))
 	case shardHandOff:
-		s.fast.setOpen(false)
-		s.apply(ctx, s.core.handOff(time.Now()))
+		s.apply(ctx, fastHandOff(s.fast, s.core, time.Now()))
 	case getShardEntities:
 		_ = ctx.Respond(shardEntities{shard: s.id, ids: s.running()})
 	case rememberLoaded:
@@ -119,9 +118,7 @@ func (s *shardActor) Receive(ctx actor.Context) {
 		s.self = ctx.Self()
 		s.log = ctx.Logger().With(zap.String("type", s.entry.name), zap.String("shard", string(s.id)))
 		s.core = newShardCore[*delivery](s.id, s.cfg.shardSettings())
-		if s.core.fastPathAllowed() {
-			s.fast.setOpen(true)
-		}
+		fastStart(s.fast, s.core)
 		if s.cfg.Lease != nil {
 			s.leaseWanted = true
 			s.acquireLease(ctx)
@@ -180,11 +177,10 @@ func (s *shardActor) terminated(ctx actor.Context, ref actor.Ref) {
 	if !ok {
 		return
 	}
-	s.fast.remove(id)
 	if s.ext.metrics != nil {
 		s.entry.stats.entities.Add(-1)
 	}
-	s.apply(ctx, s.core.entityTerminated(time.Now(), id))
+	s.apply(ctx, fastEntityStopped(s.fast, s.core, time.Now(), id))
 }
 
 // running returns the IDs of the entities whose incarnation runs, sorted.
@@ -205,11 +201,7 @@ func (s *shardActor) apply(ctx actor.Context, d shardDecisions[*delivery]) {
 	}
 	// Entities spawned by these decisions have had what waited for them: those still
 	// active may be reached directly from now on.
-	for _, id := range s.spawned {
-		if e := s.core.entities[id]; e != nil && e.state == entActive && !s.core.holds(e) {
-			s.fast.setListed(id, true)
-		}
-	}
+	fastListSpawned(s.fast, s.core, s.spawned)
 	s.spawned = s.spawned[:0]
 	if d.load {
 		s.loading = true
@@ -255,17 +247,11 @@ func (s *shardActor) act(ctx actor.Context, a shardAction[*delivery]) {
 			s.entry.stats.entities.Add(1)
 		}
 	case shardDeliver:
-		ref, ok := s.fast.entities[a.entity]
-		if !ok {
+		if !s.fast.toEntity(a.entity, a.msg.msg, a.msg.sender, a.msg.trace) {
 			s.drop(ctx, a.msg, fmt.Errorf("%w: entity %q has no actor", errStoppedLoss, a.entity))
-			return
 		}
-		_ = deliverTo(ref, a.msg.msg, a.msg.sender, a.msg.trace)
 	case shardStopEntity:
-		s.fast.setListed(a.entity, false) // before the stop message: see fastpath.go
-		if ref, ok := s.fast.entities[a.entity]; ok {
-			_ = ref.Send(a.msg.msg, s.self)
-		}
+		s.fast.stopEntity(a.entity, a.msg.msg, s.self)
 	case shardKill:
 		s.fast.setListed(a.entity, false)
 		if ref, ok := s.fast.entities[a.entity]; ok {

@@ -173,6 +173,9 @@ func nodeName(n int) string { return fmt.Sprintf("K%d", n) }
 func (s *sim) newRegion(id RegionID) *simRegion {
 	r := newSimRegion(id)
 	r.oldest, r.cands = s.cs.view.oldest, slices.Clone(s.cs.view.cands)
+	if s.fast != nil {
+		s.fastRegion(r)
+	}
 	return r
 }
 

@@ -172,7 +172,8 @@ func (s *sim) leaveOrJoin() {
 // tellsOnTheWay reports whether a message of one of r's senders is on its way to r.
 func (s *sim) tellsOnTheWay(r *simRegion) bool {
 	for x, at := range s.senderAt {
-		if at == r && len(s.chans[chanKey{x, string(r.id)}]) > 0 {
+		// (An EntityRef sender's pending sends run on its channel to "send".)
+		if at == r && (len(s.chans[chanKey{x, string(r.id)}]) > 0 || len(s.chans[chanKey{x, "send"}]) > 0) {
 			return true
 		}
 	}
@@ -216,6 +217,9 @@ func (s *sim) terminate(r *simRegion) {
 	}
 	r.gone = true
 	s.leaves.terminated++
+	if s.fast != nil {
+		s.fastRegionGone(r)
+	}
 	s.note(func() string { return fmt.Sprintf("%s terminates", r.id) })
 	// As regionActor.stopped: to the coordinator it registered with, if any.
 	s.toCoordRef(r, msgRegionStopped{})
@@ -242,6 +246,9 @@ func (s *sim) terminate(r *simRegion) {
 		s.senders[i] = y
 		s.senderAt[y] = stay[s.rng.IntN(len(stay))]
 		delete(s.senderAt, x)
+		if s.fast != nil && s.fast.refSender[x] {
+			s.fast.refSender[y] = true
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package sharding
 import (
 	"cmp"
 	"errors"
-	"flag"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/actor"
 )
 
 // The simulation wires the cores together as the actors will: a coordinator, three
@@ -21,7 +22,8 @@ import (
 // explores interleavings (a seed reproduces one). A random strategy places and moves
 // shards all the time, entities passivate themselves, and now and then a region leaves
 // gracefully and another joins (sim_leave_test.go), and the coordinator moves, crashes
-// and starts again from its stored state (sim_coord_test.go). The test checks what the hand-off
+// and starts again from its stored state (sim_coord_test.go); a third run adds the fast
+// path (sim_fast_test.go). The test checks what the hand-off
 // design promises: no message is lost, every message reaches its entity once, a
 // sender's messages to an entity arrive in the order sent, an entity never runs twice
 // at once, and a region that has terminated is never stepped again (what reaches it
@@ -56,6 +58,10 @@ type simShard struct {
 	core  *shardCore[simMsg]
 	alive map[EntityID]bool
 	done  bool
+	// fast is its fast path and incs its entities' last incarnations, in a run with
+	// fast paths (sim_fast_test.go).
+	fast *fastPath
+	incs map[EntityID]*simInc
 }
 
 type simRegion struct {
@@ -79,6 +85,11 @@ type simRegion struct {
 	// timers holds the core's single-shot timers that run, by when they fire
 	// (regionClock); the periodic retry tick fires at random steps instead (step).
 	timers map[timerKey]time.Time
+	// In a run with fast paths (sim_fast_test.go): its local shards' fast paths, its
+	// type entry (where EntityRefs find them) and its Ref (for EntityRefs).
+	fast  map[ShardID]*fastPath
+	entry *typeEntry
+	ref   actor.Ref
 }
 
 func newSimRegion(id RegionID) *simRegion {
@@ -148,6 +159,7 @@ type sim struct {
 
 	leaves simLeaves
 	cs     simCoords
+	fast   *simFast // nil: a run without fast paths
 }
 
 func shardOf(e EntityID) ShardID {
@@ -156,7 +168,9 @@ func shardOf(e EntityID) ShardID {
 	return ShardID(fmt.Sprintf("s%d", h.Sum32()%5))
 }
 
-func newSim(t *testing.T, seed uint64) *sim {
+// newSim makes the run of seed; with host, a run with fast paths whose Refs host makes
+// (sim_fast_test.go).
+func newSim(t *testing.T, seed uint64, host *actor.TransportHost) *sim {
 	rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
 	s := &sim{
 		t: t, seed: seed, rng: rng, now: t0,
@@ -167,10 +181,18 @@ func newSim(t *testing.T, seed uint64) *sim {
 		alive:    map[EntityID]string{},
 	}
 	s.shardCfg = shardSettings[simMsg]{stopMessage: simMsg{stop: true}}
-	switch seed % 3 {
-	case 1:
+	switch {
+	case host != nil:
+		// The fast path stays closed with an active-entity limit: remember-entities or not.
+		s.fast = &simFast{host: host, refSender: map[string]bool{}, refs: map[string]EntityRef[simMsg]{},
+			hold: map[chanKey]int{}, cont: map[string]*fastPath{}}
+		if seed%2 == 1 {
+			s.shardCfg.rememberEntities = true
+			s.remembered = map[ShardID]map[EntityID]bool{}
+		}
+	case seed%3 == 1:
 		s.shardCfg.activeLimit = 2 // least-recently-used passivation all the time
-	case 2:
+	case seed%3 == 2:
 		s.shardCfg.rememberEntities = true
 		s.remembered = map[ShardID]map[EntityID]bool{}
 	}
@@ -185,6 +207,9 @@ func newSim(t *testing.T, seed uint64) *sim {
 			name := fmt.Sprintf("X%d%d", i, j)
 			s.senders = append(s.senders, name)
 			s.senderAt[name] = r
+			if s.fast != nil && j == 1 {
+				s.fast.refSender[name] = true
+			}
 		}
 	}
 	for _, r := range s.regions {
@@ -240,13 +265,24 @@ func (s *sim) deliverOne() bool {
 		return false
 	}
 	slices.SortFunc(keys, func(a, b chanKey) int { return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to)) })
+	if s.fast != nil {
+		keys = s.fastDue(keys)
+	}
 	k := keys[s.rng.IntN(len(keys))]
+	s.pop(k)()
+	return true
+}
+
+// pop takes the head of channel k.
+func (s *sim) pop(k chanKey) func() {
 	f := s.chans[k][0]
 	if s.chans[k] = s.chans[k][1:]; len(s.chans[k]) == 0 {
 		delete(s.chans, k)
 	}
-	f()
-	return true
+	if s.fast != nil {
+		delete(s.fast.hold, k)
+	}
+	return f
 }
 
 // ---- coordinator ----
@@ -331,11 +367,19 @@ func (s *sim) applyRegion(r *simRegion, d regionDecisions[simMsg]) {
 		switch a.kind {
 		case actDeliver:
 			sh, msg := r.shards[a.shard], a.msg
+			if s.fast != nil {
+				s.fastDeliver(r, sh, msg)
+				continue
+			}
 			s.send(string(r.id), sh.name, func() { s.applyShard(r, sh, sh.core.deliver(s.now, msg.entity, msg)) })
 		case actForward:
 			to, shard, msg := s.region(a.to), a.shard, a.msg
 			s.send(string(r.id), string(a.to), func() {
 				s.note(func() string { return fmt.Sprintf("%s <- %s forward %s %v", to.id, r.id, shard, msg) })
+				if s.fast != nil && !to.gone {
+					s.fastForwarded(to, shard, msg)
+					return
+				}
 				s.atRegion(to, "forward from "+string(r.id), []simMsg{msg}, func() regionDecisions[simMsg] {
 					return to.core.deliver(shard, msg)
 				})
@@ -350,9 +394,17 @@ func (s *sim) applyRegion(r *simRegion, d regionDecisions[simMsg]) {
 				alive: map[EntityID]bool{},
 			}
 			r.shards[a.shard] = sh
+			if s.fast != nil {
+				sh.incs = map[EntityID]*simInc{}
+				s.fastStartShard(r, sh)
+			}
 			s.applyShard(r, sh, sh.core.start(s.now))
 		case actHandOffShard:
 			sh := r.shards[a.shard]
+			if s.fast != nil {
+				s.send(string(r.id), sh.name, func() { s.applyShard(r, sh, fastHandOff(sh.fast, sh.core, s.now)) })
+				continue
+			}
 			s.send(string(r.id), sh.name, func() { s.applyShard(r, sh, sh.core.handOff(s.now)) })
 		case actHandOver:
 			to, shard, msgs, from := s.region(a.to), a.shard, a.msgs, r.id
@@ -395,6 +447,9 @@ func (s *sim) applyRegion(r *simRegion, d regionDecisions[simMsg]) {
 		// After its last actions, as the region actor stops after carrying them out.
 		s.terminate(r)
 	}
+	if s.fast != nil && !r.gone {
+		s.refreshLocal(r)
+	}
 }
 
 // regionTimers records r's timer operations (the periodic retry tick fires at random
@@ -436,6 +491,7 @@ func (s *sim) applyShard(r *simRegion, sh *simShard, d shardDecisions[simMsg]) {
 	for _, m := range d.dropped {
 		s.fail("shard %s dropped %v: %v", sh.name, m.msg, m.err)
 	}
+	var spawned []EntityID
 	for _, a := range d.actions {
 		switch a.kind {
 		case shardSpawn:
@@ -444,7 +500,17 @@ func (s *sim) applyShard(r *simRegion, sh *simShard, d shardDecisions[simMsg]) {
 			}
 			s.alive[a.entity] = sh.name
 			sh.alive[a.entity] = true
+			if s.fast != nil {
+				s.fastSpawn(r, sh, a.entity)
+				spawned = append(spawned, a.entity)
+			}
 		case shardDeliver:
+			if s.fast != nil {
+				if !sh.fast.toEntity(a.entity, a.msg, actor.Ref{}, nil) {
+					s.fail("%v delivered to %s in %s, which has no actor", a.msg, a.entity, sh.name)
+				}
+				continue
+			}
 			if !sh.alive[a.entity] || a.msg.entity != a.entity {
 				s.fail("%v delivered to %s in %s, which does not run", a.msg, a.entity, sh.name)
 			}
@@ -459,12 +525,20 @@ func (s *sim) applyShard(r *simRegion, sh *simShard, d shardDecisions[simMsg]) {
 			if !sh.alive[a.entity] {
 				s.fail("stop for %s in %s, which does not run", a.entity, sh.name)
 			}
+			if s.fast != nil {
+				// The entity obeys when it takes the stop message from its mailbox.
+				sh.fast.stopEntity(a.entity, a.msg, actor.Ref{})
+				continue
+			}
 			// The entity obeys at once; its end reaches the shard later.
 			delete(sh.alive, a.entity)
 			delete(s.alive, a.entity)
 			e := a.entity
 			s.send(sh.name+"/"+string(e), sh.name, func() { s.applyShard(r, sh, sh.core.entityTerminated(s.now, e)) })
 		}
+	}
+	if s.fast != nil {
+		fastListSpawned(sh.fast, sh.core, spawned)
 	}
 	if d.load {
 		s.send(sh.name, "store", func() {
@@ -503,7 +577,13 @@ func (s *sim) applyShard(r *simRegion, sh *simShard, d shardDecisions[simMsg]) {
 		}
 		sh.done = true
 		left := d.leftovers
+		if s.fast != nil {
+			sh.fast.setOpen(false) // as the shard actor, stopped
+		}
 		s.send(sh.name, string(r.id), func() {
+			if s.fast != nil && !r.gone {
+				s.fastShardGone(r, sh)
+			}
 			s.atRegion(r, "shard terminated", left, func() regionDecisions[simMsg] { return r.core.shardTerminated(sh.core.id, left) })
 		})
 	}
@@ -517,6 +597,10 @@ func (s *sim) step() {
 	s.coordClock()
 	s.regionClock()
 	switch n := s.rng.IntN(100); {
+	case n < 25 && s.fast != nil && n%2 == 1:
+		// With fast paths, fewer messages: a message the region holds keeps an
+		// EntityRef's next ones off the fast path, so a crowded region hides it.
+		s.deliverOne()
 	case n < 25:
 		x := s.senders[s.rng.IntN(len(s.senders))]
 		s.nextSeq[x]++
@@ -524,8 +608,17 @@ func (s *sim) step() {
 		m := simMsg{sender: x, seq: s.nextSeq[x], entity: e}
 		r := s.senderAt[x]
 		s.sent++
+		if s.fast != nil && s.fast.refSender[x] {
+			m.entity = s.fastEntity(r, e)
+			s.fastSend(x, r, m)
+			break
+		}
 		tell := func() {
 			s.note(func() string { return fmt.Sprintf("%s <- tell %v", r.id, m) })
+			if s.fast != nil && !r.gone {
+				s.fastRoute(r, m)
+				return
+			}
 			s.atRegion(r, "tell from "+x, []simMsg{m}, func() regionDecisions[simMsg] { return r.core.deliver(shardOf(e), m) })
 		}
 		if r.leaving {
@@ -540,7 +633,11 @@ func (s *sim) step() {
 			s.applyCoord(c, c.core.step(inTimer{Key: timerKey{kind: timerRebalance}}))
 		}
 	case n < 30:
-		s.passivateOne()
+		if s.fast != nil {
+			s.fastPassivateOne()
+		} else {
+			s.passivateOne()
+		}
 	case n < 31:
 		live := s.liveRegions()
 		r := live[s.rng.IntN(len(live))]
@@ -656,63 +753,5 @@ func (s *sim) check() {
 	}
 	if got+s.noHome != s.sent {
 		s.fail("sent %d messages, entities received %d, %d dropped for want of a region", s.sent, got, s.noHome)
-	}
-}
-
-func TestSimulationHandOffLosesNothing(t *testing.T) { runSimulation(t, false) }
-
-// TestSimulationCoordinatorFaults is the same with the coordinator moving, crashing
-// and stopping (sim_coord_test.go).
-func TestSimulationCoordinatorFaults(t *testing.T) { runSimulation(t, true) }
-
-// simSeeds is the number of seeds each simulation runs (CI runs 200, seeds 0 to 199):
-//
-//	nice -n 10 go test ./sharding -run 'TestSimulation' -sharding.simseeds=40000
-var simSeeds = flag.Int("sharding.simseeds", 200, "seeds of each core simulation (TestSimulation*)")
-
-func runSimulation(t *testing.T, coordFaults bool) {
-	seeds := *simSeeds
-	if testing.Short() {
-		seeds = min(seeds, 40)
-	}
-	moves := 0
-	var leaves simLeaves
-	var cs simCoords
-	var stoppedUnasked, reordered, ran int
-	for seed := range seeds {
-		// A run of its own per seed: -run 'TestSimulationHandOffLosesNothing/^59$' replays seed 59.
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			ran++
-			s := newSim(t, uint64(seed))
-			s.coordFaults = coordFaults
-			for range 600 {
-				s.step()
-			}
-			s.drain()
-			s.check()
-			moves += s.moves
-			leaves.addCounts(s.leaves)
-			cs.addCounts(s.cs)
-			stoppedUnasked += s.stoppedUnasked
-			reordered += s.reordered
-		})
-	}
-	if t.Failed() || ran < seeds {
-		return // a failure, or seeds chosen with -run: no totals to check
-	}
-	t.Logf("%d runs: %d hand-offs; %d regions began to leave, %d terminated (%d hand-overs from leaving regions, %d termination notices overtook the region's messages, %d protocol dead letters), %d joined",
-		seeds, moves, leaves.started, leaves.terminated, leaves.handOvers, leaves.overtaken, leaves.deadLetters, leaves.joined)
-	if moves < seeds {
-		t.Fatalf("only %d hand-offs in %d runs: the simulation does not exercise them", moves, seeds)
-	}
-	t.Logf("coordinator: %d node crashes, %d stops, %d moves; pending stores %d lost, %d kept; %d messages reached no coordinator, %d not sent (zero Ref); %d stale RegisterAcks dropped; %d ShardStopped answered an earlier coordinator; %d streams reordered",
-		cs.crashes, cs.restarts, cs.moves, cs.storesLost, cs.storesKept, cs.deadLetters, cs.unsent, cs.staleAcks, stoppedUnasked, reordered)
-	if coordFaults && (cs.crashes < seeds/2 || cs.restarts < seeds/2 || cs.moves < seeds/2 || cs.storesLost == 0 || cs.storesKept == 0) {
-		t.Fatalf("coordinator: %d node crashes, %d stops, %d moves, %d pending stores lost, %d kept in %d runs: the simulation does not exercise them",
-			cs.crashes, cs.restarts, cs.moves, cs.storesLost, cs.storesKept, seeds)
-	}
-	if leaves.terminated < seeds/2 || leaves.handOvers < seeds/10 || leaves.overtaken == 0 {
-		t.Fatalf("%d regions left in %d runs, sending %d hand-overs, %d termination notices overtook messages: the simulation does not exercise leaves",
-			leaves.terminated, seeds, leaves.handOvers, leaves.overtaken)
 	}
 }
