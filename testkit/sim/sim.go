@@ -45,7 +45,8 @@ type Options struct {
 	// every node sees every other Up and every entity answers from every node.
 	// Default 3 minutes.
 	ConvergeWithin time.Duration
-	// Logger receives the nodes' logs. Default: none.
+	// Logger receives the nodes' logs. Default: what they log at Info and above is
+	// kept in memory for the report (Report.NodeLog).
 	Logger *zap.Logger
 }
 
@@ -71,9 +72,6 @@ func (o *Options) defaults() {
 	if o.ConvergeWithin == 0 {
 		o.ConvergeWithin = 3 * time.Minute
 	}
-	if o.Logger == nil {
-		o.Logger = zap.NewNop()
-	}
 	if o.Schedule == nil {
 		o.Schedule = Generate(o.Seed, o.Nodes, o.Faults, o.Span)
 	}
@@ -84,6 +82,7 @@ type Report struct {
 	Seed       uint64
 	Schedule   []Event
 	Log        []string      // what happened, with virtual times
+	NodeLog    []string      // the nodes' log lines (unless Options.Logger is set)
 	Violations []string      // empty when every checker passed
 	Virtual    time.Duration // virtual time simulated
 	Converged  time.Duration // from the last event to convergence (see Options.ConvergeWithin)
@@ -99,6 +98,7 @@ type run struct {
 	reg     *serialization.Registry
 	chk     *Checker
 	logger  *zap.Logger
+	ring    *ring // the nodes' log, when Options.Logger is not set
 	start   time.Time
 	stop    chan struct{} // closed when the workload must end
 	wg      sync.WaitGroup
@@ -126,11 +126,29 @@ func Run(t *testing.T, opts Options) *Report {
 		rep = simulate(t, opts)
 	})
 	if len(rep.Violations) > 0 {
-		t.Errorf("simulation of seed %d found %d violations:\n  %s\nschedule:\n  %s\nlog:\n  %s\nreplay: TROUPE_SIM_SEED=%d go test -run 'TestSimulation$' ./testkit/sim/",
+		where := "not kept (Options.Logger was set)"
+		if rep.NodeLog != nil {
+			where = writeNodeLog(rep)
+		}
+		t.Errorf("simulation of seed %d found %d violations:\n  %s\nschedule:\n  %s\nlog:\n  %s\nthe nodes' log: %s\nreplay: TROUPE_SIM_SEED=%d go test -run 'TestSimulation$' ./testkit/sim/",
 			rep.Seed, len(rep.Violations), strings.Join(rep.Violations, "\n  "), strings.Join(eventStrings(rep.Schedule), "\n  "),
-			strings.Join(rep.Log, "\n  "), rep.Seed)
+			strings.Join(rep.Log, "\n  "), where, rep.Seed)
 	}
 	return rep
+}
+
+// writeNodeLog writes the nodes' log of a failing run to a file, and returns its name
+// (or why there is none).
+func writeNodeLog(rep *Report) string {
+	f, err := os.CreateTemp("", fmt.Sprintf("troupe-sim-seed-%d-*.log", rep.Seed))
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if _, err := f.WriteString(strings.Join(rep.NodeLog, "\n") + "\n"); err != nil {
+		return err.Error()
+	}
+	return f.Name()
 }
 
 func eventStrings(evs []Event) []string {
@@ -149,11 +167,15 @@ func simulate(t *testing.T, opts Options) *Report {
 		reg:     serialization.NewRegistry(),
 		chk:     NewChecker(),
 		logger:  opts.Logger,
+		ring:    &ring{},
 		start:   time.Now(),
 		stop:    make(chan struct{}),
 		added:   make(map[string]string),
 	}
 	rep := &Report{Seed: opts.Seed, Schedule: opts.Schedule}
+	if s.logger == nil {
+		s.logger = s.ring.logger()
+	}
 	if err := register(s.reg); err != nil {
 		t.Fatal(err)
 	}
@@ -206,6 +228,9 @@ func simulate(t *testing.T, opts Options) *Report {
 	rep.Violations = s.chk.Violations()
 	rep.Acked, rep.Failed = s.chk.Counts()
 	rep.Log = s.log
+	if opts.Logger == nil {
+		rep.NodeLog = s.ring.last()
+	}
 	return rep
 }
 
