@@ -254,7 +254,7 @@ func (s *run) play(evs []Event) {
 	calmFrom := s.start
 	faulty := false // a link fault is in effect
 	for _, e := range evs {
-		if d := s.start.Add(e.At).Sub(time.Now()); d > 0 {
+		if d := time.Until(s.start.Add(e.At)); d > 0 {
 			time.Sleep(d)
 		}
 		now := time.Now()
