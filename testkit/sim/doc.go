@@ -6,7 +6,11 @@
 // cluster singleton, persistence, and a sharded event-sourced entity type. The nodes
 // reach each other only through an in-memory Network plugged into the transports'
 // public seams (remote.Config's Dial and Listen, cluster.Config's Transport); they
-// share one in-memory journal. Run puts all of it in a testing/synctest bubble, so
+// share one in-memory journal, 1 to 20 ms away from each node, one write in ten 50 to
+// 500 ms more. Every entity has a writer, which sends one request at a time (each
+// stored as an event, and acknowledged once stored), and a reader; each request goes
+// through a random running node. Every node adds to a replicated set (distributed data,
+// WriteMajority) every few seconds. Run puts all of it in a testing/synctest bubble, so
 // every timer of every layer runs in virtual time: minutes of a cluster's life pass in
 // about a second, with the production timings (failure detection, stable-after,
 // down-removal margin, hand-off retries) unchanged.
@@ -30,7 +34,8 @@
 // reports to one, and any test can use one the same way:
 //   - never two live instances of the singleton, nor of one entity;
 //   - no acknowledged event lost, and no gap, duplicate or reorder in a history, both
-//     when an entity recovers and in the journal at the end;
+//     when an entity recovers and in the journal at the end; no write refused because
+//     another writer used its sequence number;
 //   - no request lost while only graceful changes (joins, leaves, and the
 //     rebalancing and hand-offs they cause) happened: a request that fails while no
 //     failure had effects (Options.Settle after each) is a violation;
@@ -42,8 +47,9 @@
 //
 // # Replaying a failure
 //
-// A failing Run names the seed, its schedule, the log of what happened and the
-// command that replays it (TROUPE_SIM_SEED=n). A replay is deterministic in what
+// A failing Run names the seed, its schedule, the log of what happened, a file with
+// everything the nodes logged at Info and above, and the command that replays it
+// (TROUPE_SIM_SEED=n). A replay is deterministic in what
 // matters most and not in everything: the schedule, every fault's virtual time, the
 // latencies and the workload's choices come from the seed alone, and virtual time does
 // not depend on the machine's speed or load, so the same seed puts the same faults at
@@ -53,5 +59,15 @@
 // need the seed to be run a few times (-count) to show again.
 //
 // TestSimulation runs a fixed set of seeds in CI; TROUPE_SIM_SEEDS=n runs n seeds,
-// and TROUPE_SIM_LOG=1 prints the nodes' logs.
+// and TROUPE_SIM_LOG=1 prints the nodes' logs. The bugs the simulation found are kept
+// as tests with their schedules written out (seeds_test.go).
+//
+// # What it does not model
+//
+// Process pauses: a node's timers fire on time, so the two sides of a partition
+// decide within moments of each other, and the down-removal margin, which covers a
+// side that acts late (a long garbage-collection pause, a frozen virtual machine), is
+// not exercised. Disks: the journal is in memory and never fails or corrupts a record
+// (journaltest and the journals' own tests cover that). Clocks: every node reads the
+// same virtual clock.
 package sim

@@ -120,6 +120,10 @@ func (s *run) logf(format string, args ...any) {
 // a checker finds a violation.
 func Run(t *testing.T, opts Options) *Report {
 	t.Helper()
+	replay := fmt.Sprintf("go test -run '^%s$' in the test's package", t.Name())
+	if opts.Schedule == nil {
+		replay = fmt.Sprintf("TROUPE_SIM_SEED=%d ", opts.Seed) + replay
+	}
 	opts.defaults()
 	var rep *Report
 	synctest.Test(t, func(t *testing.T) {
@@ -130,9 +134,9 @@ func Run(t *testing.T, opts Options) *Report {
 		if rep.NodeLog != nil {
 			where = writeNodeLog(rep)
 		}
-		t.Errorf("simulation of seed %d found %d violations:\n  %s\nschedule:\n  %s\nlog:\n  %s\nthe nodes' log: %s\nreplay: TROUPE_SIM_SEED=%d go test -run 'TestSimulation$' ./testkit/sim/",
+		t.Errorf("simulation of seed %d found %d violations:\n  %s\nschedule:\n  %s\nlog:\n  %s\nthe nodes' log: %s\nreplay: %s",
 			rep.Seed, len(rep.Violations), strings.Join(rep.Violations, "\n  "), strings.Join(eventStrings(rep.Schedule), "\n  "),
-			strings.Join(rep.Log, "\n  "), where, rep.Seed)
+			strings.Join(rep.Log, "\n  "), where, replay)
 	}
 	return rep
 }
@@ -198,6 +202,7 @@ func simulate(t *testing.T, opts Options) *Report {
 	}
 	for i := range opts.Nodes {
 		if err := s.boot(s.nodes[i]); err != nil {
+			s.shutdownAll() // the bubble ends only once every node's goroutines have
 			t.Fatal(err)
 		}
 	}

@@ -1,0 +1,27 @@
+package sim_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/testkit/sim"
+)
+
+// The schedules below are bugs the simulation found, kept as tests with the schedule
+// written out (a generated schedule changes whenever the generator does).
+
+// TestNodeStartedWhileEverySeedIsDownJoinsLater: a three-way partition downs every
+// node (no side has a majority); after the heal, a node that is not a seed restarts
+// first, while every seed node is still down, and the seed nodes restart more than 30
+// seconds later. The node must join the cluster they form: until seed-node joins
+// retried for ever by default, it gave up after 30 s and stayed Joining for good, and
+// the cluster never converged.
+func TestNodeStartedWhileEverySeedIsDownJoinsLater(t *testing.T) {
+	s := time.Second
+	sim.Run(t, sim.Options{Seed: 4, Nodes: 5, Schedule: []sim.Event{
+		{At: 50 * s, Kind: sim.Partition, Sides: [][]int{{4}, {2, 3}, {1, 0}}},
+		{At: 90 * s, Kind: sim.Heal},
+		{At: 100 * s, Kind: sim.Restart, Node: 3},
+		{At: 150 * s, Kind: sim.Heal},
+	}})
+}
