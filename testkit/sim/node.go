@@ -40,7 +40,8 @@ type node struct {
 	gen         int    // incarnations started so far
 	incarnation string // "n<index>#<gen>"
 	state       nodeState
-	deferred    bool // a restart waits (see run.restart)
+	deferred    bool      // a restart waits (see run.restart)
+	upAt        time.Time // when the incarnation became Up; zero before
 	sys         *actor.System
 	cluster     *cluster.Cluster
 	repl        *ddata.Replicator
@@ -58,9 +59,11 @@ func (s *run) boot(n *node) error {
 	for s.net.listening(n.ip+":"+strconv.Itoa(remotePort), gossipAddr(n.index)) {
 		time.Sleep(100 * time.Millisecond) // the previous incarnation is still closing
 	}
+	s.mu.Lock()
 	n.gen++
-	n.incarnation = fmt.Sprintf("n%d#%d", n.index, n.gen)
-	inc := n.incarnation
+	gen := n.gen
+	s.mu.Unlock()
+	inc := fmt.Sprintf("n%d#%d", n.index, gen)
 	s.net.Reconnect(n.ip)
 	host := s.net.Host(n.ip)
 	sys, err := actor.New("sim", actor.Config{Logger: s.logger.Named(inc)})
@@ -88,7 +91,7 @@ func (s *run) boot(n *node) error {
 		return fail(err)
 	}
 	// The database is 1 to 20 ms away, as a PostgreSQL server in the same region.
-	jr := rand.New(rand.NewPCG(s.opts.Seed, uint64(n.index)<<16|uint64(n.gen)|1<<40))
+	jr := rand.New(rand.NewPCG(s.opts.Seed, uint64(n.index)<<16|uint64(gen)|1<<40))
 	p := &plug{j: s.journal, latency: time.Duration(1000+jr.IntN(19000)) * time.Microsecond, incarnation: inc, chk: s.chk, rng: jr}
 	if _, err := persistence.Start(sys, persistence.Config{Journal: p, Registry: s.reg}); err != nil {
 		return fail(err)
@@ -116,8 +119,15 @@ func (s *run) boot(n *node) error {
 	}
 	done := make(chan struct{})
 	s.mu.Lock()
-	n.state, n.sys, n.cluster, n.repl, n.plug, n.done = running, sys, cl, repl, p, done
+	n.incarnation, n.state, n.sys, n.cluster, n.repl, n.plug, n.done, n.upAt = inc, running, sys, cl, repl, p, done, time.Time{}
 	s.mu.Unlock()
+	cl.RegisterOnMemberUp(func() {
+		s.mu.Lock()
+		if n.sys == sys {
+			n.upAt = time.Now()
+		}
+		s.mu.Unlock()
+	})
 	go func() {
 		<-sys.Terminated()
 		// Terminated is closed once the actors have stopped; the transports close
@@ -134,7 +144,7 @@ func (s *run) boot(n *node) error {
 		close(done)
 	}()
 	s.wg.Add(1)
-	go s.writeSet(n, sys, repl, inc)
+	go s.writeSet(rand.New(rand.NewPCG(s.opts.Seed, uint64(n.index)<<16|uint64(gen))), sys, repl, inc)
 	return nil
 }
 
@@ -143,9 +153,8 @@ var setKey = ddata.NewKey[*ddata.GSet[string]]("sim-set")
 
 // writeSet adds an element to the replicated set every few seconds while the
 // incarnation runs, with WriteMajority, and tells the run what it added.
-func (s *run) writeSet(n *node, sys *actor.System, repl *ddata.Replicator, inc string) {
+func (s *run) writeSet(rng *rand.Rand, sys *actor.System, repl *ddata.Replicator, inc string) {
 	defer s.wg.Done()
-	rng := rand.New(rand.NewPCG(s.opts.Seed, uint64(n.index)<<16|uint64(n.gen)))
 	for k := 0; ; k++ {
 		select {
 		case <-sys.Terminated():
@@ -207,14 +216,7 @@ func shutdown(sys *actor.System, within time.Duration) {
 // converged reports whether every running node sees exactly the running nodes, all
 // Up and reachable.
 func (s *run) converged() bool {
-	s.mu.Lock()
-	var live []*node
-	for _, n := range s.nodes {
-		if n.state == running {
-			live = append(live, n)
-		}
-	}
-	s.mu.Unlock()
+	live := s.liveNodes()
 	if len(live) == 0 {
 		return false
 	}

@@ -13,6 +13,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/ddata"
 	"github.com/troupe-go/troupe/member"
 	"github.com/troupe-go/troupe/persistence"
@@ -457,19 +459,29 @@ func (s *run) settle(rep *Report) {
 	s.checkSet(deadline)
 }
 
-func (s *run) liveNodes() []*node {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var live []*node
-	for _, n := range s.nodes {
-		if n.state == running {
-			live = append(live, n)
-		}
-	}
-	return live
+// live is a running incarnation, as liveNodes found it.
+type live struct {
+	slot        *node
+	incarnation string
+	sys         *actor.System
+	cluster     *cluster.Cluster
+	repl        *ddata.Replicator
 }
 
-func (s *run) get(n *node, id int) error {
+// liveNodes returns the running incarnations.
+func (s *run) liveNodes() []live {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ls []live
+	for _, n := range s.nodes {
+		if n.state == running {
+			ls = append(ls, live{slot: n, incarnation: n.incarnation, sys: n.sys, cluster: n.cluster, repl: n.repl})
+		}
+	}
+	return ls
+}
+
+func (s *run) get(n live, id int) error {
 	ref, err := sharding.EntityRefFor[any](n.sys, entityType, sharding.EntityID(strconv.Itoa(id)))
 	if err != nil {
 		return err
@@ -562,10 +574,7 @@ func (s *run) client(id int) {
 			s.chk.Acked(pid, op, ack.Seq)
 			continue
 		}
-		s.mu.Lock()
-		stillRunning := n.state == running && n.sys != nil
-		s.mu.Unlock()
-		if stillRunning { // a node that left or crashed meanwhile loses its requests
+		if s.mayServe(n) {
 			s.chk.RequestFailed(fmt.Sprintf("request %d to %s through %s", op, pid, n.incarnation), sent, err)
 		}
 	}
@@ -593,20 +602,27 @@ func (s *run) reader(id int) {
 		if err == nil {
 			continue
 		}
-		s.mu.Lock()
-		stillRunning := n.state == running
-		s.mu.Unlock()
-		if stillRunning {
+		if s.mayServe(n) {
 			s.chk.RequestFailed(fmt.Sprintf("read %d of sim-%d through %s", k, id, n.incarnation), sent, err)
 		}
 	}
+}
+
+// mayServe reports whether a request that went through n and failed now could have
+// been served: n still runs (a node that left or crashed loses what went through it)
+// and became Up meanwhile (a node that never joins a cluster, because no seed node is
+// in one, serves nothing; its region holds what it is sent until then).
+func (s *run) mayServe(n live) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return n.slot.sys == n.sys && n.slot.state == running && !n.slot.upAt.IsZero()
 }
 
 // shutdownAll shuts every running node down gracefully and waits for every
 // incarnation to end.
 func (s *run) shutdownAll() {
 	for _, n := range s.liveNodes() {
-		s.leave(n)
+		s.leave(n.slot)
 	}
 	s.mu.Lock()
 	var dones []chan struct{}
