@@ -294,10 +294,11 @@ func (s *run) play(evs []Event) {
 					for _, b := range e.Sides[i+1:] {
 						for _, x := range a {
 							for _, y := range b {
+								from, to := x, y
 								if back {
-									x, y = y, x
+									from, to = y, x
 								}
-								s.net.SetLink(hostOf(x), hostOf(y), Link{Cut: true})
+								s.net.SetLink(hostOf(from), hostOf(to), Link{Cut: true})
 							}
 						}
 					}
