@@ -38,6 +38,26 @@ func (k Kind) String() string {
 // graceful reports whether the kind is an operator's change rather than a failure.
 func (k Kind) graceful() bool { return k == Join || k == Leave }
 
+// crossing returns the links, [from, to], from an earlier side of a partition to a
+// later one; back reverses them.
+func (e Event) crossing(back bool) [][2]int {
+	var links [][2]int
+	for i, a := range e.Sides {
+		for _, b := range e.Sides[i+1:] {
+			for _, x := range a {
+				for _, y := range b {
+					if back {
+						links = append(links, [2]int{y, x})
+					} else {
+						links = append(links, [2]int{x, y})
+					}
+				}
+			}
+		}
+	}
+	return links
+}
+
 // seedsUp counts the seed nodes (the first nodes) that are up.
 func seedsUp(up []bool, nodes int) int {
 	k := 0

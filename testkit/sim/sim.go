@@ -290,18 +290,8 @@ func (s *run) play(evs []Event) {
 				if s.heals != heals {
 					return // healed meanwhile
 				}
-				for i, a := range e.Sides {
-					for _, b := range e.Sides[i+1:] {
-						for _, x := range a {
-							for _, y := range b {
-								from, to := x, y
-								if back {
-									from, to = y, x
-								}
-								s.net.SetLink(hostOf(from), hostOf(to), Link{Cut: true})
-							}
-						}
-					}
+				for _, l := range e.crossing(back) {
+					s.net.SetLink(hostOf(l[0]), hostOf(l[1]), Link{Cut: true})
 				}
 			}
 			cut(false)
