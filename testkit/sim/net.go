@@ -65,7 +65,30 @@ func NewNetwork(seed uint64) *Network {
 // SetLink sets the state of the direction from to of the link between two hosts. A
 // cut resets the connections between them at once.
 func (n *Network) SetLink(from, to string, l Link) {
+	n.update(from, to, func(*Link) Link { return l })
+}
+
+// AddFault adds l's faults to the direction from to: a cut stays cut, and a delay or a
+// loss in l replaces the one there was.
+func (n *Network) AddFault(from, to string, l Link) {
+	n.update(from, to, func(cur *Link) Link {
+		next := *cur
+		next.Cut = next.Cut || l.Cut
+		if l.Delay > 0 {
+			next.Delay = l.Delay
+		}
+		if l.Loss > 0 {
+			next.Loss = l.Loss
+		}
+		return next
+	})
+}
+
+// update sets the direction from to to what change makes of its state.
+func (n *Network) update(from, to string, change func(*Link) Link) {
 	n.mu.Lock()
+	cur := n.links[[2]string{from, to}]
+	l := change(&cur)
 	if l == (Link{}) {
 		delete(n.links, [2]string{from, to})
 	} else {

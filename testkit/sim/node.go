@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -56,7 +57,10 @@ func gossipAddr(i int) string { return hostOf(i) + ":" + strconv.Itoa(gossipPort
 // boot starts a new incarnation of n, with the configuration every incarnation has:
 // production defaults but for the addresses and the in-memory network.
 func (s *run) boot(n *node) error {
-	for s.net.listening(n.ip+":"+strconv.Itoa(remotePort), gossipAddr(n.index)) {
+	for wait := time.Now().Add(time.Minute); s.net.listening(n.ip+":"+strconv.Itoa(remotePort), gossipAddr(n.index)); {
+		if time.Now().After(wait) {
+			return fmt.Errorf("sim: n%d's addresses are still taken a minute after its last incarnation ended", n.index)
+		}
 		time.Sleep(100 * time.Millisecond) // the previous incarnation is still closing
 	}
 	s.mu.Lock()
@@ -165,14 +169,19 @@ func (s *run) writeSet(rng *rand.Rand, sys *actor.System, repl *ddata.Replicator
 		}
 		e := inc + "/" + strconv.Itoa(k)
 		s.mu.Lock()
-		s.added[e] = inc
+		s.attempted[e] = true
 		s.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_ = ddata.Update(ctx, repl, setKey, ddata.WriteMajority(5*time.Second, 0), nil, func(g *ddata.GSet[string]) (*ddata.GSet[string], error) {
+		err := ddata.Update(ctx, repl, setKey, ddata.WriteMajority(5*time.Second, 0), nil, func(g *ddata.GSet[string]) (*ddata.GSet[string], error) {
 			g.Add(e)
 			return g, nil
 		})
 		cancel()
+		if err == nil || errors.Is(err, ddata.ErrTimeout) || errors.Is(err, ddata.ErrNotEnoughReplicas) {
+			s.mu.Lock()
+			s.added[e] = inc // in this replica at least
+			s.mu.Unlock()
+		}
 	}
 }
 

@@ -105,12 +105,13 @@ type run struct {
 	stop    chan struct{} // closed when the workload must end
 	wg      sync.WaitGroup
 
-	mu       sync.Mutex
-	nodes    []*node
-	deferred int               // restarts of the first seed waiting for a reachable seed
-	heals    int               // heals so far: a partition's way back is not cut after a heal
-	added    map[string]string // element of the replicated set -> incarnation that added it
-	log      []string
+	mu        sync.Mutex
+	nodes     []*node
+	deferred  int               // restarts of the first seed waiting for a reachable seed
+	heals     int               // heals so far: a partition's way back is not cut after a heal
+	attempted map[string]bool   // elements of the replicated set a node tried to add
+	added     map[string]string // element -> incarnation that added it to its own replica
+	log       []string
 }
 
 func (s *run) logf(format string, args ...any) {
@@ -167,16 +168,17 @@ func eventStrings(evs []Event) []string {
 
 func simulate(t *testing.T, opts Options) *Report {
 	s := &run{
-		opts:    opts,
-		net:     NewNetwork(opts.Seed),
-		journal: memjournal.New(),
-		reg:     serialization.NewRegistry(),
-		chk:     NewChecker(),
-		logger:  opts.Logger,
-		ring:    &ring{},
-		start:   time.Now(),
-		stop:    make(chan struct{}),
-		added:   make(map[string]string),
+		opts:      opts,
+		net:       NewNetwork(opts.Seed),
+		journal:   memjournal.New(),
+		reg:       serialization.NewRegistry(),
+		chk:       NewChecker(),
+		logger:    opts.Logger,
+		ring:      &ring{},
+		start:     time.Now(),
+		stop:      make(chan struct{}),
+		added:     make(map[string]string),
+		attempted: make(map[string]bool),
 	}
 	rep := &Report{Seed: opts.Seed, Schedule: opts.Schedule}
 	if s.logger == nil {
@@ -189,6 +191,7 @@ func simulate(t *testing.T, opts Options) *Report {
 	for _, e := range opts.Schedule {
 		slots = max(slots, e.Node+1)
 	}
+	slots++ // the graceful phase's joiner
 	for i := range slots {
 		s.nodes = append(s.nodes, &node{index: i, ip: hostOf(i)})
 	}
@@ -208,8 +211,11 @@ func simulate(t *testing.T, opts Options) *Report {
 			t.Fatal(err)
 		}
 	}
-	for !s.converged() {
-		time.Sleep(time.Second)
+	for formed := time.Now().Add(opts.ConvergeWithin); !s.converged(); time.Sleep(time.Second) {
+		if time.Now().After(formed) {
+			s.shutdownAll()
+			t.Fatalf("sim: seed %d: the %d nodes did not form a cluster within %v", opts.Seed, opts.Nodes, opts.ConvergeWithin)
+		}
 	}
 	s.mu.Lock()
 	s.logf("%d nodes up", opts.Nodes)
@@ -219,10 +225,11 @@ func simulate(t *testing.T, opts Options) *Report {
 		go s.client(i)
 		go s.reader(i)
 	}
-	s.play(opts.Schedule)
+	calmFrom := s.play(opts.Schedule)
 	last := time.Since(s.start)
 	s.settle(rep)
 	rep.Converged = time.Since(s.start) - last
+	s.gracefulPhase(calmFrom)
 	close(s.stop)
 	s.wg.Wait()
 	s.shutdownAll()
@@ -247,17 +254,20 @@ func decodeAdded(reg *serialization.Registry) func(persistence.Record) (uint64, 
 		if err != nil {
 			return 0, err
 		}
-		a, ok := v.(Added)
-		if !ok {
-			return 0, fmt.Errorf("sim: %s holds a %T", r.PersistenceID, v)
+		switch ev := v.(type) {
+		case Added:
+			return ev.Op, nil
+		case Stopped:
+			return 0, nil
 		}
-		return a.Op, nil
+		return 0, fmt.Errorf("sim: %s holds a %T", r.PersistenceID, v)
 	}
 }
 
 // play applies the schedule's events at their times, and tells the checker when
-// nothing but graceful changes had effects.
-func (s *run) play(evs []Event) {
+// nothing but graceful changes had effects. It returns when the effects of the last
+// failure may have ended (Options.Settle after it).
+func (s *run) play(evs []Event) time.Time {
 	calmFrom := s.start
 	faulty := false // a link fault is in effect
 	for _, e := range evs {
@@ -291,24 +301,24 @@ func (s *run) play(evs []Event) {
 					return // healed meanwhile
 				}
 				for _, l := range e.crossing(back) {
-					s.net.SetLink(hostOf(l[0]), hostOf(l[1]), Link{Cut: true})
+					s.net.AddFault(hostOf(l[0]), hostOf(l[1]), Link{Cut: true})
 				}
 			}
 			cut(false)
 			time.AfterFunc(e.Delay, func() { cut(true) })
 		case OneWay:
-			s.net.SetLink(hostOf(e.From), hostOf(e.To), Link{Cut: true})
+			s.net.AddFault(hostOf(e.From), hostOf(e.To), Link{Cut: true})
 		case Delay:
-			s.net.SetLink(hostOf(e.From), hostOf(e.To), Link{Delay: e.Delay / 2})
-			s.net.SetLink(hostOf(e.To), hostOf(e.From), Link{Delay: e.Delay / 2})
+			s.net.AddFault(hostOf(e.From), hostOf(e.To), Link{Delay: e.Delay / 2})
+			s.net.AddFault(hostOf(e.To), hostOf(e.From), Link{Delay: e.Delay / 2})
 		case Loss:
-			s.net.SetLink(hostOf(e.From), hostOf(e.To), Link{Loss: e.Loss})
-			s.net.SetLink(hostOf(e.To), hostOf(e.From), Link{Loss: e.Loss})
+			s.net.AddFault(hostOf(e.From), hostOf(e.To), Link{Loss: e.Loss})
+			s.net.AddFault(hostOf(e.To), hostOf(e.From), Link{Loss: e.Loss})
 		case Slow:
 			for _, o := range s.nodes {
 				if o.index != e.Node {
-					s.net.SetLink(hostOf(e.Node), o.ip, Link{Delay: e.Delay})
-					s.net.SetLink(o.ip, hostOf(e.Node), Link{Delay: e.Delay})
+					s.net.AddFault(hostOf(e.Node), o.ip, Link{Delay: e.Delay})
+					s.net.AddFault(o.ip, hostOf(e.Node), Link{Delay: e.Delay})
 				}
 			}
 		case Heal:
@@ -327,6 +337,40 @@ func (s *run) play(evs []Event) {
 			calmFrom = now.Add(s.opts.Settle)
 		}
 	}
+	return calmFrom
+}
+
+// gracefulPhase ends every run with graceful changes only, once the last failure's
+// effects may have ended: a new node joins, and later a node leaves; every request
+// meanwhile must succeed (Checker.Calm).
+func (s *run) gracefulPhase(calmFrom time.Time) {
+	if d := time.Until(calmFrom); d > 0 {
+		time.Sleep(d)
+	}
+	from := time.Now()
+	joiner := s.nodes[len(s.nodes)-1] // the slot kept for it
+	s.mu.Lock()
+	s.logf("graceful phase: join n%d", joiner.index)
+	s.mu.Unlock()
+	if err := s.boot(joiner); err != nil {
+		s.chk.Violationf("%v", err)
+		return
+	}
+	time.Sleep(30 * time.Second)
+	var leaver *node
+	for _, n := range s.liveNodes() {
+		if n.slot.index > 0 && n.slot != joiner && (leaver == nil || n.slot.index > leaver.index) {
+			leaver = n.slot
+		}
+	}
+	if leaver != nil {
+		s.mu.Lock()
+		s.logf("graceful phase: leave n%d", leaver.index)
+		s.mu.Unlock()
+		s.leave(leaver)
+	}
+	time.Sleep(30 * time.Second)
+	s.chk.Calm(from, time.Now())
 }
 
 // restart starts a new incarnation on n's slot, once the previous one has gone. The
@@ -338,11 +382,11 @@ func (s *run) restart(n *node) {
 	s.mu.Lock()
 	done, st, deferred := n.done, n.state, n.deferred
 	s.mu.Unlock()
-	if st != stopped || deferred {
+	if st == running || deferred {
 		return // running, or its restart already waits
 	}
 	if done != nil {
-		<-done
+		<-done // crashed or leaving: the incarnation ends first
 	}
 	if n.index == 0 && !s.firstSeedMayStart() {
 		s.mu.Lock()
@@ -410,9 +454,9 @@ func (s *run) settle(rep *Report) {
 	deadline := time.Now().Add(s.opts.ConvergeWithin)
 	for _, n := range s.nodes {
 		s.mu.Lock()
-		st := n.state
+		st, started := n.state, n.gen > 0
 		s.mu.Unlock()
-		if st == stopped {
+		if st == stopped && started {
 			s.restart(n)
 		}
 	}
@@ -488,6 +532,9 @@ func (s *run) get(n live, id int) error {
 // incarnation added.
 func (s *run) checkSet(deadline time.Time) {
 	live := s.liveNodes()
+	if len(live) == 0 {
+		return // settle reported that nothing runs
+	}
 	var sets [][]string
 	for {
 		sets = sets[:0]
@@ -520,7 +567,7 @@ func (s *run) checkSet(deadline time.Time) {
 	in := make(map[string]bool, len(sets[0]))
 	for _, e := range sets[0] {
 		in[e] = true
-		if _, ok := s.added[e]; !ok {
+		if _, ok := s.attempted[e]; !ok {
 			s.chk.Violationf("replicated set holds %q, which no node added", e)
 		}
 	}
@@ -633,17 +680,23 @@ func (s *run) shutdownAll() {
 }
 
 // Seeds returns the seeds a test runs: TROUPE_SIM_SEED (one seed, to replay a
-// failure) or TROUPE_SIM_SEEDS (how many, from 1) when set, else 1 to n.
-func Seeds(n int) []uint64 {
+// failure) or TROUPE_SIM_SEEDS (how many, from 1) when set, else 1 to n. A value that
+// is not a number fails t.
+func Seeds(t testing.TB, n int) []uint64 {
+	t.Helper()
 	if v := os.Getenv("TROUPE_SIM_SEED"); v != "" {
-		if s, err := strconv.ParseUint(v, 10, 64); err == nil {
-			return []uint64{s}
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("sim: TROUPE_SIM_SEED=%q is not a seed: %v", v, err)
 		}
+		return []uint64{s}
 	}
 	if v := os.Getenv("TROUPE_SIM_SEEDS"); v != "" {
-		if k, err := strconv.Atoi(v); err == nil && k > 0 {
-			n = k
+		k, err := strconv.Atoi(v)
+		if err != nil || k < 1 {
+			t.Fatalf("sim: TROUPE_SIM_SEEDS=%q is not a positive number of seeds", v)
 		}
+		n = k
 	}
 	seeds := make([]uint64, n)
 	for i := range seeds {

@@ -26,8 +26,13 @@ type Get struct{}
 // Stop is the entity's hand-off stop message: a command, so it waits behind the
 // commands stashed while an event is written, and the entity never stops with a write
 // in flight (PoisonPill would stop it at once, and the write would land after its
-// shard's next home had started it again).
+// shard's next home had started it again). The entity stores Stopped before it stops,
+// as entities that record their passivation do: its shard lets go only once that is
+// written, which takes the journal's time.
 type Stop struct{}
+
+// Stopped is the event an entity stores when it is handed off.
+type Stopped struct{}
 
 func register(reg *serialization.Registry) error {
 	return errors.Join(
@@ -36,6 +41,7 @@ func register(reg *serialization.Registry) error {
 		serialization.Register[Ack](reg, "sim.Ack"),
 		serialization.Register[Get](reg, "sim.Get"),
 		serialization.Register[Stop](reg, "sim.Stop"),
+		serialization.Register[Stopped](reg, "sim.Stopped"),
 	)
 }
 
@@ -56,6 +62,8 @@ func (e *logEntity) Recover(ctx persistence.Context) {
 	switch m := ctx.Message().(type) {
 	case Added:
 		e.history = append(e.history, Persisted{Seq: ctx.LastSequenceNr(), Op: m.Op})
+	case Stopped:
+		e.history = append(e.history, Persisted{Seq: ctx.LastSequenceNr()})
 	case persistence.RecoveryCompleted:
 		e.live = true
 		e.chk.Started("entity", e.id, e.incarnation)
@@ -76,7 +84,10 @@ func (e *logEntity) Receive(ctx persistence.Context) {
 	case Get:
 		_ = ctx.Respond(Ack{Seq: ctx.LastSequenceNr()})
 	case Stop:
-		_ = ctx.Stop(ctx.Self())
+		err := persistence.Persist(ctx, Stopped{}, func(Stopped) { _ = ctx.Stop(ctx.Self()) })
+		if err != nil {
+			_ = ctx.Stop(ctx.Self())
+		}
 	case actor.Stopped:
 		if e.live {
 			e.chk.Stopped("entity", e.id, e.incarnation)
