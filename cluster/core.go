@@ -130,6 +130,8 @@ func (k *core) run(ctx actor.Context, effects []clustercore.Effect) {
 			}
 		case clustercore.MarkUp:
 			k.c.markUp()
+		case clustercore.AskWelcome:
+			k.askWelcome(ctx, e.To)
 		case clustercore.SetTags:
 			tags, err := membership.EncodeTagsIn(e.Self, k.c.ClusterID())
 			if err == nil {
@@ -209,7 +211,17 @@ func (k *core) Receive(ctx actor.Context) {
 		changed = k.checkMonitor(now)
 	case gossipTick:
 		k.gossip(ctx)
+		k.run(ctx, k.cc.AskWelcomes())
 		changed = false
+	case welcomeReq:
+		k.onWelcomeReq(ctx, m)
+		changed = false
+	case welcomeAck:
+		if len(m.Counted) > maxGossipRows {
+			k.drops.note(k.c.log, "welcome answer refused: too many members", nil)
+			return
+		}
+		k.run(ctx, k.cc.Welcomed(m.From, m.Counted, now))
 	case reachGossip:
 		changed = k.onGossip(m)
 	case resolverTimer:

@@ -33,6 +33,17 @@ type (
 	downNotice struct {
 		Down []member.UniqueAddress
 	}
+	// welcomeReq asks a member whether it knows From, a member that joined and waits
+	// to move itself Up until every counted member does.
+	welcomeReq struct {
+		From member.UniqueAddress
+	}
+	// welcomeAck answers welcomeReq: From knows the member that asked, and counts
+	// Counted.
+	welcomeAck struct {
+		From    member.UniqueAddress
+		Counted []member.UniqueAddress
+	}
 )
 
 // SuppressDeadLetterLog: members exchange these all the time, and those sent to a
@@ -51,11 +62,20 @@ func (reachGossip) SuppressDeadLetterLog() {}
 // downed one included).
 func (downNotice) SuppressDeadLetterLog() {}
 
+// SuppressDeadLetterLog: as heartbeat's (a joining member asks every tick until each
+// counted member has answered, a crashed one included).
+func (welcomeReq) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog: as heartbeat's.
+func (welcomeAck) SuppressDeadLetterLog() {}
+
 func init() {
 	wiretypes.MustRegister[heartbeat]("troupe.cluster.Heartbeat")
 	wiretypes.MustRegister[heartbeatRsp]("troupe.cluster.HeartbeatRsp")
 	wiretypes.MustRegister[reachGossip]("troupe.cluster.Reachability")
 	wiretypes.MustRegister[downNotice]("troupe.cluster.Down")
+	wiretypes.MustRegister[welcomeReq]("troupe.cluster.WelcomeReq")
+	wiretypes.MustRegister[welcomeAck]("troupe.cluster.WelcomeAck")
 }
 
 // Timer messages of the core.
@@ -138,6 +158,25 @@ func (k *core) pushOwnRow(ctx actor.Context) {
 		if p, ok := k.peerOf(m.Unique); ok {
 			_ = ctx.Send(p.core, msg)
 		}
+	}
+}
+
+// askWelcome sends this member's welcome request to each member of to.
+func (k *core) askWelcome(ctx actor.Context, to []UniqueAddress) {
+	for _, u := range to {
+		if p, ok := k.peerOf(u); ok {
+			_ = ctx.Send(p.core, welcomeReq{From: k.c.self.Unique})
+		}
+	}
+}
+
+// onWelcomeReq answers a joining member's welcome request if this node knows it.
+func (k *core) onWelcomeReq(ctx actor.Context, m welcomeReq) {
+	if !k.cc.Knows(m.From) {
+		return // not yet: it asks again
+	}
+	if p, ok := k.peerOf(m.From); ok {
+		_ = ctx.Send(p.core, welcomeAck{From: k.c.self.Unique, Counted: k.cc.Counted()})
 	}
 }
 

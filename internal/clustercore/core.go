@@ -1,6 +1,7 @@
 package clustercore
 
 import (
+	"slices"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/membership"
@@ -61,6 +62,9 @@ type Core struct {
 	// alone), founder when it formed it: only the founder moves itself Up before it
 	// has seen a member Up.
 	joined, founder bool
+	// welcomed holds, for each member that answered this joining member's welcome
+	// request (it knows this member), the members it counts; see MaybeUp.
+	welcomed map[member.UniqueAddress][]member.UniqueAddress
 	// foreign holds the node names of other clusters' members already logged.
 	foreign map[string]bool
 
@@ -314,6 +318,18 @@ func (c *Core) MarginsDue(now time.Time) []Effect {
 // waits until it sees a member Up there: it then picks an age above that member's, so
 // the members that formed the cluster stay older than those that joined it, and the
 // oldest does not move while a cluster forms.
+//
+// Such a member also waits until every member that the resolvers count (Up, Leaving,
+// Exiting) knows it, as Akka's leader moves a joining member Up only once every member
+// has seen it joining: each has answered its welcome request (the shell asks them at
+// every tick while this member waits: AskWelcomes), and the members waited for are those this member
+// counts and those the last answer of each member counted, less those this member
+// knows to be Down or removed. A member that joined through one side of a partition
+// learns of the other side from the answers. Without this, a member that moved Up on
+// one side of a partition would be counted by that side's resolver only: with two
+// members joining the side that had one member of three, both sides would count a
+// majority and keep running. Across a partition (or to a crashed member) the request
+// goes unanswered, and the member stays Joining until the resolvers have decided.
 func (c *Core) MaybeUp(now time.Time) []Effect {
 	c.now = now
 	self, ok := c.ms.Member(c.self)
@@ -324,12 +340,87 @@ func (c *Core) MaybeUp(now time.Time) []Effect {
 		if _, seen := c.ms.Oldest(""); !seen {
 			return nil
 		}
+		if _, missing := c.awaitedWelcomes(); missing {
+			return nil
+		}
 	}
 	self.Status = member.Up
 	self.UpNumber = c.ms.NextUpNumber(now.UnixMilli())
 	c.apply(c.ms.Observe(self))
 	c.publishSelf()
 	return c.take()
+}
+
+// awaitedWelcomes returns the members whose welcome this joining member waits for
+// (see MaybeUp), sorted, and whether any of them has not answered yet.
+func (c *Core) awaitedWelcomes() ([]member.UniqueAddress, bool) {
+	set := make(map[member.UniqueAddress]bool)
+	for _, u := range c.Counted() {
+		set[u] = true
+	}
+	for _, us := range c.welcomed {
+		for _, u := range us {
+			set[u] = true
+		}
+	}
+	delete(set, c.self)
+	var want []member.UniqueAddress
+	missing := false
+	for u := range set {
+		if m, ok := c.ms.Member(u); ok && m.Status == member.Down || c.ms.WasRemoved(u) {
+			continue
+		}
+		want = append(want, u)
+		if _, ok := c.welcomed[u]; !ok {
+			missing = true
+		}
+	}
+	slices.SortFunc(want, member.CompareAddress)
+	return want, missing
+}
+
+// AskWelcomes asks, while this member has joined and waits to move itself Up, every
+// member it waits for to answer its welcome request again (see MaybeUp): the answers
+// bring the members each counts now. The shell calls it every tick.
+func (c *Core) AskWelcomes() []Effect {
+	self, ok := c.ms.Member(c.self)
+	if !ok || self.Status != member.Joining || c.founder || !c.joined || c.leaving || c.downed {
+		return nil
+	}
+	if want, _ := c.awaitedWelcomes(); len(want) > 0 {
+		c.out = append(c.out, AskWelcome{To: want})
+	}
+	return c.take()
+}
+
+// Welcomed takes in a member's answer to this member's welcome request (see MaybeUp),
+// with the members it counts, and moves this member Up if that was the last answer it
+// waited for.
+func (c *Core) Welcomed(from member.UniqueAddress, counted []member.UniqueAddress, now time.Time) []Effect {
+	if c.welcomed == nil {
+		c.welcomed = make(map[member.UniqueAddress][]member.UniqueAddress)
+	}
+	c.welcomed[from] = counted
+	return c.MaybeUp(now)
+}
+
+// Knows reports whether u is a member this node knows that is not Down: whether to
+// answer u's welcome request.
+func (c *Core) Knows(u member.UniqueAddress) bool {
+	m, ok := c.ms.Member(u)
+	return ok && m.Status != member.Down
+}
+
+// Counted returns the members the resolver counts (Up, Leaving, Exiting), this one
+// included when it is: what an answer to a welcome request carries.
+func (c *Core) Counted() []member.UniqueAddress {
+	var us []member.UniqueAddress
+	for _, m := range c.ms.Members() {
+		if m.Status == member.Up || m.Status == member.Leaving || m.Status == member.Exiting {
+			us = append(us, m.Unique)
+		}
+	}
+	return us
 }
 
 // publishSelf asks for this member's current status and age in its serf tags.

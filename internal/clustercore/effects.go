@@ -5,7 +5,7 @@ import (
 )
 
 // Effect is what the shell must do after an input, in order: Publish, SetTags,
-// MarkUp, Removed, Stop, Downed or Log.
+// MarkUp, AskWelcome, Removed, Stop, Downed or Log.
 type Effect interface{ effect() }
 
 // Publish says: make State the state subscribers read, then send them Events, in
@@ -21,6 +21,10 @@ type SetTags struct{ Self member.Member }
 // MarkUp says this member is Up: callers waiting for it may go on. It follows the
 // Publish that carries this member's MemberUp.
 type MarkUp struct{}
+
+// AskWelcome says: send a welcome request to each member of To; each that knows this
+// member answers, and the shell passes the answer to Welcomed.
+type AskWelcome struct{ To []member.UniqueAddress }
 
 // Removed says a member other than this one was removed: forget it, and quarantine
 // its incarnation, Harmless when it left (it knows it is gone), for good when it was
@@ -61,10 +65,11 @@ type Field struct {
 	Value string
 }
 
-func (Publish) effect() {}
-func (SetTags) effect() {}
-func (MarkUp) effect()  {}
-func (Removed) effect() {}
-func (Stop) effect()    {}
-func (Downed) effect()  {}
-func (Log) effect()     {}
+func (Publish) effect()    {}
+func (SetTags) effect()    {}
+func (MarkUp) effect()     {}
+func (AskWelcome) effect() {}
+func (Removed) effect()    {}
+func (Stop) effect()       {}
+func (Downed) effect()     {}
+func (Log) effect()        {}

@@ -58,7 +58,15 @@ type sim struct {
 	// resolver: the nodes run their heartbeats, reachability gossip and split-brain
 	// resolver (keep-majority) instead of the model's downMinority.
 	resolver bool
-	next     uint64 // next uid
+	next     uint64    // next uid
+	pending  []welcome // welcome answers on their way, delivered at the next tick
+}
+
+// welcome is an answer to a joining member's welcome request.
+type welcome struct {
+	to      *simNode
+	from    member.UniqueAddress
+	counted []member.UniqueAddress
 }
 
 func simConfig(self member.Member) Config {
@@ -113,6 +121,13 @@ func (s *sim) run(n *simNode, effects []Effect) {
 			n.self = e.Self
 		case Stop, Downed:
 			n.stopped = true
+		case AskWelcome:
+			// Each member asked answers if the link is up and it knows n.
+			for _, u := range e.To {
+				if o := s.find(u); o != nil && !o.stopped && connected(n, o) && o.core.Knows(n.self.Unique) {
+					s.pending = append(s.pending, welcome{to: n, from: u, counted: o.core.Counted()})
+				}
+			}
 		}
 	}
 	s.observe(n)
@@ -229,7 +244,15 @@ func (s *sim) gossip() {
 // tick advances time and lets each live node move itself Up and pass margins.
 func (s *sim) tick(d time.Duration) {
 	s.now = s.now.Add(d)
+	pending := s.pending
+	s.pending = nil
+	for _, w := range pending {
+		if !w.to.stopped {
+			s.run(w.to, w.to.core.Welcomed(w.from, w.counted, s.now))
+		}
+	}
 	for _, n := range s.live() {
+		s.run(n, n.core.AskWelcomes())
 		s.run(n, n.core.MaybeUp(s.now))
 		s.run(n, n.core.MarginsDue(s.now))
 	}
