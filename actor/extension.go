@@ -42,8 +42,8 @@ type extensionSlot struct {
 }
 
 // OncePerSystem is an extension that a program starts explicitly, at most once per
-// System, and that others then find: remote, the cluster, persistence, sharding,
-// management. It gives every such package the same Start and Get:
+// System, and that others then find: remote, the cluster, persistence, distributed
+// data, management. It gives every such package the same Start and Get:
 //
 //	var thing = actor.NewOncePerSystem[Thing]("thing")
 //

@@ -167,6 +167,9 @@ func start(sys *actor.System, r *remote.Remote, cfg Config) (*Cluster, error) {
 	}
 	if c.serf, err = serf.Create(sc); err != nil {
 		c.leaseCancel()
+		if tr := sc.MemberlistConfig.Transport; tr != nil && c.cfg.Transport != nil {
+			_ = tr.Shutdown() // a transport Config.Transport made: serf did not take it over
+		}
 		return nil, fmt.Errorf("cluster: starting serf: %w", err)
 	}
 	if founding {

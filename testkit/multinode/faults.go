@@ -86,10 +86,11 @@ func (c *Cluster) Crash(i int) {
 	c.net.Isolate(n.name)
 	c.mu.Lock()
 	n.crashed = true
+	sys, cl := n.System, n.Cluster
 	c.mu.Unlock()
-	_ = n.Cluster.Down(n.Cluster.SelfUniqueAddress())
+	_ = cl.Down(cl.SelfUniqueAddress())
 	select {
-	case <-n.Cluster.Stopped():
+	case <-cl.Stopped():
 	case <-time.After(testkit.Dilated(5 * time.Second)):
 		if c.t != nil {
 			c.t.Logf("multinode: node %d did not stop its cluster services within 5s of its crash", i)
@@ -97,7 +98,7 @@ func (c *Cluster) Crash(i int) {
 			c.log.Warn(fmt.Sprintf("multinode: node %d did not stop its cluster services within 5s of its crash", i))
 		}
 	}
-	c.shutdown(n.System)
+	c.shutdown(sys)
 }
 
 // Restart starts crashed (or shut down) node i again on the same addresses, as a new
@@ -165,7 +166,7 @@ func (c *Cluster) AddNode() (*Node, error) {
 // liveSeed returns the gossip address of the first running node other than n.
 func (c *Cluster) liveSeed(n *Node) []string {
 	for _, m := range c.Nodes() {
-		if m != n && !c.isCrashed(m) && m.System != nil {
+		if m != n && !c.isCrashed(m) && c.systemOf(m) != nil {
 			return []string{m.gossip}
 		}
 	}

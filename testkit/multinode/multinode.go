@@ -304,19 +304,27 @@ func (n *Node) Name() string { return n.name }
 func (c *Cluster) Shutdown(ctx context.Context) error {
 	var errs []error
 	for _, n := range c.Nodes() {
-		if n.System != nil {
-			errs = append(errs, shutdownSystem(ctx, n.System))
+		if sys := c.systemOf(n); sys != nil {
+			errs = append(errs, shutdownSystem(ctx, sys))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// systemOf returns n's current actor system (a restart replaces it), read under the
+// lock boot writes it under.
+func (c *Cluster) systemOf(n *Node) *actor.System {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return n.System
 }
 
 // shutdownAll shuts every node down at the end of the test, each within 15s, and then
 // stops their loggers: what the nodes log while they shut down reaches the test's log.
 func (c *Cluster) shutdownAll() {
 	for _, n := range c.Nodes() {
-		if n.System != nil {
-			c.shutdown(n.System)
+		if sys := c.systemOf(n); sys != nil {
+			c.shutdown(sys)
 		}
 	}
 	c.mu.Lock()

@@ -23,7 +23,10 @@
 // joins of new nodes, partitions into two or three sides (one direction first, the way
 // back up to 8 s later), one-way cuts, delayed links, lossy links, slow nodes, and
 // heals. Every link also has a base latency of 0.2 to 20 ms, and gossip packets a
-// jitter. The schedule ends with a heal and the restart of every node that is down.
+// jitter. The schedule ends with a heal and the restart of every node that is down; a
+// fault added to a link keeps the faults it has (a delay does not undo a cut). Every
+// run then ends with a graceful phase, once the last failure's effects may have ended:
+// a new node joins, and later a node leaves.
 // The first seed node restarts only as docs/cluster.md says to restart it (while
 // another seed node is Up and reachable from it, or no node is Up): otherwise it would
 // form a second cluster, as Akka's first seed does.
@@ -38,7 +41,8 @@
 //     another writer used its sequence number;
 //   - no request lost while only graceful changes (joins, leaves, and the
 //     rebalancing and hand-offs they cause) happened: a request that fails while no
-//     failure had effects (Options.Settle after each) is a violation;
+//     failure had effects (Options.Settle after each), through a node that runs and
+//     became Up, is a violation; the graceful phase makes every run check this;
 //   - after the last event the cluster converges (every running node sees every other
 //     Up and reachable), every entity answers from every node, and the replicated set
 //     of distributed data is the same on every node, holds nothing that was not

@@ -100,7 +100,7 @@ type run struct {
 	reg     *serialization.Registry
 	chk     *Checker
 	logger  *zap.Logger
-	ring    *ring // the nodes' log, when Options.Logger is not set
+	logs    *nodeLog // the nodes' log, when Options.Logger is not set
 	start   time.Time
 	stop    chan struct{} // closed when the workload must end
 	wg      sync.WaitGroup
@@ -174,7 +174,7 @@ func simulate(t *testing.T, opts Options) *Report {
 		reg:       serialization.NewRegistry(),
 		chk:       NewChecker(),
 		logger:    opts.Logger,
-		ring:      &ring{},
+		logs:      &nodeLog{},
 		start:     time.Now(),
 		stop:      make(chan struct{}),
 		added:     make(map[string]string),
@@ -182,7 +182,7 @@ func simulate(t *testing.T, opts Options) *Report {
 	}
 	rep := &Report{Seed: opts.Seed, Schedule: opts.Schedule}
 	if s.logger == nil {
-		s.logger = s.ring.logger()
+		s.logger = s.logs.logger()
 	}
 	if err := register(s.reg); err != nil {
 		t.Fatal(err)
@@ -243,7 +243,7 @@ func simulate(t *testing.T, opts Options) *Report {
 	rep.Acked, rep.Failed = s.chk.Counts()
 	rep.Log = s.log
 	if opts.Logger == nil {
-		rep.NodeLog = s.ring.last()
+		rep.NodeLog = s.logs.all()
 	}
 	return rep
 }

@@ -8,14 +8,14 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// ring keeps what the nodes logged (at Info and above) in memory, so that the report
+// nodeLog keeps what the nodes logged (at Info and above) in memory, so that the report
 // of a failing run has it without slowing every run down with output.
-type ring struct {
+type nodeLog struct {
 	mu    sync.Mutex
 	lines []string
 }
 
-func (r *ring) Write(p []byte) (int, error) {
+func (r *nodeLog) Write(p []byte) (int, error) {
 	line := strings.TrimRight(string(p), "\n")
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -23,17 +23,17 @@ func (r *ring) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (r *ring) Sync() error { return nil }
+func (r *nodeLog) Sync() error { return nil }
 
-// last returns the lines, oldest first.
-func (r *ring) last() []string {
+// all returns the lines, oldest first.
+func (r *nodeLog) all() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lines
 }
 
 // logger returns a logger that writes into r.
-func (r *ring) logger() *zap.Logger {
+func (r *nodeLog) logger() *zap.Logger {
 	enc := zap.NewDevelopmentEncoderConfig()
 	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(r), zapcore.InfoLevel))
 }
