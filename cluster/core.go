@@ -221,7 +221,7 @@ func (k *core) Receive(ctx actor.Context) {
 			k.drops.note(k.c.log, "welcome answer refused: too many members", nil)
 			return
 		}
-		k.run(ctx, k.cc.Welcomed(m.From, m.Counted, now))
+		k.run(ctx, k.cc.Welcomed(m.From, clustercore.Welcome{Counted: m.Counted, Unreachable: m.Unreachable}, now))
 	case reachGossip:
 		changed = k.onGossip(m)
 	case resolverTimer:

@@ -38,11 +38,12 @@ type (
 	welcomeReq struct {
 		From member.UniqueAddress
 	}
-	// welcomeAck answers welcomeReq: From knows the member that asked, and counts
-	// Counted.
+	// welcomeAck answers welcomeReq: From knows the member that asked, counts
+	// Counted, and sees a member unreachable or not.
 	welcomeAck struct {
-		From    member.UniqueAddress
-		Counted []member.UniqueAddress
+		From        member.UniqueAddress
+		Counted     []member.UniqueAddress
+		Unreachable bool
 	}
 )
 
@@ -176,7 +177,8 @@ func (k *core) onWelcomeReq(ctx actor.Context, m welcomeReq) {
 		return // not yet: it asks again
 	}
 	if p, ok := k.peerOf(m.From); ok {
-		_ = ctx.Send(p.core, welcomeAck{From: k.c.self.Unique, Counted: k.cc.Counted()})
+		w := k.cc.Welcome()
+		_ = ctx.Send(p.core, welcomeAck{From: k.c.self.Unique, Counted: w.Counted, Unreachable: w.Unreachable})
 	}
 }
 

@@ -62,9 +62,12 @@ type Core struct {
 	// alone), founder when it formed it: only the founder moves itself Up before it
 	// has seen a member Up.
 	joined, founder bool
-	// welcomed holds, for each member that answered this joining member's welcome
-	// request (it knows this member), the members it counts; see MaybeUp.
-	welcomed map[member.UniqueAddress][]member.UniqueAddress
+	// welcomed holds the last answer of each member to this joining member's welcome
+	// request (it knows this member); see MaybeUp.
+	welcomed map[member.UniqueAddress]Welcome
+	// asked holds the members asked for a welcome already: MaybeUp asks a member it
+	// waits for at once, once; AskWelcomes asks them all again at every tick.
+	asked map[member.UniqueAddress]bool
 	// foreign holds the node names of other clusters' members already logged.
 	foreign map[string]bool
 
@@ -262,6 +265,11 @@ func (c *Core) apply(evs []member.Event, err error) {
 		switch ev.(type) {
 		case member.OldestChanged, member.UnreachableMember, member.ReachableMember:
 			// Not membership changes; the shell tracks reachability.
+		case member.MemberJoined:
+			// A joining member is not counted by the resolver, and moves Up only once
+			// every counted member knows it (MaybeUp): as in Akka, its arrival does not
+			// restart stable-after, so that a node restarted during an unreachability
+			// does not turn the resolver's decision into down-all-when-unstable.
 		default:
 			c.res.MembershipChanged(now)
 		}
@@ -319,10 +327,12 @@ func (c *Core) MarginsDue(now time.Time) []Effect {
 // the members that formed the cluster stay older than those that joined it, and the
 // oldest does not move while a cluster forms.
 //
-// Such a member also waits until every member that the resolvers count (Up, Leaving,
-// Exiting) knows it, as Akka's leader moves a joining member Up only once every member
-// has seen it joining: each has answered its welcome request (the shell asks them at
-// every tick while this member waits: AskWelcomes), and the members waited for are those this member
+// Such a member also waits until the cluster has converged, as Akka's leader moves a
+// joining member Up only then: every member that the resolvers count (Up, Leaving,
+// Exiting) knows it, and none of them, nor this member, sees a member unreachable.
+// Each has answered its welcome request (MaybeUp asks each member
+// it waits for at once, and the shell asks them all again at every tick while this
+// member waits: AskWelcomes), and the members waited for are those this member
 // counts and those the last answer of each member counted, less those this member
 // knows to be Down or removed. A member that joined through one side of a partition
 // learns of the other side from the answers. Without this, a member that moved Up on
@@ -340,8 +350,15 @@ func (c *Core) MaybeUp(now time.Time) []Effect {
 		if _, seen := c.ms.Oldest(""); !seen {
 			return nil
 		}
-		if _, missing := c.awaitedWelcomes(); missing {
-			return nil
+		if want, missing := c.awaitedWelcomes(); missing {
+			var fresh []member.UniqueAddress
+			for _, u := range want {
+				if !c.asked[u] {
+					fresh = append(fresh, u)
+				}
+			}
+			c.askWelcome(fresh)
+			return c.take()
 		}
 	}
 	self.Status = member.Up
@@ -358,8 +375,8 @@ func (c *Core) awaitedWelcomes() ([]member.UniqueAddress, bool) {
 	for _, u := range c.Counted() {
 		set[u] = true
 	}
-	for _, us := range c.welcomed {
-		for _, u := range us {
+	for _, w := range c.welcomed {
+		for _, u := range w.Counted {
 			set[u] = true
 		}
 	}
@@ -371,9 +388,12 @@ func (c *Core) awaitedWelcomes() ([]member.UniqueAddress, bool) {
 			continue
 		}
 		want = append(want, u)
-		if _, ok := c.welcomed[u]; !ok {
+		if w, ok := c.welcomed[u]; !ok || w.Unreachable {
 			missing = true
 		}
+	}
+	if len(c.table.Records(c.Live)) > 0 {
+		missing = true // not converged: wait, and keep asking
 	}
 	slices.SortFunc(want, member.CompareAddress)
 	return want, missing
@@ -387,20 +407,44 @@ func (c *Core) AskWelcomes() []Effect {
 	if !ok || self.Status != member.Joining || c.founder || !c.joined || c.leaving || c.downed {
 		return nil
 	}
-	if want, _ := c.awaitedWelcomes(); len(want) > 0 {
-		c.out = append(c.out, AskWelcome{To: want})
-	}
+	want, _ := c.awaitedWelcomes()
+	c.askWelcome(want)
 	return c.take()
 }
 
-// Welcomed takes in a member's answer to this member's welcome request (see MaybeUp),
-// with the members it counts, and moves this member Up if that was the last answer it
-// waited for.
-func (c *Core) Welcomed(from member.UniqueAddress, counted []member.UniqueAddress, now time.Time) []Effect {
-	if c.welcomed == nil {
-		c.welcomed = make(map[member.UniqueAddress][]member.UniqueAddress)
+// askWelcome asks the members of to for a welcome (an AskWelcome effect), if any.
+func (c *Core) askWelcome(to []member.UniqueAddress) {
+	if len(to) == 0 {
+		return
 	}
-	c.welcomed[from] = counted
+	if c.asked == nil {
+		c.asked = make(map[member.UniqueAddress]bool)
+	}
+	for _, u := range to {
+		c.asked[u] = true
+	}
+	c.out = append(c.out, AskWelcome{To: to})
+}
+
+// Welcome is a member's answer to a joining member's welcome request: it knows the
+// joining member, counts Counted, and sees a member unreachable or not.
+type Welcome struct {
+	Counted     []member.UniqueAddress
+	Unreachable bool
+}
+
+// Welcome returns this node's answer to a welcome request (see MaybeUp).
+func (c *Core) Welcome() Welcome {
+	return Welcome{Counted: c.Counted(), Unreachable: len(c.table.Records(c.Live)) > 0}
+}
+
+// Welcomed takes in from's answer to this member's welcome request (see MaybeUp), and
+// moves this member Up if that was the last answer it waited for.
+func (c *Core) Welcomed(from member.UniqueAddress, w Welcome, now time.Time) []Effect {
+	if c.welcomed == nil {
+		c.welcomed = make(map[member.UniqueAddress]Welcome)
+	}
+	c.welcomed[from] = w
 	return c.MaybeUp(now)
 }
 

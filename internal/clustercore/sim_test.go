@@ -64,9 +64,9 @@ type sim struct {
 
 // welcome is an answer to a joining member's welcome request.
 type welcome struct {
-	to      *simNode
-	from    member.UniqueAddress
-	counted []member.UniqueAddress
+	to     *simNode
+	from   member.UniqueAddress
+	answer Welcome
 }
 
 func simConfig(self member.Member) Config {
@@ -125,7 +125,7 @@ func (s *sim) run(n *simNode, effects []Effect) {
 			// Each member asked answers if the link is up and it knows n.
 			for _, u := range e.To {
 				if o := s.find(u); o != nil && !o.stopped && connected(n, o) && o.core.Knows(n.self.Unique) {
-					s.pending = append(s.pending, welcome{to: n, from: u, counted: o.core.Counted()})
+					s.pending = append(s.pending, welcome{to: n, from: u, answer: o.core.Welcome()})
 				}
 			}
 		}
@@ -145,6 +145,9 @@ func (s *sim) observe(n *simNode) {
 	summary := fmt.Sprint(unreachable, indirect)
 	var ms []string
 	for _, m := range n.core.Membership().Members() {
+		if m.Status == member.Joining {
+			continue // not counted: its arrival does not restart stable-after
+		}
 		ms = append(ms, m.Unique.String()+" "+m.Status.String())
 	}
 	members := fmt.Sprint(ms)
@@ -248,7 +251,7 @@ func (s *sim) tick(d time.Duration) {
 	s.pending = nil
 	for _, w := range pending {
 		if !w.to.stopped {
-			s.run(w.to, w.to.core.Welcomed(w.from, w.counted, s.now))
+			s.run(w.to, w.to.core.Welcomed(w.from, w.answer, s.now))
 		}
 	}
 	for _, n := range s.live() {

@@ -43,7 +43,7 @@ func TestJoiningMemberWaitsForEveryCountedMember(t *testing.T) {
 	}
 	// The seed answers; it counts a member across a partition this one never saw.
 	other := addr(1, 10)
-	c.Welcomed(seed.Unique, []member.UniqueAddress{other, seed.Unique}, now)
+	c.Welcomed(seed.Unique, Welcome{Counted: []member.UniqueAddress{other, seed.Unique}}, now)
 	if up(c, self.Unique) {
 		t.Fatal("Up while a member the seed counts has not answered")
 	}
@@ -51,7 +51,11 @@ func TestJoiningMemberWaitsForEveryCountedMember(t *testing.T) {
 	if len(asked) != 1 || len(asked[0].(AskWelcome).To) != 2 {
 		t.Fatalf("AskWelcomes = %v, want requests to %v and %v", asked, other, seed.Unique)
 	}
-	c.Welcomed(other, []member.UniqueAddress{other, seed.Unique}, now.Add(time.Second))
+	c.Welcomed(other, Welcome{Counted: []member.UniqueAddress{other, seed.Unique}, Unreachable: true}, now.Add(time.Second))
+	if up(c, self.Unique) {
+		t.Fatal("Up while a member sees a member unreachable")
+	}
+	c.Welcomed(other, Welcome{Counted: []member.UniqueAddress{other, seed.Unique}}, now.Add(2*time.Second))
 	if !up(c, self.Unique) {
 		t.Fatal("not Up once every counted member answered")
 	}

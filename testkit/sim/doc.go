@@ -11,9 +11,9 @@
 // stored as an event, and acknowledged once stored), and a reader; each request goes
 // through a random running node. Every node adds to a replicated set (distributed data,
 // WriteMajority) every few seconds. Run puts all of it in a testing/synctest bubble, so
-// every timer of every layer runs in virtual time: minutes of a cluster's life pass in
-// about a second, with the production timings (failure detection, stable-after,
-// down-removal margin, hand-off retries) unchanged.
+// every timer of every layer runs in virtual time: a cluster's minutes pass about 150
+// times faster than the wall clock, with the production timings (failure detection,
+// stable-after, down-removal margin, hand-off retries) unchanged.
 //
 // # Fault schedules
 //

@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -24,4 +25,27 @@ func TestNodeStartedWhileEverySeedIsDownJoinsLater(t *testing.T) {
 		{At: 100 * s, Kind: sim.Restart, Node: 3},
 		{At: 150 * s, Kind: sim.Heal},
 	}})
+}
+
+// TestJoinDuringUnreachabilityDownsOnlyTheIndirectlyConnected: a one-way cut makes two
+// members indirectly connected, and a node that left restarts and joins while the
+// resolver waits out stable-after. The resolver must down the two (and the joining node
+// with its side, if it is there), never the whole cluster: the arrival of the joining
+// member used to restart stable-after, past the down-all-when-unstable deadline, and
+// every member was downed.
+func TestJoinDuringUnreachabilityDownsOnlyTheIndirectlyConnected(t *testing.T) {
+	s := time.Second
+	rep := sim.Run(t, sim.Options{Seed: 3, Schedule: []sim.Event{
+		{At: 50 * s, Kind: sim.Leave, Node: 1},
+		{At: 79 * s, Kind: sim.OneWay, From: 3, To: 2},
+		{At: 100 * s, Kind: sim.Restart, Node: 1},
+		{At: 180 * s, Kind: sim.Heal},
+	}})
+	for _, l := range rep.Log {
+		for _, healthy := range []string{"n0#1 terminated", "n4#1 terminated"} {
+			if strings.Contains(l, healthy) && !strings.Contains(l, "graceful") {
+				t.Errorf("a member on no faulty link was downed: %s\n%s", l, strings.Join(rep.Log, "\n"))
+			}
+		}
+	}
 }

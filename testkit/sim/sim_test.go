@@ -12,7 +12,7 @@ import (
 
 // TestSimulation runs the CI seeds (or TROUPE_SIM_SEED / TROUPE_SIM_SEEDS).
 func TestSimulation(t *testing.T) {
-	for _, seed := range sim.Seeds(t, 3) {
+	for _, seed := range sim.Seeds(t, 2) {
 		start := time.Now()
 		opts := sim.Options{Seed: seed}
 		if os.Getenv("TROUPE_SIM_LOG") != "" {
