@@ -173,7 +173,7 @@ func (k *core) askWelcome(ctx actor.Context, to []UniqueAddress) {
 
 // onWelcomeReq answers a joining member's welcome request if this node knows it.
 func (k *core) onWelcomeReq(ctx actor.Context, m welcomeReq) {
-	if !k.cc.Knows(m.From) {
+	if !k.cc.Live(m.From) { // a member this node knows, not Down
 		return // not yet: it asks again
 	}
 	if p, ok := k.peerOf(m.From); ok {

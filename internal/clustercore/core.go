@@ -448,13 +448,6 @@ func (c *Core) Welcomed(from member.UniqueAddress, w Welcome, now time.Time) []E
 	return c.MaybeUp(now)
 }
 
-// Knows reports whether u is a member this node knows that is not Down: whether to
-// answer u's welcome request.
-func (c *Core) Knows(u member.UniqueAddress) bool {
-	m, ok := c.ms.Member(u)
-	return ok && m.Status != member.Down
-}
-
 // Counted returns the members the resolver counts (Up, Leaving, Exiting), this one
 // included when it is: what an answer to a welcome request carries.
 func (c *Core) Counted() []member.UniqueAddress {

@@ -124,7 +124,7 @@ func (s *sim) run(n *simNode, effects []Effect) {
 		case AskWelcome:
 			// Each member asked answers if the link is up and it knows n.
 			for _, u := range e.To {
-				if o := s.find(u); o != nil && !o.stopped && connected(n, o) && o.core.Knows(n.self.Unique) {
+				if o := s.find(u); o != nil && !o.stopped && connected(n, o) && o.core.Live(n.self.Unique) {
 					s.pending = append(s.pending, welcome{to: n, from: u, answer: o.core.Welcome()})
 				}
 			}
