@@ -132,12 +132,11 @@
 //   - Gossip this node cannot use (malformed or oversized reachability gossip, a
 //     malformed down notice, an oversized welcome answer, a member with malformed
 //     tags) is dropped, counted and logged the same way.
-//   - A joining member's welcome requests and their answers (see Member Up in
-//     docs/cluster.md): one that is lost (to a crashed or partitioned member, or
-//     before the answering member knows the joiner) is a dead letter, counted and not
-//     logged; the joining member asks again every heartbeat interval and stays
-//     Joining until every counted member has answered (JoinProgress and WaitUp show
-//     it waiting).
+//   - A joining member's welcome requests and their answers (docs/cluster.md, how a
+//     joining member moves itself Up): one that is lost (to a crashed or partitioned
+//     member, or before the answering member knows the joiner) is a dead letter,
+//     counted and not logged; the joining member asks again every heartbeat interval
+//     and stays Joining until every counted member has answered (WaitUp waits for it).
 //   - A member of another cluster (another ClusterID in its tags) that reaches this
 //     node's serf: it is never admitted (a member this node knew under that name is
 //     downed), and the first time it is seen it is logged as an error naming both
