@@ -62,8 +62,9 @@
 // the order packets are sent; a failure that depends on such an interleaving may
 // need the seed to be run a few times (-count) to show again.
 //
-// TestSimulation runs a fixed set of seeds in CI; TROUPE_SIM_SEEDS=n runs n seeds,
-// and TROUPE_SIM_LOG=1 prints the nodes' logs. The bugs the simulation found are kept
+// TestSimulation runs a fixed set of seeds in CI. TROUPE_SIM_SEEDS=n runs seeds 1 to n,
+// TROUPE_SIM_SEEDS=a-b seeds a to b (to share thousands between processes), and
+// TROUPE_SIM_LOG=1 prints the nodes' logs. The bugs the simulation found are kept
 // as tests with their schedules written out (seeds_test.go).
 //
 // # What it does not model

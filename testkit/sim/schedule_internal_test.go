@@ -32,3 +32,24 @@ func TestGenerateIsAFunctionOfItsSeed(t *testing.T) {
 		t.Errorf("the schedule ends with %v, want a heal and restarts", last)
 	}
 }
+
+func TestSeedRangeParsesCountsAndRanges(t *testing.T) {
+	for _, c := range []struct {
+		in          string
+		first, last uint64
+		ok          bool
+	}{
+		{"1000", 1, 1000, true},
+		{"1001-2000", 1001, 2000, true},
+		{"7-7", 7, 7, true},
+		{"0", 0, 0, false},
+		{"5-3", 0, 0, false},
+		{"x", 0, 0, false},
+		{"3-", 0, 0, false},
+	} {
+		first, last, ok := seedRange(c.in)
+		if ok != c.ok || first != c.first || last != c.last {
+			t.Errorf("seedRange(%q) = %d, %d, %v; want %d, %d, %v", c.in, first, last, ok, c.first, c.last, c.ok)
+		}
+	}
+}

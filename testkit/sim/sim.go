@@ -680,8 +680,9 @@ func (s *run) shutdownAll() {
 }
 
 // Seeds returns the seeds a test runs: TROUPE_SIM_SEED (one seed, to replay a
-// failure) or TROUPE_SIM_SEEDS (how many, from 1) when set, else 1 to n. A value that
-// is not a number fails t.
+// failure) or TROUPE_SIM_SEEDS when set, else 1 to n. TROUPE_SIM_SEEDS is a count
+// ("1000": seeds 1 to 1000) or a range ("1001-2000"), so that several processes can
+// share thousands of seeds. A value that is neither fails t.
 func Seeds(t testing.TB, n int) []uint64 {
 	t.Helper()
 	if v := os.Getenv("TROUPE_SIM_SEED"); v != "" {
@@ -691,16 +692,30 @@ func Seeds(t testing.TB, n int) []uint64 {
 		}
 		return []uint64{s}
 	}
+	first, last := uint64(1), uint64(n)
 	if v := os.Getenv("TROUPE_SIM_SEEDS"); v != "" {
-		k, err := strconv.Atoi(v)
-		if err != nil || k < 1 {
-			t.Fatalf("sim: TROUPE_SIM_SEEDS=%q is not a positive number of seeds", v)
+		var ok bool
+		if first, last, ok = seedRange(v); !ok {
+			t.Fatalf("sim: TROUPE_SIM_SEEDS=%q is neither a number of seeds nor a range such as 1001-2000", v)
 		}
-		n = k
 	}
-	seeds := make([]uint64, n)
-	for i := range seeds {
-		seeds[i] = uint64(i + 1)
+	seeds := make([]uint64, 0, last-first+1)
+	for s := first; s <= last; s++ {
+		seeds = append(seeds, s)
 	}
 	return seeds
+}
+
+// seedRange parses TROUPE_SIM_SEEDS: "n" is 1 to n, "a-b" is a to b.
+func seedRange(v string) (first, last uint64, ok bool) {
+	a, b, isRange := strings.Cut(v, "-")
+	if !isRange {
+		a, b = "1", v
+	}
+	first, err1 := strconv.ParseUint(a, 10, 64)
+	last, err2 := strconv.ParseUint(b, 10, 64)
+	if err1 != nil || err2 != nil || first < 1 || last < first {
+		return 0, 0, false
+	}
+	return first, last, true
 }
