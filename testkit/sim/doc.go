@@ -52,7 +52,7 @@
 // # Replaying a failure
 //
 // A failing Run names the seed, its schedule, the log of what happened, a file with
-// everything the nodes logged at Info and above, and the command that replays it
+// everything the nodes logged at Debug and above, and the command that replays it
 // (TROUPE_SIM_SEED=n). A replay is deterministic in what
 // matters most and not in everything: the schedule, every fault's virtual time, the
 // latencies and the workload's choices come from the seed alone, and virtual time does

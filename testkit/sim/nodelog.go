@@ -8,7 +8,8 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// nodeLog keeps what the nodes logged (at Info and above) in memory, so that the report
+// nodeLog keeps what the nodes logged (at Debug and above: a run logs a few thousand
+// lines, membership changes among them) in memory, so that the report
 // of a failing run has it without slowing every run down with output.
 type nodeLog struct {
 	mu    sync.Mutex
@@ -35,5 +36,5 @@ func (r *nodeLog) all() []string {
 // logger returns a logger that writes into r.
 func (r *nodeLog) logger() *zap.Logger {
 	enc := zap.NewDevelopmentEncoderConfig()
-	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(r), zapcore.InfoLevel))
+	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(r), zapcore.DebugLevel))
 }

@@ -47,7 +47,7 @@ type Options struct {
 	// every node sees every other Up and every entity answers from every node.
 	// Default 3 minutes.
 	ConvergeWithin time.Duration
-	// Logger receives the nodes' logs. Default: what they log at Info and above is
+	// Logger receives the nodes' logs. Default: what they log at Debug and above is
 	// kept in memory for the report (Report.NodeLog).
 	Logger *zap.Logger
 }
