@@ -3,23 +3,20 @@ package sharding
 import (
 	"strconv"
 	"strings"
+
+	"github.com/troupe-go/troupe/sharding/placement"
 )
 
-// ShardID names a shard: a group of entities that live, move and stop together. The
-// shard of an entity must never change while the cluster runs (see the package
-// overview).
-type ShardID string
+// ShardID names a shard: a group of entities that live, move and stop together. It
+// is placement.ShardID, where allocation strategies find it.
+type ShardID = placement.ShardID
 
-// EntityID names one entity within its entity type. It is unique per type across the
-// cluster; an entity runs in at most one place at a time.
-type EntityID string
+// EntityID names one entity within its entity type. It is placement.EntityID.
+type EntityID = placement.EntityID
 
 // RegionID identifies a shard region (or a proxy-only region) to the sharding cores and
-// to allocation strategies. The running system uses the region actor's full path with
-// its incarnation uid (actor.Ref.URI, as in troupe://sys@10.0.0.5:2552/system/sharding/cart#42),
-// so a region that restarts is a new RegionID. Strategies treat it as opaque: compare it,
-// use it as a map key, return one of the IDs they were given.
-type RegionID string
+// to allocation strategies. It is placement.RegionID (see there).
+type RegionID = placement.RegionID
 
 // nodeAddress returns the node part of a region's path: everything before the path,
 // such as "troupe://sys@10.0.0.5:2552", which is what cluster.UniqueAddress.Addr holds
