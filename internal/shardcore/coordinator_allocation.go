@@ -1,15 +1,17 @@
-package sharding
+package shardcore
 
 import (
 	"fmt"
 	"slices"
+
+	"github.com/troupe-go/troupe/sharding/placement"
 )
 
 // Allocating many shards in one write. Every new home is a state change, and the core
 // blocks while a change is being written (a majority-plus write in distributed data, a
 // journal write in persistence); home requests that come meanwhile queue up. When the
 // core starts an allocation it also allocates the requests for other homeless shards
-// that queued right behind it, and stores them all as one evShardHomesAllocated: after
+// that queued right behind it, and stores them all as one ShardHomesAllocated: after
 // a member crashes, its shards get new homes in a few writes instead of one write each.
 //
 // The batch gives each shard the home the one-at-a-time allocations would have given
@@ -19,7 +21,7 @@ import (
 // taken: an input behind it (a registration, a region leaving) would have changed the
 // candidates for the requests after it, so those wait for their turn.
 
-// maxAllocationBatch bounds the shards of one evShardHomesAllocated, so that one
+// maxAllocationBatch bounds the shards of one ShardHomesAllocated, so that one
 // journal entry stays small: 500 shard IDs (a few bytes each with the default
 // extractor, about 2 KiB in all; 36-byte UUIDs make about 19 KiB), plus one region ID
 // per region. In distributed data the register holds the whole state whatever the
@@ -28,36 +30,36 @@ const maxAllocationBatch = 500
 
 // allocBatch is the allocations one write will store.
 type allocBatch struct {
-	regions []RegionInfo    // the candidates, with the batch's homes added to their shards
-	allocs  []allocation    // in the order decided
-	index   map[ShardID]int // shard -> its entry in allocs
+	regions []placement.RegionInfo    // the candidates, with the batch's homes added to their shards
+	allocs  []allocation              // in the order decided
+	index   map[placement.ShardID]int // shard -> its entry in allocs
 }
 
 // allocate asks the strategy for s's home and adds it to b; it reports whether it did.
 // A strategy that fails or names a region that cannot host leaves s without a home (a
 // problem is logged; the requester asks again, or is told when it is leaving), as for a
 // single allocation.
-func (c *coordinator) allocate(b *allocBatch, from RegionID, s ShardID) bool {
-	cands := make([]RegionInfo, len(b.regions))
+func (c *Coordinator) allocate(b *allocBatch, from placement.RegionID, s placement.ShardID) bool {
+	cands := make([]placement.RegionInfo, len(b.regions))
 	for i, r := range b.regions {
 		r.Shards = slices.Clone(r.Shards) // the strategy's own copy
 		cands[i] = r
 	}
-	r, err := c.strategy.AllocateShard(AllocationRequest{Requester: from, Shard: s, Regions: cands})
+	r, err := c.strategy.AllocateShard(placement.AllocationRequest{Requester: from, Shard: s, Regions: cands})
 	if err != nil {
 		c.problem(fmt.Errorf("%w: shard %q: %v", errStrategy, s, err))
 		c.noHome(from, s)
 		return false
 	}
-	i := slices.IndexFunc(b.regions, func(ri RegionInfo) bool { return ri.Region == r })
-	if i < 0 || !c.canHost(r) {
+	i := slices.IndexFunc(b.regions, func(ri placement.RegionInfo) bool { return ri.Region == r })
+	if i < 0 || !c.CanHost(r) {
 		c.problem(fmt.Errorf("%w: shard %q allocated to %q, which cannot host", errStrategy, s, r))
 		c.noHome(from, s)
 		return false
 	}
 	b.regions[i].Shards = append(b.regions[i].Shards, s)
 	b.index[s] = len(b.allocs)
-	b.allocs = append(b.allocs, allocation{shard: s, region: r, requesters: []RegionID{from}})
+	b.allocs = append(b.allocs, allocation{shard: s, region: r, requesters: []placement.RegionID{from}})
 	return true
 }
 
@@ -69,17 +71,17 @@ func (c *coordinator) allocate(b *allocBatch, from RegionID, s ShardID) bool {
 // the batch is stored: hand-over requests for shards without a known home (the
 // predecessor is told where to hand over once that home is stored) and requests
 // without a shard.
-func (c *coordinator) allocateQueued(b *allocBatch) {
+func (c *Coordinator) allocateQueued(b *allocBatch) {
 	var taken []bool // by queue index, within the run
 	for i, in := range c.queue {
 		if len(b.allocs) == maxAllocationBatch {
 			break
 		}
-		rm, ok := in.(inRegionMsg)
+		rm, ok := in.(InRegionMsg)
 		if !ok {
 			break
 		}
-		m, ok := rm.Msg.(msgGetShardHome)
+		m, ok := rm.Msg.(GetShardHome)
 		if !ok {
 			break
 		}
@@ -107,7 +109,7 @@ func (c *coordinator) allocateQueued(b *allocBatch) {
 	if !slices.Contains(taken, true) {
 		return
 	}
-	rest := make([]coordInput, 0, len(c.queue))
+	rest := make([]CoordInput, 0, len(c.queue))
 	for i, in := range c.queue {
 		if i >= len(taken) || !taken[i] {
 			rest = append(rest, in)
@@ -117,21 +119,21 @@ func (c *coordinator) allocateQueued(b *allocBatch) {
 }
 
 // pendingWrite returns the write that stores b: the single event for one shard (which
-// coordinators of earlier versions read too), else one evShardHomesAllocated with the
+// coordinators of earlier versions read too), else one ShardHomesAllocated with the
 // shards grouped by region, each region's in the order decided.
 func (b *allocBatch) pendingWrite() *pendingWrite {
 	if len(b.allocs) == 1 {
 		a := b.allocs[0]
-		return &pendingWrite{event: evShardHomeAllocated{Shard: a.shard, Region: a.region}, allocs: b.allocs}
+		return &pendingWrite{event: ShardHomeAllocated{Shard: a.shard, Region: a.region}, allocs: b.allocs}
 	}
-	var e evShardHomesAllocated
-	at := map[RegionID]int{}
+	var e ShardHomesAllocated
+	at := map[placement.RegionID]int{}
 	for _, a := range b.allocs {
 		i, ok := at[a.region]
 		if !ok {
 			i = len(e.Homes)
 			at[a.region] = i
-			e.Homes = append(e.Homes, regionShards{Region: a.region})
+			e.Homes = append(e.Homes, RegionShards{Region: a.region})
 		}
 		e.Homes[i].Shards = append(e.Homes[i].Shards, a.shard)
 	}
@@ -141,23 +143,23 @@ func (b *allocBatch) pendingWrite() *pendingWrite {
 // homeStored tells a stored home to the shard's region, to the requesters and to the
 // regions that asked while its previous home was being removed, and notes where the
 // shard's previous home hands its messages over.
-func (c *coordinator) homeStored(a allocation) {
+func (c *Coordinator) homeStored(a allocation) {
 	delete(c.successor[a.shard], a.region) // its own hand-over, if any, goes to itself
 	if p := c.predecessor[a.shard]; p != "" && p != a.region {
 		if c.successor[a.shard] == nil {
-			c.successor[a.shard] = map[RegionID]RegionID{}
+			c.successor[a.shard] = map[placement.RegionID]placement.RegionID{}
 		}
 		c.successor[a.shard][p] = a.region
 	}
 	c.sendHostShard(a.shard, a.region)
 	for _, to := range a.requesters {
 		if to != "" {
-			c.send(to, msgShardHome{Shard: a.shard, Region: a.region})
+			c.send(to, ShardHome{Shard: a.shard, Region: a.region})
 		}
 	}
 	for _, to := range c.awaiting[a.shard] {
 		if !slices.Contains(a.requesters, to) {
-			c.send(to, msgShardHome{Shard: a.shard, Region: a.region})
+			c.send(to, ShardHome{Shard: a.shard, Region: a.region})
 		}
 	}
 	delete(c.awaiting, a.shard)

@@ -1,4 +1,4 @@
-package sharding
+package shardcore
 
 import (
 	"cmp"
@@ -8,7 +8,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/member"
+
+	"github.com/troupe-go/troupe/sharding/placement"
 )
 
 // coordWorld is a randomized environment for one coordinator core: regions that answer
@@ -21,10 +23,10 @@ type coordWorld struct {
 	h    *coordHarness
 	step int
 
-	regions []RegionID        // every region or proxy ever created
-	proxy   map[RegionID]bool // proxies
-	dead    map[RegionID]bool // stopped; never sends again
-	shards  []ShardID
+	regions []placement.RegionID        // every region or proxy ever created
+	proxy   map[placement.RegionID]bool // proxies
+	dead    map[placement.RegionID]bool // stopped; never sends again
+	shards  []placement.ShardID
 
 	// What regions owe the coordinator, as the real ones would answer.
 	acks    []owed // BeginHandOff -> BeginHandOffAck
@@ -33,16 +35,16 @@ type coordWorld struct {
 
 	// inHandOff marks shards from their first BeginHandOff until they are allocated
 	// again, or until their hand-off times out.
-	inHandOff map[ShardID]bool
+	inHandOff map[placement.ShardID]bool
 	// handOffFrom is the shard's home when its hand-off began: a hand-off that times out
 	// leaves the shard there, and its home may then be given out again.
-	handOffFrom map[ShardID]RegionID
+	handOffFrom map[placement.ShardID]placement.RegionID
 	log         []func() string
 }
 
 type owed struct {
-	region RegionID
-	shard  ShardID
+	region placement.RegionID
+	shard  placement.ShardID
 }
 
 func TestCoordinatorRandomized(t *testing.T) {
@@ -58,42 +60,42 @@ func TestCoordinatorRandomized(t *testing.T) {
 
 func newCoordWorld(t *testing.T, seed uint64) *coordWorld {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	var strategy AllocationStrategy
+	var strategy placement.AllocationStrategy
 	if seed%2 == 0 {
-		strategy, _ = NewLeastShardStrategy(LeastShardConfig{RebalanceAbsoluteLimit: 1 + int(seed%4), RebalanceRelativeLimit: 0.5})
+		strategy = NewLeastShard(LeastShardSettings{RebalanceAbsoluteLimit: 1 + int(seed%4), RebalanceRelativeLimit: 0.5})
 	} else {
-		strategy, _ = NewLeastShardStrategy(LeastShardConfig{RebalanceThreshold: 1 + int(seed%3)})
+		strategy = NewLeastShard(LeastShardSettings{RebalanceThreshold: 1 + int(seed%3)})
 	}
-	cfg := coordSettings{
-		minMembers:       1 + int(seed%3),
-		rememberEntities: seed%5 == 0,
-		storeState:       seed%3 == 0,
+	cfg := CoordSettings{
+		MinMembers:       1 + int(seed%3),
+		RememberEntities: seed%5 == 0,
+		StoreState:       seed%3 == 0,
 	}
 	if seed%4 == 0 {
-		cfg.removalMargin = 5
+		cfg.RemovalMargin = 5
 	}
 	w := &coordWorld{
 		t:         t,
 		seed:      seed,
 		rng:       rng,
-		proxy:     map[RegionID]bool{},
-		dead:      map[RegionID]bool{},
-		inHandOff: map[ShardID]bool{},
+		proxy:     map[placement.RegionID]bool{},
+		dead:      map[placement.RegionID]bool{},
+		inHandOff: map[placement.ShardID]bool{},
 
-		handOffFrom: map[ShardID]RegionID{},
+		handOffFrom: map[placement.ShardID]placement.RegionID{},
 	}
 	for i := range 10 {
-		w.shards = append(w.shards, ShardID(fmt.Sprintf("s%02d", i)))
+		w.shards = append(w.shards, placement.ShardID(fmt.Sprintf("s%02d", i)))
 	}
 	for i := 1; i <= 4; i++ {
 		w.regions = append(w.regions, reg(i))
 	}
 	w.regions = append(w.regions, prox(5))
 	w.proxy[prox(5)] = true
-	w.h = &coordHarness{t: t, c: newCoordinator(cfg, strategy), shadow: newCoordState(cfg.rememberEntities), manual: true}
+	w.h = &coordHarness{t: t, c: NewCoordinator(cfg, strategy), shadow: NewCoordState(cfg.RememberEntities), manual: true}
 	w.h.sent = w.sent
-	w.do(inMembers{Members: testNodes(6)}, "members")
-	w.do(inStateLoaded{}, "load")
+	w.do(InMembers{Members: testNodes(6)}, "members")
+	w.do(InStateLoaded{}, "load")
 	return w
 }
 
@@ -114,8 +116,8 @@ func (w *coordWorld) tail() string {
 // note records a line for the failure report, formatted only if it is shown.
 func (w *coordWorld) note(f func() string) { w.log = append(w.log, f) }
 
-func (w *coordWorld) live() []RegionID {
-	var out []RegionID
+func (w *coordWorld) live() []placement.RegionID {
+	var out []placement.RegionID
 	for _, r := range w.regions {
 		if !w.dead[r] {
 			out = append(out, r)
@@ -142,18 +144,18 @@ func (w *coordWorld) run(steps int) {
 	for range 1000 {
 		switch {
 		case w.h.pending:
-			w.do(inStoreDone{}, "drain store")
+			w.do(InStoreDone{}, "drain store")
 		case len(w.acks) > 0:
 			w.answer(&w.acks, 0)
 		case len(w.stops) > 0:
 			w.answer(&w.stops, 0)
 		default:
-			if k, ok := w.firstTimer(timerHandOff); ok {
-				w.do(inTimer{Key: k}, "drain hand-off timer")
+			if k, ok := w.firstTimer(TimerHandOff); ok {
+				w.do(InTimer{Key: k}, "drain hand-off timer")
 				continue
 			}
-			if k, ok := w.firstTimer(timerRemovalMargin); ok {
-				w.do(inTimer{Key: k}, "drain margin timer")
+			if k, ok := w.firstTimer(TimerRemovalMargin); ok {
+				w.do(InTimer{Key: k}, "drain margin timer")
 				continue
 			}
 			if len(w.h.c.workers) != 0 {
@@ -165,19 +167,19 @@ func (w *coordWorld) run(steps int) {
 	w.fail("did not drain")
 }
 
-func (w *coordWorld) firstTimer(kind timerKind) (timerKey, bool) {
+func (w *coordWorld) firstTimer(kind TimerKind) (TimerKey, bool) {
 	for _, k := range w.sortedTimers() {
-		if k.kind == kind {
+		if k.Kind == kind {
 			return k, true
 		}
 	}
-	return timerKey{}, false
+	return TimerKey{}, false
 }
 
-func (w *coordWorld) sortedTimers() []timerKey {
+func (w *coordWorld) sortedTimers() []TimerKey {
 	keys := slices.Collect(maps.Keys(w.h.c.timers))
-	slices.SortFunc(keys, func(a, b timerKey) int {
-		return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.shard, b.shard), cmp.Compare(a.region, b.region), cmp.Compare(a.n, b.n))
+	slices.SortFunc(keys, func(a, b TimerKey) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Shard, b.Shard), cmp.Compare(a.Region, b.Region), cmp.Compare(a.N, b.N))
 	})
 	return keys
 }
@@ -187,23 +189,23 @@ func (w *coordWorld) act() {
 	switch n := rng.IntN(100); {
 	case n < 15 && w.h.pending:
 		if rng.IntN(6) == 0 {
-			w.do(inStoreFailed{Err: errStore}, "store failed")
+			w.do(InStoreFailed{Err: errStore}, "store failed")
 		} else {
-			w.do(inStoreDone{}, "store done")
+			w.do(InStoreDone{}, "store done")
 		}
 	case n < 25:
 		if r, ok := pick(rng, w.live()); ok {
-			msg := any(msgRegister{})
+			msg := any(Register{})
 			if w.proxy[r] {
-				msg = msgRegisterProxy{}
+				msg = RegisterProxy{}
 			}
-			w.do(inRegionMsg{From: r, Msg: msg, Status: cluster.Up}, "register "+string(r))
+			w.do(InRegionMsg{From: r, Msg: msg, Status: member.Up}, "register "+string(r))
 		}
 	case n < 45:
 		r, ok1 := pick(rng, w.live())
 		s, ok2 := pick(rng, w.shards)
 		if ok1 && ok2 {
-			m := msgGetShardHome{Shard: s, HandOver: rng.IntN(5) == 0}
+			m := GetShardHome{Shard: s, HandOver: rng.IntN(5) == 0}
 			if m.HandOver {
 				// Now and then a region that owes a hand-over asks, as it would.
 				for _, id := range slices.Sorted(maps.Keys(w.h.c.successor)) {
@@ -213,7 +215,7 @@ func (w *coordWorld) act() {
 					}
 				}
 			}
-			w.do(inRegionMsg{From: r, Msg: m}, fmt.Sprintf("get %+v from %s", m, r))
+			w.do(InRegionMsg{From: r, Msg: m}, fmt.Sprintf("get %+v from %s", m, r))
 		}
 	case n < 55 && len(w.acks) > 0:
 		w.answer(&w.acks, rng.IntN(len(w.acks)))
@@ -223,11 +225,11 @@ func (w *coordWorld) act() {
 		w.answer(&w.started, rng.IntN(len(w.started)))
 	case n < 80:
 		if k, ok := pick(rng, w.sortedTimers()); ok {
-			w.do(inTimer{Key: k}, fmt.Sprintf("timer %+v", k))
+			w.do(InTimer{Key: k}, fmt.Sprintf("timer %+v", k))
 		}
 	case n < 84:
 		if r, ok := pick(rng, w.live()); ok && !w.proxy[r] {
-			w.do(inRegionMsg{From: r, Msg: msgGracefulShutdownReq{}}, "graceful "+string(r))
+			w.do(InRegionMsg{From: r, Msg: GracefulShutdownReq{}}, "graceful "+string(r))
 		}
 	case n < 88:
 		if r, ok := pick(rng, w.live()); ok {
@@ -243,18 +245,18 @@ func (w *coordWorld) act() {
 		case 1:
 			ms[rng.IntN(6)].AppVersion = "2"
 		case 2:
-			ms = append(ms, NodeInfo{Address: cluster.UniqueAddress{Addr: nodeAddr(9)}, Status: cluster.Joining})
+			ms = append(ms, placement.NodeInfo{Address: member.UniqueAddress{Addr: nodeAddr(9)}, Status: member.Joining})
 		}
-		w.do(inMembers{Members: ms}, "members")
-	case n < 96 && !w.h.c.cfg.rememberEntities:
+		w.do(InMembers{Members: ms}, "members")
+	case n < 96 && !w.h.c.cfg.RememberEntities:
 		s1, _ := pick(rng, w.shards)
 		s2, _ := pick(rng, w.shards)
-		w.do(inRegionMsg{From: "troupe://sys@10.0.0.1:2552/user/admin#1", Msg: msgStopShards{Shards: []ShardID{s1, s2}}}, "stop shards")
-	case n < 97 && w.h.c.cfg.rememberEntities:
+		w.do(InRegionMsg{From: "troupe://sys@10.0.0.1:2552/user/admin#1", Msg: StopShards{Shards: []placement.ShardID{s1, s2}}}, "stop shards")
+	case n < 97 && w.h.c.cfg.RememberEntities:
 		s, _ := pick(rng, w.shards)
-		w.do(inRememberedShards{Shards: []ShardID{s}}, "remembered "+string(s))
+		w.do(InRememberedShards{Shards: []placement.ShardID{s}}, "remembered "+string(s))
 	default:
-		w.do(inTimer{Key: timerKey{kind: timerRebalance}}, "rebalance tick")
+		w.do(InTimer{Key: TimerKey{Kind: TimerRebalance}}, "rebalance tick")
 	}
 }
 
@@ -272,23 +274,23 @@ func (w *coordWorld) answer(list *[]owed, i int) {
 		if r, ok := pick(w.rng, w.live()); ok && w.rng.IntN(3) == 0 {
 			from = r
 		}
-		w.do(inRegionMsg{From: from, Msg: msgBeginHandOffAck{Shard: o.shard, Region: o.region}}, fmt.Sprintf("ack %s by %s", o.shard, o.region))
+		w.do(InRegionMsg{From: from, Msg: BeginHandOffAck{Shard: o.shard, Region: o.region}}, fmt.Sprintf("ack %s by %s", o.shard, o.region))
 	case &w.stops:
-		w.do(inRegionMsg{From: o.region, Msg: msgShardStopped{Shard: o.shard, Pending: w.rng.IntN(2) == 0}}, fmt.Sprintf("stopped %s at %s", o.shard, o.region))
+		w.do(InRegionMsg{From: o.region, Msg: ShardStopped{Shard: o.shard, Pending: w.rng.IntN(2) == 0}}, fmt.Sprintf("stopped %s at %s", o.shard, o.region))
 	case &w.started:
-		w.do(inRegionMsg{From: o.region, Msg: msgShardStarted{Shard: o.shard}}, fmt.Sprintf("started %s at %s", o.shard, o.region))
+		w.do(InRegionMsg{From: o.region, Msg: ShardStarted{Shard: o.shard}}, fmt.Sprintf("started %s at %s", o.shard, o.region))
 	}
 }
 
-func (w *coordWorld) kill(r RegionID) {
+func (w *coordWorld) kill(r placement.RegionID) {
 	w.dead[r] = true
 	switch w.rng.IntN(3) {
 	case 0:
-		w.do(inRegionMsg{From: r, Msg: msgRegionStopped{}}, "region stopped "+string(r))
+		w.do(InRegionMsg{From: r, Msg: RegionStopped{}}, "region stopped "+string(r))
 	case 1:
-		w.do(inRegionTerminated{Region: r}, "terminated "+string(r))
+		w.do(InRegionTerminated{Region: r}, "terminated "+string(r))
 	default:
-		w.do(inRegionTerminated{Region: r, NodeRemoved: true}, "node removed "+string(r))
+		w.do(InRegionTerminated{Region: r, NodeRemoved: true}, "node removed "+string(r))
 	}
 }
 
@@ -296,7 +298,7 @@ func (w *coordWorld) kill(r RegionID) {
 func (w *coordWorld) spawn() {
 	for _, r := range w.regions {
 		if w.dead[r] {
-			next := RegionID(fmt.Sprintf("%s%d", r, len(w.regions)))
+			next := placement.RegionID(fmt.Sprintf("%s%d", r, len(w.regions)))
 			w.regions = append(w.regions, next)
 			w.proxy[next] = w.proxy[r]
 			return
@@ -305,17 +307,17 @@ func (w *coordWorld) spawn() {
 }
 
 // sent checks one message once the core has handled the input that sent it.
-func (w *coordWorld) sent(m coordSend) {
+func (w *coordWorld) sent(m CoordSend) {
 	c := w.h.c
 	{
-		switch m.msg.(type) {
-		case msgHandOff, msgBeginHandOff, msgShardHome, msgShardHomes, msgShardStopped:
-			w.note(func() string { return fmt.Sprintf("   -> %s %T%+v", m.to, m.msg, m.msg) })
+		switch m.Msg.(type) {
+		case HandOff, BeginHandOff, ShardHome, ShardHomes, ShardStopped:
+			w.note(func() string { return fmt.Sprintf("   -> %s %T%+v", m.To, m.Msg, m.Msg) })
 		}
 	}
 	// homeGiven checks a home given out for s: not while s is in hand-off, unless the
 	// hand-off has ended leaving s where it was (a timeout), which ends the mark.
-	homeGiven := func(s ShardID, r RegionID) {
+	homeGiven := func(s placement.ShardID, r placement.RegionID) {
 		if home, ok := c.state.shards[s]; !ok || home != r {
 			w.fail("home of %q given as %q, but it is %q", s, r, home)
 		}
@@ -326,40 +328,40 @@ func (w *coordWorld) sent(m coordSend) {
 			delete(w.inHandOff, s) // the hand-off timed out
 		}
 	}
-	switch msg := m.msg.(type) {
-	case msgBeginHandOff:
+	switch msg := m.Msg.(type) {
+	case BeginHandOff:
 		if !w.inHandOff[msg.Shard] {
 			w.handOffFrom[msg.Shard] = c.state.shards[msg.Shard]
 		}
 		w.inHandOff[msg.Shard] = true
-		w.acks = append(w.acks, owed{m.to, msg.Shard})
-	case msgHandOff:
+		w.acks = append(w.acks, owed{m.To, msg.Shard})
+	case HandOff:
 		if !w.inHandOff[msg.Shard] {
 			w.fail("HandOff for %q without BeginHandOff", msg.Shard)
 		}
-		w.stops = append(w.stops, owed{m.to, msg.Shard})
-	case msgHostShard:
-		if w.proxy[m.to] {
-			w.fail("HostShard to proxy %q", m.to)
+		w.stops = append(w.stops, owed{m.To, msg.Shard})
+	case HostShard:
+		if w.proxy[m.To] {
+			w.fail("HostShard to proxy %q", m.To)
 		}
-		if home := c.state.shards[msg.Shard]; home != m.to {
-			w.fail("HostShard(%q) to %q, but its home is %q", msg.Shard, m.to, home)
+		if home := c.state.shards[msg.Shard]; home != m.To {
+			w.fail("HostShard(%q) to %q, but its home is %q", msg.Shard, m.To, home)
 		}
 		if c.workers[msg.Shard] != nil {
 			w.fail("HostShard(%q) during its hand-off", msg.Shard)
 		}
 		delete(w.inHandOff, msg.Shard) // allocated (again)
-		w.started = append(w.started, owed{m.to, msg.Shard})
-	case msgShardHome:
+		w.started = append(w.started, owed{m.To, msg.Shard})
+	case ShardHome:
 		homeGiven(msg.Shard, msg.Region)
-	case msgHandOverTo:
+	case HandOverTo:
 		if _, ok := c.state.regions[msg.Region]; !ok {
 			w.fail("HandOverTo names %q, which is not registered", msg.Region)
 		}
-		if msg.Region == m.to {
-			w.fail("HandOverTo tells %q to hand over to itself", m.to)
+		if msg.Region == m.To {
+			w.fail("HandOverTo tells %q to hand over to itself", m.To)
 		}
-	case msgShardHomes:
+	case ShardHomes:
 		for _, e := range msg.Homes {
 			for _, s := range e.Shards {
 				homeGiven(s, e.Region)
@@ -369,13 +371,13 @@ func (w *coordWorld) sent(m coordSend) {
 }
 
 // do feeds one input and checks the outputs and the invariants.
-func (w *coordWorld) do(in coordInput, what string) {
+func (w *coordWorld) do(in CoordInput, what string) {
 	w.t.Helper()
 	pending, queued := w.h.pending, len(w.h.c.queue)
 	w.note(func() string { return fmt.Sprintf("%s (pending=%v queue=%d)", what, pending, queued) })
 	d := w.h.one(in)
-	if d.store != nil {
-		ev := d.store.event
+	if d.Store != nil {
+		ev := d.Store.Event
 		w.note(func() string { return fmt.Sprintf("   store %+v", ev) })
 	}
 	c := w.h.c

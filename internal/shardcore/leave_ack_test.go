@@ -1,9 +1,11 @@
-package sharding
+package shardcore
 
 import (
 	"testing"
 
-	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/member"
+
+	"github.com/troupe-go/troupe/sharding/placement"
 )
 
 // Core cases of a leaving region and the coordinator's GracefulShutdownAck, found by
@@ -17,27 +19,27 @@ import (
 // 30126: the coordinator registered the region on that Register and gave it a shard,
 // and what another region forwarded to it was lost, since it had stopped).
 func TestTheCoordinatorGivesNoShardToALeaverItAckedUnregistered(t *testing.T) {
-	h := newCoordHarness(t, coordSettings{}, nil, 2)
-	h.step(inRegionMsg{From: reg(2), Msg: msgRegister{}, Status: cluster.Up})
-	h.step(inRegionMsg{From: reg(2), Msg: msgGetShardHome{Shard: "a"}, Status: cluster.Up})
-	h.step(inRegionMsg{From: reg(1), Msg: msgRegister{}, Status: cluster.Joining}) // not yet
-	d := h.step(inRegionMsg{From: reg(1), Msg: msgGracefulShutdownReq{}, Status: cluster.Joining})
-	if !sent(d, reg(1), msgGracefulShutdownAck{}) {
-		t.Fatalf("no acknowledgement for an unknown region: %+v", d.sends)
+	h := newCoordHarness(t, CoordSettings{}, nil, 2)
+	h.step(InRegionMsg{From: reg(2), Msg: Register{}, Status: member.Up})
+	h.step(InRegionMsg{From: reg(2), Msg: GetShardHome{Shard: "a"}, Status: member.Up})
+	h.step(InRegionMsg{From: reg(1), Msg: Register{}, Status: member.Joining}) // not yet
+	d := h.step(InRegionMsg{From: reg(1), Msg: GracefulShutdownReq{}, Status: member.Joining})
+	if !sent(d, reg(1), GracefulShutdownAck{}) {
+		t.Fatalf("no acknowledgement for an unknown region: %+v", d.Sends)
 	}
-	h.step(inRegionMsg{From: reg(1), Msg: msgRegister{}, Status: cluster.Up})
+	h.step(InRegionMsg{From: reg(1), Msg: Register{}, Status: member.Up})
 	if _, ok := h.c.state.regions[reg(1)]; !ok {
 		t.Fatal("the leaving region was not registered (it needs homes for what it holds)")
 	}
-	for _, s := range []ShardID{"b", "c", "d"} {
-		h.step(inRegionMsg{From: reg(2), Msg: msgGetShardHome{Shard: s}, Status: cluster.Up})
+	for _, s := range []placement.ShardID{"b", "c", "d"} {
+		h.step(InRegionMsg{From: reg(2), Msg: GetShardHome{Shard: s}, Status: member.Up})
 	}
 	if got := h.c.state.regions[reg(1)]; len(got) != 0 {
 		t.Fatalf("the region acknowledged as leaving before it registered got shards %v", got)
 	}
-	d = h.step(inRegionMsg{From: reg(1), Msg: msgGracefulShutdownReq{}, Status: cluster.Up})
-	if !sent(d, reg(1), msgGracefulShutdownAck{}) {
-		t.Fatalf("a leaving region that hosts nothing not acknowledged: %+v", d.sends)
+	d = h.step(InRegionMsg{From: reg(1), Msg: GracefulShutdownReq{}, Status: member.Up})
+	if !sent(d, reg(1), GracefulShutdownAck{}) {
+		t.Fatalf("a leaving region that hosts nothing not acknowledged: %+v", d.Sends)
 	}
 }
 
@@ -48,18 +50,18 @@ func TestTheCoordinatorGivesNoShardToALeaverItAckedUnregistered(t *testing.T) {
 // stopped on a crashed coordinator's late acknowledgement, and what another region
 // forwarded to it for the shard the next coordinator gave it was lost).
 func TestALeavingRegionTakesNoAckOfACoordinatorItLost(t *testing.T) {
-	r := registered(t, regionSettings{})
-	r.gracefulShutdown()
-	r.coordinatorLost()
-	if d := r.fromCoordinator(msgGracefulShutdownAck{}); d.stop {
+	r := registered(t, RegionSettings{})
+	r.GracefulShutdown()
+	r.CoordinatorLost()
+	if d := r.FromCoordinator(GracefulShutdownAck{}); d.Stop {
 		t.Fatal("stopped on an acknowledgement while not registered")
 	}
-	if d := r.timer(timerKey{kind: timerLeaveUnknown}); d.stop {
+	if d := r.Timer(TimerKey{Kind: TimerLeaveUnknown}); d.Stop {
 		t.Fatal("stopped on the give-up timer, known to a coordinator")
 	}
-	d := r.fromCoordinator(msgRegisterAck{})
-	wantAnys(t, "asks again once registered", toCoord(d), msgGracefulShutdownReq{})
-	if d = r.fromCoordinator(msgGracefulShutdownAck{}); !d.stop {
+	d := r.FromCoordinator(RegisterAck{})
+	wantAnys(t, "asks again once registered", toCoord(d), GracefulShutdownReq{})
+	if d = r.FromCoordinator(GracefulShutdownAck{}); !d.Stop {
 		t.Fatalf("not stopped on its coordinator's acknowledgement: %+v", d)
 	}
 }
@@ -69,35 +71,35 @@ func TestALeavingRegionTakesNoAckOfACoordinatorItLost(t *testing.T) {
 // registered with.
 func TestAShutdownAckCountsOnlyFromTheIncarnationRegisteredWith(t *testing.T) {
 	const e1, e2 = 1 << 32, 2 << 32
-	h := newCoordHarness(t, coordSettings{handOffEpoch: e2}, nil, 2)
-	h.step(inRegionMsg{From: reg(1), Msg: msgRegister{}, Status: cluster.Up})
-	if d := h.from(reg(1), msgRegister{}); !sent(d, reg(1), msgRegisterAck{Epoch: e2}) {
-		t.Fatalf("RegisterAck without the incarnation's epoch: %+v", d.sends)
+	h := newCoordHarness(t, CoordSettings{HandOffEpoch: e2}, nil, 2)
+	h.step(InRegionMsg{From: reg(1), Msg: Register{}, Status: member.Up})
+	if d := h.from(reg(1), Register{}); !sent(d, reg(1), RegisterAck{Epoch: e2}) {
+		t.Fatalf("RegisterAck without the incarnation's epoch: %+v", d.Sends)
 	}
-	if d := h.from(reg(1), msgGracefulShutdownReq{}); !sent(d, reg(1), msgGracefulShutdownAck{Epoch: e2}) {
-		t.Fatalf("GracefulShutdownAck without the incarnation's epoch: %+v", d.sends)
+	if d := h.from(reg(1), GracefulShutdownReq{}); !sent(d, reg(1), GracefulShutdownAck{Epoch: e2}) {
+		t.Fatalf("GracefulShutdownAck without the incarnation's epoch: %+v", d.Sends)
 	}
 
-	r := newTestRegion(t, regionSettings{})
-	r.fromCoordinator(msgRegisterAck{Epoch: e1})
-	r.gracefulShutdown()
-	if d := r.fromCoordinator(msgGracefulShutdownAck{Epoch: e2}); d.stop {
+	r := newTestRegion(t, RegionSettings{})
+	r.FromCoordinator(RegisterAck{Epoch: e1})
+	r.GracefulShutdown()
+	if d := r.FromCoordinator(GracefulShutdownAck{Epoch: e2}); d.Stop {
 		t.Fatal("registered, it stopped on another incarnation's acknowledgement")
 	}
-	if d := r.fromCoordinator(msgGracefulShutdownAck{Epoch: e1}); !d.stop {
+	if d := r.FromCoordinator(GracefulShutdownAck{Epoch: e1}); !d.Stop {
 		t.Fatalf("not stopped on its coordinator's acknowledgement: %+v", d)
 	}
 
 	// Its coordinator lost, it takes the next one's word (which knows it from the
 	// stored state), and not the late word of the one it lost.
-	r = newTestRegion(t, regionSettings{})
-	r.fromCoordinator(msgRegisterAck{Epoch: e1})
-	r.gracefulShutdown()
-	r.coordinatorLost()
-	if d := r.fromCoordinator(msgGracefulShutdownAck{Epoch: e1}); d.stop {
+	r = newTestRegion(t, RegionSettings{})
+	r.FromCoordinator(RegisterAck{Epoch: e1})
+	r.GracefulShutdown()
+	r.CoordinatorLost()
+	if d := r.FromCoordinator(GracefulShutdownAck{Epoch: e1}); d.Stop {
 		t.Fatal("stopped on the late acknowledgement of the coordinator it lost")
 	}
-	if d := r.fromCoordinator(msgGracefulShutdownAck{Epoch: e2}); !d.stop {
+	if d := r.FromCoordinator(GracefulShutdownAck{Epoch: e2}); !d.Stop {
 		t.Fatalf("not stopped on the next coordinator's acknowledgement: %+v", d)
 	}
 }
@@ -108,13 +110,13 @@ func TestAShutdownAckCountsOnlyFromTheIncarnationRegisteredWith(t *testing.T) {
 // a shard. Another incarnation's word counts.
 func TestALeavingRegionTakesNoAckOfTheIncarnationWhoseRegisterAckWasStale(t *testing.T) {
 	const e1, e2 = 1 << 32, 2 << 32
-	r := newTestRegion(t, regionSettings{})
-	r.staleRegisterAck(e1)
-	r.gracefulShutdown()
-	if d := r.fromCoordinator(msgGracefulShutdownAck{Epoch: e1}); d.stop {
+	r := newTestRegion(t, RegionSettings{})
+	r.StaleRegisterAck(e1)
+	r.GracefulShutdown()
+	if d := r.FromCoordinator(GracefulShutdownAck{Epoch: e1}); d.Stop {
 		t.Fatal("stopped on the word of the incarnation whose RegisterAck was stale")
 	}
-	if d := r.fromCoordinator(msgGracefulShutdownAck{Epoch: e2}); !d.stop {
+	if d := r.FromCoordinator(GracefulShutdownAck{Epoch: e2}); !d.Stop {
 		t.Fatalf("not stopped on the next incarnation's word: %+v", d)
 	}
 }

@@ -1,33 +1,35 @@
-package sharding
+package shardcore
 
 import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/troupe-go/troupe/sharding/placement"
 )
 
-// coordState is the coordinator's durable state: where every shard lives. It is stored
+// CoordState is the coordinator's durable state: where every shard lives. It is stored
 // whole in a distributed-data register (ddata mode) or rebuilt from its events
 // (persistence mode), and survives the coordinator moving to another node.
 //
 // Invariants, kept by apply and checked by decoding: a shard is in shards exactly when
 // it is in the list of its region in regions, at most once; every region in shards is
 // a key of regions; unallocated holds no allocated shard.
-type coordState struct {
-	shards      map[ShardID]RegionID   // shard -> its region
-	regions     map[RegionID][]ShardID // region -> its shards, in allocation order
-	proxies     map[RegionID]struct{}  // registered proxy-only regions
-	unallocated map[ShardID]struct{}   // shards to re-home at once (remember-entities only)
-	remember    bool                   // remember-entities: keep shards of dead regions in unallocated
+type CoordState struct {
+	shards      map[placement.ShardID]placement.RegionID   // shard -> its region
+	regions     map[placement.RegionID][]placement.ShardID // region -> its shards, in allocation order
+	proxies     map[placement.RegionID]struct{}            // registered proxy-only regions
+	unallocated map[placement.ShardID]struct{}             // shards to re-home at once (remember-entities only)
+	remember    bool                                       // remember-entities: keep shards of dead regions in unallocated
 }
 
-// newCoordState returns the empty state.
-func newCoordState(rememberEntities bool) *coordState {
-	return &coordState{
-		shards:      map[ShardID]RegionID{},
-		regions:     map[RegionID][]ShardID{},
-		proxies:     map[RegionID]struct{}{},
-		unallocated: map[ShardID]struct{}{},
+// NewCoordState returns the empty state.
+func NewCoordState(rememberEntities bool) *CoordState {
+	return &CoordState{
+		shards:      map[placement.ShardID]placement.RegionID{},
+		regions:     map[placement.RegionID][]placement.ShardID{},
+		proxies:     map[placement.RegionID]struct{}{},
+		unallocated: map[placement.ShardID]struct{}{},
 		remember:    rememberEntities,
 	}
 }
@@ -35,7 +37,7 @@ func newCoordState(rememberEntities bool) *coordState {
 // withRememberEntities sets the remember-entities flag from the running configuration
 // (a state may have been stored by a coordinator configured otherwise); turning it off
 // forgets the unallocated shards.
-func (s *coordState) withRememberEntities(on bool) {
+func (s *CoordState) withRememberEntities(on bool) {
 	s.remember = on
 	if !on {
 		clear(s.unallocated)
@@ -43,15 +45,15 @@ func (s *coordState) withRememberEntities(on bool) {
 }
 
 // isEmpty reports whether no region, proxy or shard is known.
-func (s *coordState) isEmpty() bool {
+func (s *CoordState) isEmpty() bool {
 	return len(s.shards) == 0 && len(s.regions) == 0 && len(s.proxies) == 0
 }
 
 // clone returns a deep copy.
-func (s *coordState) clone() *coordState {
-	c := &coordState{
+func (s *CoordState) Clone() *CoordState {
+	c := &CoordState{
 		shards:      maps.Clone(s.shards),
-		regions:     make(map[RegionID][]ShardID, len(s.regions)),
+		regions:     make(map[placement.RegionID][]placement.ShardID, len(s.regions)),
 		proxies:     maps.Clone(s.proxies),
 		unallocated: maps.Clone(s.unallocated),
 		remember:    s.remember,
@@ -62,118 +64,118 @@ func (s *coordState) clone() *coordState {
 	return c
 }
 
-// coordEvent is a change of the coordinator state. The events are stored as they are
+// CoordEvent is a change of the coordinator state. The events are stored as they are
 // (persistence mode), so their fields and msgpack names are a storage format.
-type coordEvent interface {
+type CoordEvent interface {
 	isCoordEvent()
 }
 
-// evRegionRegistered: a region joined. It hosts no shard yet.
-type evRegionRegistered struct {
-	Region RegionID `msgpack:"region"`
+// RegionRegistered: a region joined. It hosts no shard yet.
+type RegionRegistered struct {
+	Region placement.RegionID `msgpack:"region"`
 }
 
-// evRegionProxyRegistered: a proxy-only region joined.
-type evRegionProxyRegistered struct {
-	Proxy RegionID `msgpack:"proxy"`
+// RegionProxyRegistered: a proxy-only region joined.
+type RegionProxyRegistered struct {
+	Proxy placement.RegionID `msgpack:"proxy"`
 }
 
-// evRegionTerminated: a region is gone with all its shards (which become unallocated
+// RegionTerminated: a region is gone with all its shards (which become unallocated
 // with remember-entities).
-type evRegionTerminated struct {
-	Region RegionID `msgpack:"region"`
+type RegionTerminated struct {
+	Region placement.RegionID `msgpack:"region"`
 }
 
-// evRegionProxyTerminated: a proxy is gone.
-type evRegionProxyTerminated struct {
-	Proxy RegionID `msgpack:"proxy"`
+// RegionProxyTerminated: a proxy is gone.
+type RegionProxyTerminated struct {
+	Proxy placement.RegionID `msgpack:"proxy"`
 }
 
-// evShardHomeAllocated: a shard without a home now lives in a registered region.
-type evShardHomeAllocated struct {
-	Shard  ShardID  `msgpack:"shard"`
-	Region RegionID `msgpack:"region"`
+// ShardHomeAllocated: a shard without a home now lives in a registered region.
+type ShardHomeAllocated struct {
+	Shard  placement.ShardID  `msgpack:"shard"`
+	Region placement.RegionID `msgpack:"region"`
 }
 
-// evShardHomesAllocated: shards without a home now live in registered regions, all at
+// ShardHomesAllocated: shards without a home now live in registered regions, all at
 // once: the coordinator allocates the home requests that queued up behind a write in
-// one write (see coordinator.getShardHome). It stands for the evShardHomeAllocated
+// one write (see coordinator.getShardHome). It stands for the ShardHomeAllocated
 // events of its shards, region by region, each region's shards in the order they were
 // allocated (the order across regions does not matter: a region's shard list depends
 // on its own allocations only). As one event it applies whole or not at all; a
 // recovering coordinator that finds it does not apply replays it as those single
-// events instead (see singles), so that a damaged journal loses no more than the
+// events instead (see Singles), so that a damaged journal loses no more than the
 // single events would have.
-type evShardHomesAllocated struct {
-	Homes []regionShards `msgpack:"homes"`
+type ShardHomesAllocated struct {
+	Homes []RegionShards `msgpack:"homes"`
 }
 
-// regionShards is one region with shards allocated to it, in allocation order.
-type regionShards struct {
-	Region RegionID  `msgpack:"region"`
-	Shards []ShardID `msgpack:"shards"`
+// RegionShards is one region with shards allocated to it, in allocation order.
+type RegionShards struct {
+	Region placement.RegionID  `msgpack:"region"`
+	Shards []placement.ShardID `msgpack:"shards"`
 }
 
-// singles returns the evShardHomeAllocated events e stands for, in order.
-func (e evShardHomesAllocated) singles() []evShardHomeAllocated {
-	var out []evShardHomeAllocated
+// Singles returns the ShardHomeAllocated events e stands for, in order.
+func (e ShardHomesAllocated) Singles() []ShardHomeAllocated {
+	var out []ShardHomeAllocated
 	for _, h := range e.Homes {
 		for _, s := range h.Shards {
-			out = append(out, evShardHomeAllocated{Shard: s, Region: h.Region})
+			out = append(out, ShardHomeAllocated{Shard: s, Region: h.Region})
 		}
 	}
 	return out
 }
 
-// evShardHomeDeallocated: a shard was handed off and has no home (it becomes
+// ShardHomeDeallocated: a shard was handed off and has no home (it becomes
 // unallocated with remember-entities).
-type evShardHomeDeallocated struct {
-	Shard ShardID `msgpack:"shard"`
+type ShardHomeDeallocated struct {
+	Shard placement.ShardID `msgpack:"shard"`
 }
 
-// evCoordinatorInitialized changes nothing; it exists so that journals written by
+// CoordinatorInitialized changes nothing; it exists so that journals written by
 // coordinators that record their start can be read.
-type evCoordinatorInitialized struct{}
+type CoordinatorInitialized struct{}
 
-func (evRegionRegistered) isCoordEvent()       {}
-func (evRegionProxyRegistered) isCoordEvent()  {}
-func (evRegionTerminated) isCoordEvent()       {}
-func (evRegionProxyTerminated) isCoordEvent()  {}
-func (evShardHomeAllocated) isCoordEvent()     {}
-func (evShardHomesAllocated) isCoordEvent()    {}
-func (evShardHomeDeallocated) isCoordEvent()   {}
-func (evCoordinatorInitialized) isCoordEvent() {}
+func (RegionRegistered) isCoordEvent()       {}
+func (RegionProxyRegistered) isCoordEvent()  {}
+func (RegionTerminated) isCoordEvent()       {}
+func (RegionProxyTerminated) isCoordEvent()  {}
+func (ShardHomeAllocated) isCoordEvent()     {}
+func (ShardHomesAllocated) isCoordEvent()    {}
+func (ShardHomeDeallocated) isCoordEvent()   {}
+func (CoordinatorInitialized) isCoordEvent() {}
 
 // check reports whether e applies to s, without changing s. The error wraps
-// errInvalidEvent.
-func (s *coordState) check(e coordEvent) error {
+// ErrInvalidEvent.
+func (s *CoordState) check(e CoordEvent) error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %T: "+format, append([]any{errInvalidEvent, e}, args...)...)
+		return fmt.Errorf("%w: %T: "+format, append([]any{ErrInvalidEvent, e}, args...)...)
 	}
 	switch e := e.(type) {
-	case evRegionRegistered:
+	case RegionRegistered:
 		if e.Region == "" {
 			return bad("empty region")
 		}
 		if _, ok := s.regions[e.Region]; ok {
 			return bad("region %q is already registered", e.Region)
 		}
-	case evRegionProxyRegistered:
+	case RegionProxyRegistered:
 		if e.Proxy == "" {
 			return bad("empty proxy")
 		}
 		if _, ok := s.proxies[e.Proxy]; ok {
 			return bad("proxy %q is already registered", e.Proxy)
 		}
-	case evRegionTerminated:
+	case RegionTerminated:
 		if _, ok := s.regions[e.Region]; !ok {
 			return bad("region %q is not registered", e.Region)
 		}
-	case evRegionProxyTerminated:
+	case RegionProxyTerminated:
 		if _, ok := s.proxies[e.Proxy]; !ok {
 			return bad("proxy %q is not registered", e.Proxy)
 		}
-	case evShardHomeAllocated:
+	case ShardHomeAllocated:
 		if e.Shard == "" {
 			return bad("empty shard")
 		}
@@ -183,13 +185,13 @@ func (s *coordState) check(e coordEvent) error {
 		if r, ok := s.shards[e.Shard]; ok {
 			return bad("shard %q is already allocated to %q", e.Shard, r)
 		}
-	case evShardHomesAllocated:
+	case ShardHomesAllocated:
 		return s.checkHomes(e, bad)
-	case evShardHomeDeallocated:
+	case ShardHomeDeallocated:
 		if _, ok := s.shards[e.Shard]; !ok {
 			return bad("shard %q is not allocated", e.Shard)
 		}
-	case evCoordinatorInitialized:
+	case CoordinatorInitialized:
 	default:
 		return bad("unknown event")
 	}
@@ -199,12 +201,12 @@ func (s *coordState) check(e coordEvent) error {
 // checkHomes checks a batch of allocations: each must be valid as a single allocation
 // (a non-empty shard without a home, a registered region), no shard and no region may
 // appear twice, and the batch may not be empty.
-func (s *coordState) checkHomes(e evShardHomesAllocated, bad func(string, ...any) error) error {
+func (s *CoordState) checkHomes(e ShardHomesAllocated, bad func(string, ...any) error) error {
 	if len(e.Homes) == 0 {
 		return bad("no shard")
 	}
-	regions := make(map[RegionID]bool, len(e.Homes))
-	batch := map[ShardID]bool{}
+	regions := make(map[placement.RegionID]bool, len(e.Homes))
+	batch := map[placement.ShardID]bool{}
 	for _, h := range e.Homes {
 		if _, ok := s.regions[h.Region]; !ok {
 			return bad("region %q is not registered", h.Region)
@@ -232,18 +234,18 @@ func (s *coordState) checkHomes(e evShardHomesAllocated, bad func(string, ...any
 	return nil
 }
 
-// apply changes s by e, or returns an error wrapping errInvalidEvent and leaves s as it
+// apply changes s by e, or returns an error wrapping ErrInvalidEvent and leaves s as it
 // was. It is the one place the state changes, for live events and for replay alike.
-func (s *coordState) apply(e coordEvent) error {
+func (s *CoordState) Apply(e CoordEvent) error {
 	if err := s.check(e); err != nil {
 		return err
 	}
 	switch e := e.(type) {
-	case evRegionRegistered:
+	case RegionRegistered:
 		s.regions[e.Region] = nil
-	case evRegionProxyRegistered:
+	case RegionProxyRegistered:
 		s.proxies[e.Proxy] = struct{}{}
-	case evRegionTerminated:
+	case RegionTerminated:
 		for _, id := range s.regions[e.Region] {
 			delete(s.shards, id)
 			if s.remember {
@@ -251,13 +253,13 @@ func (s *coordState) apply(e coordEvent) error {
 			}
 		}
 		delete(s.regions, e.Region)
-	case evRegionProxyTerminated:
+	case RegionProxyTerminated:
 		delete(s.proxies, e.Proxy)
-	case evShardHomeAllocated:
+	case ShardHomeAllocated:
 		s.shards[e.Shard] = e.Region
 		s.regions[e.Region] = append(s.regions[e.Region], e.Shard)
 		delete(s.unallocated, e.Shard)
-	case evShardHomesAllocated:
+	case ShardHomesAllocated:
 		for _, h := range e.Homes {
 			s.regions[h.Region] = append(s.regions[h.Region], h.Shards...)
 			for _, id := range h.Shards {
@@ -265,10 +267,10 @@ func (s *coordState) apply(e coordEvent) error {
 				delete(s.unallocated, id)
 			}
 		}
-	case evShardHomeDeallocated:
+	case ShardHomeDeallocated:
 		r := s.shards[e.Shard]
 		delete(s.shards, e.Shard)
-		s.regions[r] = slices.DeleteFunc(s.regions[r], func(id ShardID) bool { return id == e.Shard })
+		s.regions[r] = slices.DeleteFunc(s.regions[r], func(id placement.ShardID) bool { return id == e.Shard })
 		if s.remember {
 			s.unallocated[e.Shard] = struct{}{}
 		}
@@ -278,7 +280,7 @@ func (s *coordState) apply(e coordEvent) error {
 
 // addUnallocated adds remembered shards that have no home to the unallocated set (only
 // with remember-entities); allocated ones are ignored.
-func (s *coordState) addUnallocated(ids []ShardID) {
+func (s *CoordState) addUnallocated(ids []placement.ShardID) {
 	if !s.remember {
 		return
 	}
@@ -289,28 +291,28 @@ func (s *coordState) addUnallocated(ids []ShardID) {
 	}
 }
 
-// sortedRegions returns the registered regions in ID order.
-func (s *coordState) sortedRegions() []RegionID {
+// SortedRegions returns the registered regions in ID order.
+func (s *CoordState) SortedRegions() []placement.RegionID {
 	return slices.Sorted(maps.Keys(s.regions))
 }
 
 // sortedProxies returns the registered proxies in ID order.
-func (s *coordState) sortedProxies() []RegionID {
+func (s *CoordState) sortedProxies() []placement.RegionID {
 	return slices.Sorted(maps.Keys(s.proxies))
 }
 
 // sortedUnallocated returns the unallocated shards in ID order.
-func (s *coordState) sortedUnallocated() []ShardID {
+func (s *CoordState) sortedUnallocated() []placement.ShardID {
 	return slices.Sorted(maps.Keys(s.unallocated))
 }
 
 // sortedShards returns the allocated shards in ID order.
-func (s *coordState) sortedShards() []ShardID {
+func (s *CoordState) sortedShards() []placement.ShardID {
 	return slices.Sorted(maps.Keys(s.shards))
 }
 
 // equal reports whether two states hold the same data, allocation order included.
-func (s *coordState) equal(o *coordState) bool {
+func (s *CoordState) equal(o *CoordState) bool {
 	if s.remember != o.remember || !maps.Equal(s.shards, o.shards) || !maps.Equal(s.proxies, o.proxies) ||
 		!maps.Equal(s.unallocated, o.unallocated) || len(s.regions) != len(o.regions) {
 		return false
@@ -324,18 +326,18 @@ func (s *coordState) equal(o *coordState) bool {
 	return true
 }
 
-// checkInvariants returns an error wrapping errCorruptState when the state contradicts
-// itself (see coordState).
-func (s *coordState) checkInvariants() error {
+// checkInvariants returns an error wrapping ErrCorruptState when the state contradicts
+// itself (see CoordState).
+func (s *CoordState) checkInvariants() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{errCorruptState}, args...)...)
+		return fmt.Errorf("%w: "+format, append([]any{ErrCorruptState}, args...)...)
 	}
 	n := 0
 	for r, ids := range s.regions {
 		if r == "" {
 			return bad("empty region id")
 		}
-		seen := make(map[ShardID]struct{}, len(ids))
+		seen := make(map[placement.ShardID]struct{}, len(ids))
 		for _, id := range ids {
 			if id == "" {
 				return bad("empty shard id in region %q", r)

@@ -1,10 +1,12 @@
-package sharding
+package shardcore
 
 import (
 	"maps"
 	"slices"
 
-	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/member"
+
+	"github.com/troupe-go/troupe/sharding/placement"
 )
 
 // How the coordinator core registers regions and proxies.
@@ -14,9 +16,9 @@ import (
 const endedRegions = 64
 
 // regionEnded remembers that region (or proxy) r has ended.
-func (c *coordinator) regionEnded(r RegionID) {
+func (c *Coordinator) regionEnded(r placement.RegionID) {
 	if r != "" {
-		c.ended = remember(c.ended, r, endedRegions)
+		c.ended = Remember(c.ended, r, endedRegions)
 	}
 }
 
@@ -29,11 +31,11 @@ func (c *coordinator) regionEnded(r RegionID) {
 // again has another.
 //
 // A region that asked to leave before it registered was told that it gets no shard
-// here (gracefulShutdown), and may have stopped on that: it is registered as leaving,
+// here (GracefulShutdown), and may have stopped on that: it is registered as leaving,
 // and given no shard. (It registers to learn the homes of messages it holds, and asks
 // to leave again once registered.)
-func (c *coordinator) register(from RegionID, status cluster.MemberStatus, local, proxy bool) {
-	if from == "" || status != cluster.Up && !local {
+func (c *Coordinator) register(from placement.RegionID, status member.MemberStatus, local, proxy bool) {
+	if from == "" || status != member.Up && !local {
 		return // the region retries once its member is Up here
 	}
 	if slices.Contains(c.ended, from) {
@@ -49,7 +51,7 @@ func (c *coordinator) register(from RegionID, status cluster.MemberStatus, local
 			c.resendBeginHandOffs(from)
 			return
 		}
-		c.write(evRegionProxyRegistered{Proxy: from})
+		c.write(RegionProxyRegistered{Proxy: from})
 		return
 	}
 	c.alive[from] = true
@@ -61,42 +63,42 @@ func (c *coordinator) register(from RegionID, status cluster.MemberStatus, local
 		return
 	}
 	c.sendShardHomes(from)
-	c.write(evRegionRegistered{Region: from})
+	c.write(RegionRegistered{Region: from})
 }
 
 // leftBeforeRegistering remembers that region (or proxy) r asked to leave before it
 // registered here: it was told that it gets no shard, and may stop on that, while a
 // Register it sent after its request is on its way (it registers until answered, also
 // while it leaves, to learn the homes of what it holds).
-func (c *coordinator) leftBeforeRegistering(r RegionID) {
+func (c *Coordinator) leftBeforeRegistering(r placement.RegionID) {
 	if r != "" {
-		c.leftUnregistered = remember(c.leftUnregistered, r, endedRegions)
+		c.leftUnregistered = Remember(c.leftUnregistered, r, endedRegions)
 	}
 }
 
 // registerAck is the acknowledgement of a registration, naming this incarnation.
-func (c *coordinator) registerAck() msgRegisterAck {
-	return msgRegisterAck{Epoch: c.cfg.handOffEpoch}
+func (c *Coordinator) registerAck() RegisterAck {
+	return RegisterAck{Epoch: c.cfg.HandOffEpoch}
 }
 
 // shutdownAck is the answer to a leaving region that hosts nothing here and will be
 // given nothing, naming this incarnation.
-func (c *coordinator) shutdownAck() msgGracefulShutdownAck {
-	return msgGracefulShutdownAck{Epoch: c.cfg.handOffEpoch}
+func (c *Coordinator) shutdownAck() GracefulShutdownAck {
+	return GracefulShutdownAck{Epoch: c.cfg.HandOffEpoch}
 }
 
 // resendBeginHandOffs sends BeginHandOff again, right after its RegisterAck, to a
 // region or proxy that registers while hand-offs wait for its acknowledgement. A
-// coordinator that took over (it moved, or its node crashed) starts hand-offs with
+// Coordinator that took over (it moved, or its node crashed) starts hand-offs with
 // the regions of its stored state before they have registered with it; a region
 // answers a BeginHandOff to the coordinator it is registered with, so its answer to
 // one that came first went to the previous coordinator, or nowhere, and the hand-off
 // would wait for its timeout. (A second BeginHandOff for the same hand-off changes
 // nothing at the region but its answer, which this coordinator counts once.)
-func (c *coordinator) resendBeginHandOffs(to RegionID) {
+func (c *Coordinator) resendBeginHandOffs(to placement.RegionID) {
 	for _, s := range slices.Sorted(maps.Keys(c.workers)) {
 		if w := c.workers[s]; !w.done && !w.handOffSent && w.remaining[to] {
-			c.send(to, msgBeginHandOff{Shard: s, ID: w.id})
+			c.send(to, BeginHandOff{Shard: s, ID: w.id})
 		}
 	}
 }

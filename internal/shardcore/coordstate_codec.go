@@ -1,10 +1,12 @@
-package sharding
+package shardcore
 
 import (
 	"fmt"
 
 	"github.com/troupe-go/troupe/internal/wiretypes"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/troupe-go/troupe/sharding/placement"
 )
 
 // Manifests of the coordinator's stored types. They are a storage format: never rename
@@ -21,50 +23,50 @@ const (
 	manifestCoordInitialized      = "troupe.sharding.CoordinatorInitialized.v1"
 )
 
-// The coordinator's state (decoded as *coordState) and its events (as values) are
+// The coordinator's state (decoded as *CoordState) and its events (as values) are
 // Troupe's own wire types: every registry knows them, so a distributed-data register
 // or a journal stores them without the application registering them.
 //
 // An event decodes when its bytes have the event's shape; whether it fits the state is
-// for coordState.check to say. A recovering coordinator skips (and logs) an event that
+// for CoordState.check to say. A recovering coordinator skips (and logs) an event that
 // does not apply, where an event that does not decode would stop its recovery: so the
-// decoders do not judge the content (an evShardHomesAllocated naming a shard twice
+// decoders do not judge the content (an ShardHomesAllocated naming a shard twice
 // decodes, and is replayed as its single allocations, the second of which is skipped).
 func init() {
-	wiretypes.MustRegister[*coordState](manifestCoordState)
-	wiretypes.MustRegister[evRegionRegistered](manifestRegionRegistered)
-	wiretypes.MustRegister[evRegionProxyRegistered](manifestRegionProxyRegistered)
-	wiretypes.MustRegister[evRegionTerminated](manifestRegionTerminated)
-	wiretypes.MustRegister[evRegionProxyTerminated](manifestRegionProxyTerminated)
-	wiretypes.MustRegister[evShardHomeAllocated](manifestShardHomeAllocated)
-	wiretypes.MustRegister[evShardHomesAllocated](manifestShardHomesAllocated)
-	wiretypes.MustRegister[evShardHomeDeallocated](manifestShardHomeDeallocated)
-	wiretypes.MustRegister[evCoordinatorInitialized](manifestCoordInitialized)
+	wiretypes.MustRegister[*CoordState](manifestCoordState)
+	wiretypes.MustRegister[RegionRegistered](manifestRegionRegistered)
+	wiretypes.MustRegister[RegionProxyRegistered](manifestRegionProxyRegistered)
+	wiretypes.MustRegister[RegionTerminated](manifestRegionTerminated)
+	wiretypes.MustRegister[RegionProxyTerminated](manifestRegionProxyTerminated)
+	wiretypes.MustRegister[ShardHomeAllocated](manifestShardHomeAllocated)
+	wiretypes.MustRegister[ShardHomesAllocated](manifestShardHomesAllocated)
+	wiretypes.MustRegister[ShardHomeDeallocated](manifestShardHomeDeallocated)
+	wiretypes.MustRegister[CoordinatorInitialized](manifestCoordInitialized)
 }
 
-// coordStateWire is the stored form of coordState: sorted slices instead of maps, so
+// coordStateWire is the stored form of CoordState: sorted slices instead of maps, so
 // that one state always encodes to the same bytes.
 type coordStateWire struct {
-	Regions     []coordRegionWire `msgpack:"regions"`     // by region ID
-	Proxies     []RegionID        `msgpack:"proxies"`     // sorted
-	Unallocated []ShardID         `msgpack:"unallocated"` // sorted
-	Remember    bool              `msgpack:"remember"`
+	Regions     []coordRegionWire    `msgpack:"regions"`     // by region ID
+	Proxies     []placement.RegionID `msgpack:"proxies"`     // sorted
+	Unallocated []placement.ShardID  `msgpack:"unallocated"` // sorted
+	Remember    bool                 `msgpack:"remember"`
 }
 
 // coordRegionWire is one region with its shards in allocation order.
 type coordRegionWire struct {
-	Region RegionID  `msgpack:"region"`
-	Shards []ShardID `msgpack:"shards"`
+	Region placement.RegionID  `msgpack:"region"`
+	Shards []placement.ShardID `msgpack:"shards"`
 }
 
 // EncodeMsgpack writes the state in its stored form; equal states give equal bytes.
-func (s coordState) EncodeMsgpack(enc *msgpack.Encoder) error {
+func (s CoordState) EncodeMsgpack(enc *msgpack.Encoder) error {
 	w := coordStateWire{
 		Proxies:     s.sortedProxies(),
 		Unallocated: s.sortedUnallocated(),
 		Remember:    s.remember,
 	}
-	for _, r := range s.sortedRegions() {
+	for _, r := range s.SortedRegions() {
 		w.Regions = append(w.Regions, coordRegionWire{Region: r, Shards: s.regions[r]})
 	}
 	return enc.Encode(&w)
@@ -72,28 +74,28 @@ func (s coordState) EncodeMsgpack(enc *msgpack.Encoder) error {
 
 // DecodeMsgpack reads the stored form and rejects a state that contradicts itself
 // (a shard in two regions, duplicates, empty IDs) with an error wrapping
-// errCorruptState.
-func (s *coordState) DecodeMsgpack(dec *msgpack.Decoder) error {
+// ErrCorruptState.
+func (s *CoordState) DecodeMsgpack(dec *msgpack.Decoder) error {
 	var w coordStateWire
 	if err := dec.Decode(&w); err != nil {
 		return err
 	}
-	n := newCoordState(w.Remember)
+	n := NewCoordState(w.Remember)
 	for _, rw := range w.Regions {
 		if _, dup := n.regions[rw.Region]; dup {
-			return fmt.Errorf("%w: region %q twice", errCorruptState, rw.Region)
+			return fmt.Errorf("%w: region %q twice", ErrCorruptState, rw.Region)
 		}
 		n.regions[rw.Region] = rw.Shards
 		for _, id := range rw.Shards {
 			if home, dup := n.shards[id]; dup {
-				return fmt.Errorf("%w: shard %q in regions %q and %q", errCorruptState, id, home, rw.Region)
+				return fmt.Errorf("%w: shard %q in regions %q and %q", ErrCorruptState, id, home, rw.Region)
 			}
 			n.shards[id] = rw.Region
 		}
 	}
 	for _, p := range w.Proxies {
 		if _, dup := n.proxies[p]; dup {
-			return fmt.Errorf("%w: proxy %q twice", errCorruptState, p)
+			return fmt.Errorf("%w: proxy %q twice", ErrCorruptState, p)
 		}
 		n.proxies[p] = struct{}{}
 	}

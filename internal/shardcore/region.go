@@ -1,107 +1,109 @@
-package sharding
+package shardcore
 
 import (
 	"fmt"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/troupe-go/troupe/sharding/placement"
 )
 
 // Region defaults (Akka's).
 const (
-	defaultRetryInterval       = 2 * time.Second
-	defaultBufferSize          = 100_000
-	defaultShardFailureBackoff = 10 * time.Second
+	DefaultRetryInterval       = 2 * time.Second
+	DefaultBufferSize          = 100_000
+	DefaultShardFailureBackoff = 10 * time.Second
 	minRegisterDelay           = 100 * time.Millisecond
 )
 
-// regionSettings configures a region core. Zero values mean the defaults.
-type regionSettings struct {
-	retryInterval       time.Duration // retry tick; registration backoff tops out here (2 s)
-	bufferSize          int           // messages buffered in all, while homes are unknown (100 000)
-	handOffTimeout      time.Duration // give up waiting for a predecessor's hand-over (60 s)
-	shardFailureBackoff time.Duration // restart a shard that stopped on its own (10 s; remember-entities)
-	rememberEntities    bool          // restart shards that stop on their own, after the backoff
-	proxy               bool          // proxy-only: never hosts a shard
+// RegionSettings configures a region core. Zero values mean the defaults.
+type RegionSettings struct {
+	RetryInterval       time.Duration // retry tick; registration backoff tops out here (2 s)
+	BufferSize          int           // messages buffered in all, while homes are unknown (100 000)
+	HandOffTimeout      time.Duration // give up waiting for a predecessor's hand-over (60 s)
+	ShardFailureBackoff time.Duration // restart a shard that stopped on its own (10 s; remember-entities)
+	RememberEntities    bool          // restart shards that stop on their own, after the backoff
+	Proxy               bool          // proxy-only: never hosts a shard
 }
 
-func (s regionSettings) withDefaults() regionSettings {
-	if s.retryInterval <= 0 {
-		s.retryInterval = defaultRetryInterval
+func (s RegionSettings) withDefaults() RegionSettings {
+	if s.RetryInterval <= 0 {
+		s.RetryInterval = DefaultRetryInterval
 	}
-	if s.bufferSize <= 0 {
-		s.bufferSize = defaultBufferSize
+	if s.BufferSize <= 0 {
+		s.BufferSize = DefaultBufferSize
 	}
-	if s.handOffTimeout <= 0 {
-		s.handOffTimeout = defaultHandOffTimeout
+	if s.HandOffTimeout <= 0 {
+		s.HandOffTimeout = DefaultHandOffTimeout
 	}
-	if s.shardFailureBackoff <= 0 {
-		s.shardFailureBackoff = defaultShardFailureBackoff
+	if s.ShardFailureBackoff <= 0 {
+		s.ShardFailureBackoff = DefaultShardFailureBackoff
 	}
 	return s
 }
 
-// regionActionKind says what a regionAction asks the shell to do.
-type regionActionKind uint8
+// RegionActionKind says what a RegionAction asks the shell to do.
+type RegionActionKind uint8
 
 const (
-	// actDeliver: give msg to the local shard actor of shard.
-	actDeliver regionActionKind = iota + 1
-	// actForward: forward msg (with its original sender) to region to.
-	actForward
-	// actStartShard: create the local shard actor of shard; it reports shardReady when
-	// it can take messages and shardTerminated when it stops.
-	actStartShard
-	// actHandOffShard: tell the local shard actor of shard to hand off.
-	actHandOffShard
-	// actHandOver: send msgs to region to as the hand-over of shard (marked so that
+	// ActDeliver: give msg to the local shard actor of shard.
+	ActDeliver RegionActionKind = iota + 1
+	// ActForward: forward msg (with its original sender) to region to.
+	ActForward
+	// ActStartShard: create the local shard actor of shard; it reports ShardReady when
+	// it can take messages and ShardTerminated when it stops.
+	ActStartShard
+	// ActHandOffShard: tell the local shard actor of shard to hand off.
+	ActHandOffShard
+	// ActHandOver: send msgs to region to as the hand-over of shard (marked so that
 	// region to knows them as such), in order, then the end-of-hand-over marker; region
-	// to feeds them to its core as handOverIn, the marker as done.
-	actHandOver
-	// actToCoordinator: send proto to the coordinator this region registered with.
-	actToCoordinator
-	// actToRegion: send proto to region to.
-	actToRegion
-	// actRegister: send Register (RegisterProxy for a proxy) to the coordinator
+	// to feeds them to its core as HandOverIn, the marker as done.
+	ActHandOver
+	// ActToCoordinator: send proto to the coordinator this region registered with.
+	ActToCoordinator
+	// ActToRegion: send proto to region to.
+	ActToRegion
+	// ActRegister: send Register (RegisterProxy for a proxy) to the coordinator
 	// candidates: the coordinator path on the oldest Up member of the role, and on older
 	// members that are Leaving or Exiting.
-	actRegister
-	// actToCandidates: send proto to the coordinator candidates (as actRegister).
-	actToCandidates
-	// actWatch: watch region to; its end comes back as regionTerminated.
-	actWatch
+	ActRegister
+	// ActToCandidates: send proto to the coordinator candidates (as ActRegister).
+	ActToCandidates
+	// ActWatch: watch region to; its end comes back as RegionTerminated.
+	ActWatch
 )
 
-// regionAction is one thing to do; which fields matter depends on kind.
-type regionAction[M any] struct {
-	kind  regionActionKind
-	shard ShardID
-	to    RegionID
-	msg   M
-	msgs  []M
-	proto any
+// RegionAction is one thing to do; which fields matter depends on Kind.
+type RegionAction[M any] struct {
+	Kind  RegionActionKind   // what to do
+	Shard placement.ShardID  // the shard it concerns
+	To    placement.RegionID // the region to send to
+	Msg   M                  // the message to deliver or forward
+	Msgs  []M                // the messages of a hand-over
+	Proto any                // a protocol message to send
 }
 
-// droppedMsg is a message the core could not keep: the shell sends it to dead letters,
+// Dropped is a message the core could not keep: the shell sends it to dead letters,
 // counts it and logs it (rate-limited), naming err.
-type droppedMsg[M any] struct {
-	shard ShardID
-	msg   M
-	err   error
+type Dropped[M any] struct {
+	Shard placement.ShardID // the shard it was for
+	Msg   M                 // the message
+	Err   error             // why it was dropped
 }
 
-// regionDecisions is what one input to a region core asks the shell to do.
-type regionDecisions[M any] struct {
-	actions  []regionAction[M] // in order
-	timers   []timerOp         // in order
-	dropped  []droppedMsg[M]
-	problems []error // warnings; errShardHomeConflict is fatal for the region
-	stop     bool    // stop the region actor now (its graceful shutdown is complete)
+// RegionDecisions is what one input to a region core asks the shell to do.
+type RegionDecisions[M any] struct {
+	Actions  []RegionAction[M] // in order
+	Timers   []TimerOp         // in order
+	Dropped  []Dropped[M]      // messages for dead letters
+	Problems []error           // warnings; ErrShardHomeConflict is fatal for the region
+	Stop     bool              // stop the region actor now (its graceful shutdown is complete)
 }
 
 // localShard is a shard actor of this region.
 type localShard struct {
-	ready      bool // it reported shardReady: messages go to it directly
+	ready      bool // it reported ShardReady: messages go to it directly
 	handingOff bool // HandOff was passed to it
 }
 
@@ -113,43 +115,43 @@ type shardBuffer[M any] struct {
 	handOver int
 }
 
-// regionCore is a region's routing state as a pure state machine: where each shard
+// RegionCore is a region's routing state as a pure state machine: where each shard
 // lives, which messages wait, registration with the coordinator, and the hand-off
 // protocol that delivers every buffered message at the shard's next home in each
 // sender's order. M is the shell's message envelope (message plus sender); the core
 // never looks inside.
-type regionCore[M any] struct {
-	cfg  regionSettings
-	self RegionID
+type RegionCore[M any] struct {
+	cfg  RegionSettings
+	self placement.RegionID
 
 	registered   bool
 	nextRegDelay time.Duration
 	// coordEpoch is the epoch of the coordinator incarnation this region registered
 	// with last (its RegisterAck's): while registered, only a GracefulShutdownAck of
 	// that incarnation counts. lostEpochs holds the last incarnations (at most
-	// maxLostEpochs) it was registered with and lost (coordinatorLost): while it
+	// maxLostEpochs) it was registered with and lost (CoordinatorLost): while it
 	// registers again, their late GracefulShutdownAcks do not count (shutdownAck).
 	coordEpoch uint64
 	lostEpochs []uint64
 
-	homes       map[ShardID]RegionID // known homes; self for shards hosted here
-	local       map[ShardID]*localShard
-	buffers     map[ShardID]*shardBuffer[M]
-	total       int                  // messages in buffers
-	owes        map[ShardID]bool     // told the coordinator Pending: the next home gets a hand-over from us
-	target      map[ShardID]RegionID // where to deliver an owed hand-over (HandOverTo)
-	waiting     map[ShardID]RegionID // predecessor whose hand-over must come first
-	overDone    map[ShardID]map[RegionID]bool
-	pendingHost map[ShardID]bool // HostShard while the old shard actor still stops
-	unsent      map[ShardID]bool // ShardStopped(Pending) to send once registered
+	homes       map[placement.ShardID]placement.RegionID // known homes; self for shards hosted here
+	local       map[placement.ShardID]*localShard
+	buffers     map[placement.ShardID]*shardBuffer[M]
+	total       int                                      // messages in buffers
+	owes        map[placement.ShardID]bool               // told the coordinator Pending: the next home gets a hand-over from us
+	target      map[placement.ShardID]placement.RegionID // where to deliver an owed hand-over (HandOverTo)
+	waiting     map[placement.ShardID]placement.RegionID // predecessor whose hand-over must come first
+	overDone    map[placement.ShardID]map[placement.RegionID]bool
+	pendingHost map[placement.ShardID]bool // HostShard while the old shard actor still stops
+	unsent      map[placement.ShardID]bool // ShardStopped(Pending) to send once registered
 	// handedOver holds the hand-overs this region sent, each to the region that has not
-	// acknowledged it yet (msgHandOverAck). A leaving region does not stop before they
+	// acknowledged it yet (HandOverAck). A leaving region does not stop before they
 	// are: its termination could reach the next home before the hand-over does (they
 	// travel on different lanes), and the next home stops waiting for a predecessor
 	// that has terminated, so it would deliver newer messages before the handed-over
 	// ones.
-	handedOver map[ShardID]RegionID
-	// relayed holds the BeginHandOffAcks this region passed on (relayAck), for as long
+	handedOver map[placement.ShardID]placement.RegionID
+	// relayed holds the BeginHandOffAcks this region passed on (RelayAck), for as long
 	// as the hand-off timeout, and passes them on again when it registers (see
 	// passRelayed).
 	relayed map[relayKey]relayedAck
@@ -160,25 +162,25 @@ type regionCore[M any] struct {
 	// region registers) or anew (another coordinator's, after the first moved or
 	// crashed) is answered through the same home, so that the answer cannot overtake
 	// the forwards the first one follows. When that home terminates, the region
-	// answers the coordinator itself (regionTerminated): what went through the home
+	// answers the coordinator itself (RegionTerminated): what went through the home
 	// may be lost with it.
-	ackedVia map[ShardID]ackRoute
+	ackedVia map[placement.ShardID]ackRoute
 	// begun holds the ID of the last BeginHandOff for each shard (beginHandOff).
-	begun   map[ShardID]uint64
-	watched map[RegionID]bool
+	begun   map[placement.ShardID]uint64
+	watched map[placement.RegionID]bool
 
 	shuttingDown bool
 	// everRegistered: a coordinator knows this region and may give it shards, so that
 	// leaving, it waits for the coordinator's word that it hosts none (shutdownAcked),
 	// and takes no late word of a coordinator it has lost (shutdownAck): the
 	// coordinators' stored state knows the region, and while it registers again (its
-	// coordinator crashed or moved) the next one may give it a shard, whatever an
+	// Coordinator crashed or moved) the next one may give it a shard, whatever an
 	// earlier one said. A region that has sent Register but never heard RegisterAck
 	// may be known too (its Register on its way): leaving, it waits for a
-	// coordinator's word as well (one that had not registered it registers it only as
+	// Coordinator's word as well (one that had not registered it registers it only as
 	// leaving, see coordinator.register), but only for twice the retry interval
-	// (timerLeaveUnknown, which then counts as the word), since there may be no
-	// coordinator at all. (It goes on registering while it leaves: a region that
+	// (TimerLeaveUnknown, which then counts as the word), since there may be no
+	// Coordinator at all. (It goes on registering while it leaves: a region that
 	// holds messages needs a coordinator to learn their homes, or that they have
 	// none.)
 	everRegistered bool
@@ -187,42 +189,42 @@ type regionCore[M any] struct {
 	stopped        bool
 
 	timers timerSet
-	out    regionDecisions[M]
+	out    RegionDecisions[M]
 }
 
-// newRegionCore returns the core of region self.
-func newRegionCore[M any](self RegionID, cfg regionSettings) *regionCore[M] {
-	return &regionCore[M]{
+// NewRegionCore returns the core of region self.
+func NewRegionCore[M any](self placement.RegionID, cfg RegionSettings) *RegionCore[M] {
+	return &RegionCore[M]{
 		cfg:         cfg.withDefaults(),
 		self:        self,
-		homes:       map[ShardID]RegionID{},
-		local:       map[ShardID]*localShard{},
-		buffers:     map[ShardID]*shardBuffer[M]{},
-		owes:        map[ShardID]bool{},
-		target:      map[ShardID]RegionID{},
-		waiting:     map[ShardID]RegionID{},
-		overDone:    map[ShardID]map[RegionID]bool{},
-		pendingHost: map[ShardID]bool{},
-		unsent:      map[ShardID]bool{},
-		handedOver:  map[ShardID]RegionID{},
+		homes:       map[placement.ShardID]placement.RegionID{},
+		local:       map[placement.ShardID]*localShard{},
+		buffers:     map[placement.ShardID]*shardBuffer[M]{},
+		owes:        map[placement.ShardID]bool{},
+		target:      map[placement.ShardID]placement.RegionID{},
+		waiting:     map[placement.ShardID]placement.RegionID{},
+		overDone:    map[placement.ShardID]map[placement.RegionID]bool{},
+		pendingHost: map[placement.ShardID]bool{},
+		unsent:      map[placement.ShardID]bool{},
+		handedOver:  map[placement.ShardID]placement.RegionID{},
 		relayed:     map[relayKey]relayedAck{},
-		ackedVia:    map[ShardID]ackRoute{},
-		begun:       map[ShardID]uint64{},
-		watched:     map[RegionID]bool{},
+		ackedVia:    map[placement.ShardID]ackRoute{},
+		begun:       map[placement.ShardID]uint64{},
+		watched:     map[placement.RegionID]bool{},
 		timers:      timerSet{},
 	}
 }
 
 // done returns the accumulated decisions and resets them.
-func (r *regionCore[M]) done() regionDecisions[M] {
+func (r *RegionCore[M]) done() RegionDecisions[M] {
 	out := r.out
-	r.out = regionDecisions[M]{}
+	r.out = RegionDecisions[M]{}
 	return out
 }
 
 // start begins registration and the retry tick.
-func (r *regionCore[M]) start() regionDecisions[M] {
-	r.timers.start(&r.out.timers, timerKey{kind: timerRetry}, r.cfg.retryInterval, true)
+func (r *RegionCore[M]) Start() RegionDecisions[M] {
+	r.timers.start(&r.out.Timers, TimerKey{Kind: TimerRetry}, r.cfg.RetryInterval, true)
 	r.startRegistration()
 	return r.done()
 }
@@ -230,7 +232,7 @@ func (r *regionCore[M]) start() regionDecisions[M] {
 // deliver routes a message for shard s: to the local shard, to the shard's region, or
 // into the buffer while neither can take it (asking the coordinator for the home when
 // the first message is buffered).
-func (r *regionCore[M]) deliver(s ShardID, msg M) regionDecisions[M] {
+func (r *RegionCore[M]) Deliver(s placement.ShardID, msg M) RegionDecisions[M] {
 	if s == "" {
 		r.drop(s, msg, errNoShardID)
 	} else {
@@ -239,21 +241,21 @@ func (r *regionCore[M]) deliver(s ShardID, msg M) regionDecisions[M] {
 	return r.done()
 }
 
-// handOverIn takes messages that region from handed over for shard s: they are older
+// HandOverIn takes messages that region from handed over for shard s: they are older
 // than anything buffered here and go first. done marks the end of from's hand-over.
-func (r *regionCore[M]) handOverIn(from RegionID, s ShardID, msgs []M, done bool) regionDecisions[M] {
+func (r *RegionCore[M]) HandOverIn(from placement.RegionID, s placement.ShardID, msgs []M, done bool) RegionDecisions[M] {
 	for _, m := range msgs {
 		r.bufferHandOver(s, m)
 	}
 	if done {
 		if from != "" && from != r.self {
-			r.act(regionAction[M]{kind: actToRegion, to: from, proto: msgHandOverAck{Shard: s}})
+			r.act(RegionAction[M]{Kind: ActToRegion, To: from, Proto: HandOverAck{Shard: s}})
 		}
 		if r.waiting[s] == from {
 			r.endWait(s)
 		} else {
 			if r.overDone[s] == nil {
-				r.overDone[s] = map[RegionID]bool{}
+				r.overDone[s] = map[placement.RegionID]bool{}
 			}
 			r.overDone[s][from] = true
 		}
@@ -262,30 +264,30 @@ func (r *regionCore[M]) handOverIn(from RegionID, s ShardID, msgs []M, done bool
 	return r.done()
 }
 
-// fromCoordinator handles a coordinator message (msg*).
-func (r *regionCore[M]) fromCoordinator(msg any) regionDecisions[M] {
+// FromCoordinator handles a coordinator message (msg*).
+func (r *RegionCore[M]) FromCoordinator(msg any) RegionDecisions[M] {
 	switch m := msg.(type) {
-	case msgRegisterAck:
+	case RegisterAck:
 		r.registerAck(m.Epoch)
-	case msgShardHome:
+	case ShardHome:
 		r.shardHome(m.Shard, m.Region)
-	case msgShardHomes:
+	case ShardHomes:
 		for _, e := range m.Homes {
 			for _, s := range e.Shards {
 				r.shardHome(s, e.Region)
 			}
 		}
-	case msgHostShard:
+	case HostShard:
 		r.hostShard(m.Shard, m.Predecessor)
-	case msgBeginHandOff:
+	case BeginHandOff:
 		r.beginHandOff(m.Shard, m.ID)
-	case msgHandOff:
+	case HandOff:
 		r.handOff(m.Shard)
-	case msgNoShardHome:
+	case NoShardHome:
 		r.noShardHome(m.Shard)
-	case msgGracefulShutdownAck:
+	case GracefulShutdownAck:
 		r.shutdownAck(m.Epoch)
-	case msgHandOverTo:
+	case HandOverTo:
 		if r.owes[m.Shard] {
 			r.target[m.Shard] = m.Region
 			r.flush(m.Shard)
@@ -296,24 +298,24 @@ func (r *regionCore[M]) fromCoordinator(msg any) regionDecisions[M] {
 	return r.done()
 }
 
-// staleRegisterAck: a RegisterAck came from a coordinator that has stopped or moved
+// StaleRegisterAck: a RegisterAck came from a coordinator that has stopped or moved
 // since (the shell drops it): the region does not register with it, but the
 // coordinators' stored state knows the region (a coordinator acknowledges a
 // registration once it is stored), so that leaving, the region waits for a
-// coordinator's word that it hosts nothing (see everRegistered). That word from the
+// Coordinator's word that it hosts nothing (see everRegistered). That word from the
 // same incarnation (epoch, when not 0) does not count either (lostEpochs): the next
-// coordinator knows the region from the stored state and may give it a shard,
+// Coordinator knows the region from the stored state and may give it a shard,
 // whatever the stale one says.
-func (r *regionCore[M]) staleRegisterAck(epoch uint64) regionDecisions[M] {
+func (r *RegionCore[M]) StaleRegisterAck(epoch uint64) RegionDecisions[M] {
 	r.everRegistered = true
 	if epoch != 0 {
-		r.lostEpochs = remember(r.lostEpochs, epoch, maxLostEpochs)
+		r.lostEpochs = Remember(r.lostEpochs, epoch, maxLostEpochs)
 	}
 	return r.done()
 }
 
-// shardReady: the local shard actor of s can take messages.
-func (r *regionCore[M]) shardReady(s ShardID) regionDecisions[M] {
+// ShardReady: the local shard actor of s can take messages.
+func (r *RegionCore[M]) ShardReady(s placement.ShardID) RegionDecisions[M] {
 	if ls := r.local[s]; ls != nil {
 		ls.ready = true
 		r.flush(s)
@@ -321,8 +323,8 @@ func (r *regionCore[M]) shardReady(s ShardID) regionDecisions[M] {
 	return r.done()
 }
 
-// regionTerminated: another region is gone; forget the homes it had.
-func (r *regionCore[M]) regionTerminated(gone RegionID) regionDecisions[M] {
+// RegionTerminated: another region is gone; forget the homes it had.
+func (r *RegionCore[M]) RegionTerminated(gone placement.RegionID) RegionDecisions[M] {
 	delete(r.watched, gone)
 	for s, h := range r.homes {
 		if h == gone {
@@ -354,7 +356,7 @@ func (r *regionCore[M]) regionTerminated(gone RegionID) regionDecisions[M] {
 			// forwards it follows are there, or lost.
 			delete(r.ackedVia, s)
 			if r.registered {
-				r.act(regionAction[M]{kind: actToCoordinator, proto: msgBeginHandOffAck{Shard: s, Region: r.self, ID: route.id}})
+				r.act(RegionAction[M]{Kind: ActToCoordinator, Proto: BeginHandOffAck{Shard: s, Region: r.self, ID: route.id}})
 			}
 		}
 	}
@@ -367,8 +369,8 @@ func (r *regionCore[M]) regionTerminated(gone RegionID) regionDecisions[M] {
 	return r.done()
 }
 
-// handOverAcked: region from has taken the hand-over of s this region sent it.
-func (r *regionCore[M]) handOverAcked(from RegionID, s ShardID) regionDecisions[M] {
+// HandOverAcked: region from has taken the hand-over of s this region sent it.
+func (r *RegionCore[M]) HandOverAcked(from placement.RegionID, s placement.ShardID) RegionDecisions[M] {
 	if r.handedOver[s] == from {
 		delete(r.handedOver, s)
 		r.tryCompleteShutdown()
@@ -376,27 +378,27 @@ func (r *regionCore[M]) handOverAcked(from RegionID, s ShardID) regionDecisions[
 	return r.done()
 }
 
-// coordinatorLost: the coordinator terminated or moved; register again.
-func (r *regionCore[M]) coordinatorLost() regionDecisions[M] {
+// CoordinatorLost: the coordinator terminated or moved; register again.
+func (r *RegionCore[M]) CoordinatorLost() RegionDecisions[M] {
 	if r.registered {
-		r.lostEpochs = remember(r.lostEpochs, r.coordEpoch, maxLostEpochs)
+		r.lostEpochs = Remember(r.lostEpochs, r.coordEpoch, maxLostEpochs)
 	}
 	r.registered = false
 	r.startRegistration()
 	return r.done()
 }
 
-// gracefulShutdown starts handing off this region's shards; the region stops once it
+// GracefulShutdown starts handing off this region's shards; the region stops once it
 // hosts none and holds no message.
-func (r *regionCore[M]) gracefulShutdown() regionDecisions[M] {
+func (r *RegionCore[M]) GracefulShutdown() RegionDecisions[M] {
 	if !r.shuttingDown {
 		r.shuttingDown = true
-		if !r.everRegistered && r.registerSent && !r.cfg.proxy {
-			r.timers.start(&r.out.timers, timerKey{kind: timerLeaveUnknown}, 2*r.cfg.retryInterval, false)
+		if !r.everRegistered && r.registerSent && !r.cfg.Proxy {
+			r.timers.start(&r.out.Timers, TimerKey{Kind: TimerLeaveUnknown}, 2*r.cfg.RetryInterval, false)
 		}
-		r.act(regionAction[M]{kind: actToCandidates, proto: msgGracefulShutdownReq{}})
+		r.act(RegionAction[M]{Kind: ActToCandidates, Proto: GracefulShutdownReq{}})
 		// Asked again now that the coordinator knows this region leaves: a shard that
-		// gets no home is answered (msgNoShardHome) instead of being asked about until
+		// gets no home is answered (NoShardHome) instead of being asked about until
 		// the shutdown times out.
 		for _, s := range r.shardsWanting() {
 			r.requestHomeIfUnknown(s)
@@ -406,22 +408,22 @@ func (r *regionCore[M]) gracefulShutdown() regionDecisions[M] {
 	return r.done()
 }
 
-// maxLostEpochs bounds regionCore.lostEpochs: a lost coordinator's late messages reach
+// maxLostEpochs bounds RegionCore.lostEpochs: a lost coordinator's late messages reach
 // the region soon after, and few incarnations end in that while.
 const maxLostEpochs = 4
 
 // shutdownAck handles a coordinator's word that this region, which leaves, hosts no
-// shard there and will be given none (msgGracefulShutdownAck of the coordinator
+// shard there and will be given none (GracefulShutdownAck of the coordinator
 // incarnation epoch). While registered, the region takes it only from the incarnation
 // it registered with; while it registers again (its coordinator crashed or moved),
 // not from one it lost (lostEpochs): that word is late, and says nothing of the next
-// coordinator, which knows the region from the stored state and may have given it a
+// Coordinator, which knows the region from the stored state and may have given it a
 // shard. (The word of another incarnation holds: it knows the region from the stored
 // state too, and answers a request the region sent it.) A region that never registered
 // takes any: a coordinator that said so registers it afterwards only as leaving
 // (coordinator.register). Whichever coordinator registers the region while it leaves
 // is asked again (registerAck).
-func (r *regionCore[M]) shutdownAck(epoch uint64) {
+func (r *RegionCore[M]) shutdownAck(epoch uint64) {
 	if !r.shuttingDown {
 		return
 	}
@@ -436,7 +438,7 @@ func (r *regionCore[M]) shutdownAck(epoch uint64) {
 // leaves drops what it holds for s, the hand-over it owes included, instead of
 // waiting until its shutdown times out for a home that may never come; it stops once
 // it holds nothing more. A region that stays keeps what it holds and asks again.
-func (r *regionCore[M]) noShardHome(s ShardID) {
+func (r *RegionCore[M]) noShardHome(s placement.ShardID) {
 	if !r.shuttingDown || r.waiting[s] != "" {
 		return
 	}
@@ -444,7 +446,7 @@ func (r *regionCore[M]) noShardHome(s ShardID) {
 		return // the answer to a request before the home was known
 	}
 	if b := r.buffers[s]; b != nil {
-		err := fmt.Errorf("%w: shard %q, while this region leaves", ErrNoRegion, s)
+		err := fmt.Errorf("%w: shard %q, while this region leaves", placement.ErrNoRegion, s)
 		for _, m := range b.msgs {
 			r.drop(s, m, err)
 		}
@@ -456,33 +458,33 @@ func (r *regionCore[M]) noShardHome(s ShardID) {
 	r.tryCompleteShutdown()
 }
 
-// stopNow gives up: every buffered message is dropped (reported) and the region stops.
+// StopNow gives up: every buffered message is dropped (reported) and the region stops.
 // For a graceful shutdown that did not finish in time.
-func (r *regionCore[M]) stopNow() regionDecisions[M] {
+func (r *RegionCore[M]) StopNow() RegionDecisions[M] {
 	for _, s := range slices.Sorted(maps.Keys(r.buffers)) {
 		for _, m := range r.buffers[s].msgs {
-			r.drop(s, m, errStoppedLoss)
+			r.drop(s, m, ErrStoppedLoss)
 		}
 	}
 	clear(r.buffers)
 	r.total = 0
 	r.stopped = true
-	r.out.stop = true
+	r.out.Stop = true
 	return r.done()
 }
 
 // timer handles a fired timer.
-func (r *regionCore[M]) timer(key timerKey) regionDecisions[M] {
+func (r *RegionCore[M]) Timer(key TimerKey) RegionDecisions[M] {
 	if !r.timers.fired(key) {
 		return r.done()
 	}
-	switch key.kind {
-	case timerRegisterRetry:
+	switch key.Kind {
+	case TimerRegisterRetry:
 		if !r.registered {
 			r.register()
 			r.scheduleRegistration()
 		}
-	case timerRetry:
+	case TimerRetry:
 		r.ticks++
 		r.forgetRelayed()
 		if !r.registered {
@@ -493,24 +495,24 @@ func (r *regionCore[M]) timer(key timerKey) regionDecisions[M] {
 			}
 		}
 		if r.shuttingDown {
-			r.act(regionAction[M]{kind: actToCandidates, proto: msgGracefulShutdownReq{}})
+			r.act(RegionAction[M]{Kind: ActToCandidates, Proto: GracefulShutdownReq{}})
 		}
 		r.tryCompleteShutdown()
-	case timerLeaveUnknown:
+	case TimerLeaveUnknown:
 		if !r.everRegistered {
 			r.shutdownAcked = true // no coordinator answered: none knows this region
 			r.tryCompleteShutdown()
 		}
-	case timerHandOverWait:
-		if p, ok := r.waiting[key.shard]; ok {
+	case TimerHandOverWait:
+		if p, ok := r.waiting[key.Shard]; ok {
 			r.problem(fmt.Errorf("%w: shard %q, predecessor %q, after %v; delivering what is here",
-				errHandOverWait, key.shard, p, r.cfg.handOffTimeout))
-			r.endWait(key.shard)
-			r.flush(key.shard)
+				errHandOverWait, key.Shard, p, r.cfg.HandOffTimeout))
+			r.endWait(key.Shard)
+			r.flush(key.Shard)
 		}
-	case timerRestartShard:
-		if r.homes[key.shard] == r.self && r.local[key.shard] == nil && !r.shuttingDown {
-			r.startShard(key.shard)
+	case TimerRestartShard:
+		if r.homes[key.Shard] == r.self && r.local[key.Shard] == nil && !r.shuttingDown {
+			r.startShard(key.Shard)
 		}
 	}
 	return r.done()
@@ -518,34 +520,34 @@ func (r *regionCore[M]) timer(key timerKey) regionDecisions[M] {
 
 // ---- registration ----
 
-func (r *regionCore[M]) startRegistration() {
-	r.nextRegDelay = max(minRegisterDelay, r.cfg.retryInterval/8)
+func (r *RegionCore[M]) startRegistration() {
+	r.nextRegDelay = max(minRegisterDelay, r.cfg.RetryInterval/8)
 	r.register()
 	r.scheduleRegistration()
 }
 
-func (r *regionCore[M]) register() {
+func (r *RegionCore[M]) register() {
 	r.registerSent = true
-	r.act(regionAction[M]{kind: actRegister})
+	r.act(RegionAction[M]{Kind: ActRegister})
 }
 
 // scheduleRegistration arms the next registration attempt while the backoff is below the
 // retry interval, doubling it; from then on the retry tick registers.
-func (r *regionCore[M]) scheduleRegistration() {
-	if r.nextRegDelay < r.cfg.retryInterval {
-		r.timers.start(&r.out.timers, timerKey{kind: timerRegisterRetry}, r.nextRegDelay, false)
+func (r *RegionCore[M]) scheduleRegistration() {
+	if r.nextRegDelay < r.cfg.RetryInterval {
+		r.timers.start(&r.out.Timers, TimerKey{Kind: TimerRegisterRetry}, r.nextRegDelay, false)
 		r.nextRegDelay *= 2
 	}
 }
 
-func (r *regionCore[M]) registerAck(epoch uint64) {
+func (r *RegionCore[M]) registerAck(epoch uint64) {
 	again := r.registered // a second answer of the same coordinator
 	r.registered, r.everRegistered = true, true
 	r.coordEpoch = epoch
 	r.lostEpochs = slices.DeleteFunc(r.lostEpochs, func(e uint64) bool { return e == epoch })
-	r.timers.cancel(&r.out.timers, timerKey{kind: timerRegisterRetry})
+	r.timers.cancel(&r.out.Timers, TimerKey{Kind: TimerRegisterRetry})
 	for _, s := range slices.Sorted(maps.Keys(r.unsent)) {
-		r.act(regionAction[M]{kind: actToCoordinator, proto: msgShardStopped{Shard: s, Pending: r.owes[s]}})
+		r.act(RegionAction[M]{Kind: ActToCoordinator, Proto: ShardStopped{Shard: s, Pending: r.owes[s]}})
 	}
 	clear(r.unsent)
 	if !again {
@@ -556,7 +558,7 @@ func (r *regionCore[M]) registerAck(epoch uint64) {
 		// longer counts it as leaving and may give it shards: an acknowledgement from
 		// before says nothing about them. Ask again.
 		r.shutdownAcked = false
-		r.act(regionAction[M]{kind: actToCoordinator, proto: msgGracefulShutdownReq{}})
+		r.act(RegionAction[M]{Kind: ActToCoordinator, Proto: GracefulShutdownReq{}})
 	}
 	for _, s := range r.shardsWanting() {
 		r.requestHomeIfUnknown(s)
@@ -564,7 +566,7 @@ func (r *regionCore[M]) registerAck(epoch uint64) {
 }
 
 // shardsWanting returns the shards that have buffered messages or owe a hand-over.
-func (r *regionCore[M]) shardsWanting() []ShardID {
+func (r *RegionCore[M]) shardsWanting() []placement.ShardID {
 	set := maps.Clone(r.owes)
 	for s := range r.buffers {
 		set[s] = true
@@ -572,24 +574,24 @@ func (r *regionCore[M]) shardsWanting() []ShardID {
 	return slices.Sorted(maps.Keys(set))
 }
 
-func (r *regionCore[M]) requestHomeIfUnknown(s ShardID) {
+func (r *RegionCore[M]) requestHomeIfUnknown(s placement.ShardID) {
 	if _, known := r.homes[s]; !known && r.registered {
-		r.act(regionAction[M]{kind: actToCoordinator, proto: msgGetShardHome{Shard: s, HandOver: r.owes[s]}})
+		r.act(RegionAction[M]{Kind: ActToCoordinator, Proto: GetShardHome{Shard: s, HandOver: r.owes[s]}})
 	}
 }
 
 // ---- routing ----
 
 // route delivers msg for s directly when possible, else buffers it.
-func (r *regionCore[M]) route(s ShardID, msg M) {
+func (r *RegionCore[M]) route(s placement.ShardID, msg M) {
 	home, known := r.homes[s]
 	if known && r.buffers[s] == nil && r.waiting[s] == "" {
 		if home != r.self {
-			r.act(regionAction[M]{kind: actForward, shard: s, to: home, msg: msg})
+			r.act(RegionAction[M]{Kind: ActForward, Shard: s, To: home, Msg: msg})
 			return
 		}
 		if ls := r.local[s]; ls != nil && ls.ready && !ls.handingOff {
-			r.act(regionAction[M]{kind: actDeliver, shard: s, msg: msg})
+			r.act(RegionAction[M]{Kind: ActDeliver, Shard: s, Msg: msg})
 			return
 		}
 	}
@@ -599,18 +601,18 @@ func (r *regionCore[M]) route(s ShardID, msg M) {
 	r.buffer(s, msg)
 }
 
-// deliversLocally reports whether a message for shard s would go straight to s's
+// DeliversLocally reports whether a message for shard s would go straight to s's
 // actor here (what route does first), so that the shell may try its fast path.
-func (r *regionCore[M]) deliversLocally(s ShardID) bool {
-	_, _, local := r.firstRoute(s)
+func (r *RegionCore[M]) DeliversLocally(s placement.ShardID) bool {
+	_, _, local := r.FirstRoute(s)
 	return local
 }
 
-// firstRoute says what route does first with a message for shard s, with one
+// FirstRoute says what route does first with a message for shard s, with one
 // look-up of s's home, for the shell's path of every message: forward when it would
 // forward it to home, another region; local when it would send it straight to s's
-// actor here (deliversLocally); neither when it would do anything else with it.
-func (r *regionCore[M]) firstRoute(s ShardID) (home RegionID, forward, local bool) {
+// actor here (DeliversLocally); neither when it would do anything else with it.
+func (r *RegionCore[M]) FirstRoute(s placement.ShardID) (home placement.RegionID, forward, local bool) {
 	home, known := r.homes[s]
 	if !known || r.buffers[s] != nil || r.waiting[s] != "" {
 		return "", false, false
@@ -623,8 +625,8 @@ func (r *regionCore[M]) firstRoute(s ShardID) (home RegionID, forward, local boo
 }
 
 // buffer appends msg to s's buffer, or drops it when the region's buffers are full.
-func (r *regionCore[M]) buffer(s ShardID, msg M) {
-	if r.total >= r.cfg.bufferSize {
+func (r *RegionCore[M]) buffer(s placement.ShardID, msg M) {
+	if r.total >= r.cfg.BufferSize {
 		r.drop(s, msg, fmt.Errorf("%w: %d messages buffered (shard %q)", ErrBufferFull, r.total, s))
 		return
 	}
@@ -641,7 +643,7 @@ func (r *regionCore[M]) buffer(s ShardID, msg M) {
 // bufferHandOver puts a handed-over message after earlier handed-over ones but before
 // every other buffered message. It is not bounded by the buffer size: another region
 // accepted it already.
-func (r *regionCore[M]) bufferHandOver(s ShardID, msg M) {
+func (r *RegionCore[M]) bufferHandOver(s placement.ShardID, msg M) {
 	b := r.buffers[s]
 	if b == nil {
 		b = &shardBuffer[M]{}
@@ -658,7 +660,7 @@ func (r *regionCore[M]) bufferHandOver(s ShardID, msg M) {
 // buffer, then the end marker) to the region named by HandOverTo, or else to the known
 // home; other messages to the local shard once it is ready, or as plain forwards to the
 // home.
-func (r *regionCore[M]) flush(s ShardID) {
+func (r *RegionCore[M]) flush(s placement.ShardID) {
 	if r.waiting[s] != "" {
 		return
 	}
@@ -679,7 +681,7 @@ func (r *regionCore[M]) flush(s ShardID) {
 				r.total -= len(b.msgs)
 				delete(r.buffers, s)
 			}
-			r.act(regionAction[M]{kind: actHandOver, shard: s, to: dest, msgs: msgs})
+			r.act(RegionAction[M]{Kind: ActHandOver, Shard: s, To: dest, Msgs: msgs})
 			r.handedOver[s] = dest
 			r.tryCompleteShutdown()
 			return
@@ -700,11 +702,11 @@ func (r *regionCore[M]) flush(s ShardID) {
 			return
 		}
 		for _, m := range b.msgs {
-			r.act(regionAction[M]{kind: actDeliver, shard: s, msg: m})
+			r.act(RegionAction[M]{Kind: ActDeliver, Shard: s, Msg: m})
 		}
 	} else {
 		for _, m := range b.msgs {
-			r.act(regionAction[M]{kind: actForward, shard: s, to: home, msg: m})
+			r.act(RegionAction[M]{Kind: ActForward, Shard: s, To: home, Msg: m})
 		}
 	}
 	r.total -= len(b.msgs)
@@ -712,41 +714,41 @@ func (r *regionCore[M]) flush(s ShardID) {
 	r.tryCompleteShutdown()
 }
 
-func (r *regionCore[M]) startShard(s ShardID) {
-	if r.cfg.proxy {
+func (r *RegionCore[M]) startShard(s placement.ShardID) {
+	if r.cfg.Proxy {
 		r.problem(fmt.Errorf("%w: shard %q", errProxyHost, s))
 		return
 	}
 	r.local[s] = &localShard{}
-	r.act(regionAction[M]{kind: actStartShard, shard: s})
+	r.act(RegionAction[M]{Kind: ActStartShard, Shard: s})
 }
 
 // endWait stops waiting for s's predecessor (its hand-over ended, it is gone, or the
 // wait timed out); a HostShard resend naming it later does not wait again.
-func (r *regionCore[M]) endWait(s ShardID) {
+func (r *RegionCore[M]) endWait(s placement.ShardID) {
 	p, ok := r.waiting[s]
 	if !ok {
 		return
 	}
 	if r.overDone[s] == nil {
-		r.overDone[s] = map[RegionID]bool{}
+		r.overDone[s] = map[placement.RegionID]bool{}
 	}
 	r.overDone[s][p] = true
 	delete(r.waiting, s)
-	r.timers.cancel(&r.out.timers, timerKey{kind: timerHandOverWait, shard: s})
+	r.timers.cancel(&r.out.Timers, TimerKey{Kind: TimerHandOverWait, Shard: s})
 	r.tryCompleteShutdown()
 }
 
 // tryCompleteShutdown stops a region that is shutting down once it hosts no shard,
 // holds no message, owes no hand-over, awaits none, and has every hand-over it sent
 // acknowledged, and (when a coordinator knows it) the coordinator has said that it
-// hosts nothing there either (msgGracefulShutdownAck).
-func (r *regionCore[M]) tryCompleteShutdown() {
-	acked := r.shutdownAcked || r.cfg.proxy || !r.registerSent
+// hosts nothing there either (GracefulShutdownAck).
+func (r *RegionCore[M]) tryCompleteShutdown() {
+	acked := r.shutdownAcked || r.cfg.Proxy || !r.registerSent
 	if r.shuttingDown && !r.stopped && acked && len(r.local) == 0 && r.total == 0 && len(r.owes) == 0 &&
 		len(r.waiting) == 0 && len(r.handedOver) == 0 {
 		r.stopped = true
-		r.out.stop = true
+		r.out.Stop = true
 	}
 }
 
@@ -755,16 +757,16 @@ func (r *regionCore[M]) tryCompleteShutdown() {
 // recycle takes back the actions of decisions the shell has carried out, so that the
 // next decisions reuse their array instead of allocating one per message. The shell
 // must not touch actions afterwards.
-func (r *regionCore[M]) recycle(actions []regionAction[M]) { reuse(&r.out.actions, actions) }
+func (r *RegionCore[M]) Recycle(actions []RegionAction[M]) { reuse(&r.out.Actions, actions) }
 
-func (r *regionCore[M]) act(a regionAction[M]) {
-	r.out.actions = append(r.out.actions, a)
+func (r *RegionCore[M]) act(a RegionAction[M]) {
+	r.out.Actions = append(r.out.Actions, a)
 }
 
-func (r *regionCore[M]) drop(s ShardID, msg M, err error) {
-	r.out.dropped = append(r.out.dropped, droppedMsg[M]{shard: s, msg: msg, err: err})
+func (r *RegionCore[M]) drop(s placement.ShardID, msg M, err error) {
+	r.out.Dropped = append(r.out.Dropped, Dropped[M]{Shard: s, Msg: msg, Err: err})
 }
 
-func (r *regionCore[M]) problem(err error) {
-	r.out.problems = append(r.out.problems, err)
+func (r *RegionCore[M]) problem(err error) {
+	r.out.Problems = append(r.out.Problems, err)
 }

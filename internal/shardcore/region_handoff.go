@@ -1,10 +1,12 @@
-package sharding
+package shardcore
 
 import (
 	"cmp"
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/troupe-go/troupe/sharding/placement"
 )
 
 // How a region loses no message when a shard moves (Akka's region drops what it
@@ -17,12 +19,12 @@ import (
 //     messages between two regions arrive in order, the coordinator learns of the ack
 //     only after every message forwarded before it reached the old home.
 //  2. HandOff (to the old home O, once all acknowledged): O's shard stops its entities
-//     and returns what it held undelivered (shardTerminated's leftovers). O puts that
+//     and returns what it held undelivered (ShardTerminated's leftovers). O puts that
 //     before its own buffer, and answers ShardStopped with Pending set when it holds
 //     anything: it then owes the next home a hand-over.
 //  3. The coordinator allocates the next home H and names O in HostShard.Predecessor.
 //     H buffers every message for the shard until O's hand-over ends; O sends its
-//     messages as a hand-over once it learns H (actHandOver, then a done marker).
+//     messages as a hand-over once it learns H (ActHandOver, then a done marker).
 //     Handed-over messages go before anything H buffered itself.
 //
 // So a sender's messages, which all pass through its own region, reach H in order:
@@ -33,20 +35,20 @@ import (
 // without dropping what the region buffered.
 
 // shardHome records where s lives and delivers what waits for it.
-func (r *regionCore[M]) shardHome(s ShardID, home RegionID) {
+func (r *RegionCore[M]) shardHome(s placement.ShardID, home placement.RegionID) {
 	delete(r.ackedVia, s) // the hand-off is over: the shard has a home again
 	if cur, ok := r.homes[s]; ok && cur == r.self && home != r.self {
-		r.problem(fmt.Errorf("%w: shard %q hosted by %q, coordinator says %q", errShardHomeConflict, s, r.self, home))
+		r.problem(fmt.Errorf("%w: shard %q hosted by %q, coordinator says %q", ErrShardHomeConflict, s, r.self, home))
 		return
 	}
 	if home == r.self {
-		if r.cfg.proxy {
+		if r.cfg.Proxy {
 			r.problem(fmt.Errorf("%w: shard %q (ShardHome)", errProxyHost, s))
 			return
 		}
 		if ls := r.local[s]; ls != nil && ls.handingOff {
 			// The previous shard actor still stops; its ShardStopped will tell the
-			// coordinator, which then places the shard again.
+			// Coordinator, which then places the shard again.
 			return
 		}
 		if r.shuttingDown && r.local[s] == nil {
@@ -65,15 +67,15 @@ func (r *regionCore[M]) shardHome(s ShardID, home RegionID) {
 	r.homes[s] = home
 	if !r.watched[home] {
 		r.watched[home] = true
-		r.act(regionAction[M]{kind: actWatch, to: home})
+		r.act(RegionAction[M]{Kind: ActWatch, To: home})
 	}
 	r.flush(s)
 }
 
 // hostShard makes this region the home of s, started at once; with a predecessor, the
 // shard gets the predecessor's hand-over before anything else.
-func (r *regionCore[M]) hostShard(s ShardID, pred RegionID) {
-	if r.cfg.proxy {
+func (r *RegionCore[M]) hostShard(s placement.ShardID, pred placement.RegionID) {
+	if r.cfg.Proxy {
 		r.problem(fmt.Errorf("%w: shard %q (HostShard)", errProxyHost, s))
 		return
 	}
@@ -84,7 +86,7 @@ func (r *regionCore[M]) hostShard(s ShardID, pred RegionID) {
 		// here all the same: wait for it, so that it goes ahead of what this region
 		// holds to the home after this one (a HandOff meanwhile answers Pending, and
 		// the region does not stop before).
-		r.act(regionAction[M]{kind: actToCandidates, proto: msgGracefulShutdownReq{}})
+		r.act(RegionAction[M]{Kind: ActToCandidates, Proto: GracefulShutdownReq{}})
 		r.awaitPredecessor(s, pred)
 		return
 	}
@@ -94,35 +96,35 @@ func (r *regionCore[M]) hostShard(s ShardID, pred RegionID) {
 	r.awaitPredecessor(s, pred)
 	if ls := r.local[s]; ls != nil && ls.handingOff {
 		// Start (and acknowledge) once the previous shard actor has stopped; the
-		// coordinator resends HostShard if that never happens.
+		// Coordinator resends HostShard if that never happens.
 		r.pendingHost[s] = true
 		return
 	}
 	if r.local[s] == nil {
 		r.startShard(s)
 	}
-	r.act(regionAction[M]{kind: actToCoordinator, proto: msgShardStarted{Shard: s}})
+	r.act(RegionAction[M]{Kind: ActToCoordinator, Proto: ShardStarted{Shard: s}})
 	r.flush(s)
 }
 
 // awaitPredecessor makes s wait for pred's hand-over, unless it has ended already. It
-// watches pred: the wait ends when pred terminates (regionTerminated), which a leaving
+// watches pred: the wait ends when pred terminates (RegionTerminated), which a leaving
 // region does only once its hand-over has been taken, and a crashed one will send
-// none; or else after the hand-off timeout (timerHandOverWait).
-func (r *regionCore[M]) awaitPredecessor(s ShardID, pred RegionID) {
+// none; or else after the hand-off timeout (TimerHandOverWait).
+func (r *RegionCore[M]) awaitPredecessor(s placement.ShardID, pred placement.RegionID) {
 	if pred != "" && pred != r.self && r.waiting[s] == "" && !r.overDone[s][pred] {
 		r.waiting[s] = pred
-		r.timers.start(&r.out.timers, timerKey{kind: timerHandOverWait, shard: s}, r.cfg.handOffTimeout, false)
+		r.timers.start(&r.out.Timers, TimerKey{Kind: TimerHandOverWait, Shard: s}, r.cfg.HandOffTimeout, false)
 		if !r.watched[pred] {
 			r.watched[pred] = true
-			r.act(regionAction[M]{kind: actWatch, to: pred})
+			r.act(RegionAction[M]{Kind: ActWatch, To: pred})
 		}
 	}
 }
 
 // ackRoute is the home a BeginHandOffAck went through, and the hand-off it answered.
 type ackRoute struct {
-	via RegionID
+	via placement.RegionID
 	id  uint64
 }
 
@@ -133,13 +135,13 @@ type ackRoute struct {
 // asks again when the region registers) keeps the hand-overs that have ended: it may
 // come after the old home's hand-over did (another connection), and the HostShard
 // that follows it would then wait for a hand-over that has come already.
-func (r *regionCore[M]) beginHandOff(s ShardID, id uint64) {
+func (r *RegionCore[M]) beginHandOff(s placement.ShardID, id uint64) {
 	delete(r.pendingHost, s)
 	if id == 0 || r.begun[s] != id {
 		delete(r.overDone, s) // a new hand-off: its predecessor hands over again
 		r.begun[s] = id
 	}
-	ack := msgBeginHandOffAck{Shard: s, Region: r.self, ID: id}
+	ack := BeginHandOffAck{Shard: s, Region: r.self, ID: id}
 	home, known := r.homes[s]
 	delete(r.homes, s)
 	if route, ok := r.ackedVia[s]; !known && ok {
@@ -147,28 +149,28 @@ func (r *regionCore[M]) beginHandOff(s ShardID, id uint64) {
 	}
 	if known && home != r.self {
 		r.ackedVia[s] = ackRoute{via: home, id: id}
-		r.act(regionAction[M]{kind: actToRegion, to: home, proto: ack})
+		r.act(RegionAction[M]{Kind: ActToRegion, To: home, Proto: ack})
 		return
 	}
 	delete(r.ackedVia, s) // it was the home itself since: nothing it forwarded is on its way
-	r.act(regionAction[M]{kind: actToCoordinator, proto: ack})
+	r.act(RegionAction[M]{Kind: ActToCoordinator, Proto: ack})
 }
 
-// handOff stops the local shard, or answers at once when there is none.
-func (r *regionCore[M]) handOff(s ShardID) {
+// HandOff stops the local shard, or answers at once when there is none.
+func (r *RegionCore[M]) handOff(s placement.ShardID) {
 	if ls := r.local[s]; ls != nil {
 		if !ls.handingOff {
 			ls.handingOff = true
-			r.act(regionAction[M]{kind: actHandOffShard, shard: s})
+			r.act(RegionAction[M]{Kind: ActHandOffShard, Shard: s})
 		}
 		return
 	}
 	r.stoppedAfterHandOff(s)
 }
 
-// shardTerminated: the local shard actor of s stopped, returning leftovers (messages it
+// ShardTerminated: the local shard actor of s stopped, returning leftovers (messages it
 // held undelivered, in the order it got them).
-func (r *regionCore[M]) shardTerminated(s ShardID, leftovers []M) regionDecisions[M] {
+func (r *RegionCore[M]) ShardTerminated(s placement.ShardID, leftovers []M) RegionDecisions[M] {
 	ls := r.local[s]
 	if ls == nil {
 		r.problem(fmt.Errorf("sharding: region: unknown shard %q terminated", s))
@@ -183,15 +185,15 @@ func (r *regionCore[M]) shardTerminated(s ShardID, leftovers []M) regionDecision
 	case ls.handingOff && r.pendingHost[s]:
 		delete(r.pendingHost, s)
 		r.startShard(s)
-		r.act(regionAction[M]{kind: actToCoordinator, proto: msgShardStarted{Shard: s}})
+		r.act(RegionAction[M]{Kind: ActToCoordinator, Proto: ShardStarted{Shard: s}})
 	case ls.handingOff:
 		r.stoppedAfterHandOff(s)
 	case r.homes[s] == r.self && !r.shuttingDown:
 		// Stopped on its own (a failure, a lost lease): start again when needed.
 		if r.buffers[s] != nil {
 			r.startShard(s)
-		} else if r.cfg.rememberEntities {
-			r.timers.start(&r.out.timers, timerKey{kind: timerRestartShard, shard: s}, r.cfg.shardFailureBackoff, false)
+		} else if r.cfg.RememberEntities {
+			r.timers.start(&r.out.Timers, TimerKey{Kind: TimerRestartShard, Shard: s}, r.cfg.ShardFailureBackoff, false)
 		}
 	default:
 		if r.buffers[s] != nil {
@@ -205,13 +207,13 @@ func (r *regionCore[M]) shardTerminated(s ShardID, leftovers []M) regionDecision
 // stoppedAfterHandOff answers HandOff: ShardStopped, with Pending when this region holds
 // messages for the shard (or awaits some from a predecessor), which it then owes the
 // next home.
-func (r *regionCore[M]) stoppedAfterHandOff(s ShardID) {
+func (r *RegionCore[M]) stoppedAfterHandOff(s placement.ShardID) {
 	pending := r.buffers[s] != nil || r.waiting[s] != ""
 	if pending {
 		r.owes[s] = true
 	}
 	if r.registered {
-		r.act(regionAction[M]{kind: actToCoordinator, proto: msgShardStopped{Shard: s, Pending: pending}})
+		r.act(RegionAction[M]{Kind: ActToCoordinator, Proto: ShardStopped{Shard: s, Pending: pending}})
 	} else {
 		r.unsent[s] = true
 	}
@@ -221,7 +223,7 @@ func (r *regionCore[M]) stoppedAfterHandOff(s ShardID) {
 }
 
 // prependHandOver puts msgs, in order, before everything buffered for s.
-func (r *regionCore[M]) prependHandOver(s ShardID, msgs []M) {
+func (r *RegionCore[M]) prependHandOver(s placement.ShardID, msgs []M) {
 	if len(msgs) == 0 {
 		return
 	}
@@ -237,17 +239,17 @@ func (r *regionCore[M]) prependHandOver(s ShardID, msgs []M) {
 
 // relayKey names a relayed BeginHandOffAck: the shard and the region that sent it.
 type relayKey struct {
-	shard  ShardID
-	region RegionID
+	shard  placement.ShardID
+	region placement.RegionID
 }
 
 // relayedAck is a relayed BeginHandOffAck and the retry tick at which it came.
 type relayedAck struct {
-	ack  msgBeginHandOffAck
+	ack  BeginHandOffAck
 	tick uint64
 }
 
-// relayAck passes on a BeginHandOffAck that another region sent through this one, to
+// RelayAck passes on a BeginHandOffAck that another region sent through this one, to
 // the coordinator this region registered with, or once it has registered (the ack
 // may overtake the RegisterAck).
 //
@@ -255,28 +257,28 @@ type relayedAck struct {
 // registers: the coordinator it passed it to may have stopped without this region
 // knowing yet (it learns that on another lane; or it took a stopped coordinator's
 // late RegisterAck), and the acknowledging region, registered with the next
-// coordinator already, is not asked again: that coordinator's hand-off would wait
+// Coordinator already, is not asked again: that coordinator's hand-off would wait
 // for its timeout. The coordinator counts an ack once, and only for the hand-off
 // whose ID it echoes. An ack without an ID (a coordinator without an epoch) is passed
 // on once: it could be counted for a later hand-off of the shard.
-func (r *regionCore[M]) relayAck(m msgBeginHandOffAck) regionDecisions[M] {
+func (r *RegionCore[M]) RelayAck(m BeginHandOffAck) RegionDecisions[M] {
 	if m.ID != 0 || !r.registered {
 		r.relayed[relayKey{shard: m.Shard, region: m.Region}] = relayedAck{ack: m, tick: r.ticks}
 	}
 	if r.registered {
-		r.act(regionAction[M]{kind: actToCoordinator, proto: m})
+		r.act(RegionAction[M]{Kind: ActToCoordinator, Proto: m})
 	}
 	return r.done()
 }
 
 // passRelayed passes on the relayed acks that are kept, once registered.
-func (r *regionCore[M]) passRelayed() {
+func (r *RegionCore[M]) passRelayed() {
 	keys := slices.SortedFunc(maps.Keys(r.relayed), func(a, b relayKey) int {
 		return cmp.Or(cmp.Compare(a.shard, b.shard), cmp.Compare(a.region, b.region))
 	})
 	for _, k := range keys {
 		a := r.relayed[k]
-		r.act(regionAction[M]{kind: actToCoordinator, proto: a.ack})
+		r.act(RegionAction[M]{Kind: ActToCoordinator, Proto: a.ack})
 		if a.ack.ID == 0 {
 			delete(r.relayed, k)
 		}
@@ -285,8 +287,8 @@ func (r *regionCore[M]) passRelayed() {
 
 // forgetRelayed forgets the relayed acks kept for longer than the hand-off timeout,
 // counted in retry ticks: their hand-off has ended one way or the other.
-func (r *regionCore[M]) forgetRelayed() {
-	keep := uint64(r.cfg.handOffTimeout/r.cfg.retryInterval) + 1
+func (r *RegionCore[M]) forgetRelayed() {
+	keep := uint64(r.cfg.HandOffTimeout/r.cfg.RetryInterval) + 1
 	for k, a := range r.relayed {
 		if r.ticks-a.tick > keep {
 			delete(r.relayed, k)

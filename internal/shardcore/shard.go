@@ -1,4 +1,4 @@
-package sharding
+package shardcore
 
 import (
 	"cmp"
@@ -6,50 +6,52 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/troupe-go/troupe/sharding/placement"
 )
 
 // Shard defaults (Akka's).
 const (
-	defaultEntityRestartBackoff = 10 * time.Second
+	DefaultEntityRestartBackoff = 10 * time.Second
 	// handOffStopMargin: entities that ignore the hand-off stop message are stopped hard
 	// after max(handoff-timeout - handOffStopMargin, minForceStop).
 	handOffStopMargin = 5 * time.Second
 	minForceStop      = time.Second
 )
 
-// shardSettings configures a shard core. Zero values mean the defaults.
-type shardSettings[M any] struct {
-	rememberEntities     bool          // entities are recorded in a durable store and restarted
-	handOffTimeout       time.Duration // 60 s; entities are stopped hard 5 s before it (at least after 1 s)
-	entityRestartBackoff time.Duration // a remembered entity that stops on its own restarts after this (10 s)
-	idleTimeout          time.Duration // passivate entities idle this long; 0: never (not with remember-entities)
-	activeLimit          int           // passivate the least recently used beyond this many; 0: no limit (not with remember-entities)
-	bufferSize           int           // messages waiting for entities, in all (100 000)
-	stopMessage          M             // sent to entities at hand-off and at automatic passivation
+// ShardSettings configures a shard core. Zero values mean the defaults.
+type ShardSettings[M any] struct {
+	RememberEntities     bool          // entities are recorded in a durable store and restarted
+	HandOffTimeout       time.Duration // 60 s; entities are stopped hard 5 s before it (at least after 1 s)
+	EntityRestartBackoff time.Duration // a remembered entity that stops on its own restarts after this (10 s)
+	IdleTimeout          time.Duration // passivate entities idle this long; 0: never (not with remember-entities)
+	ActiveLimit          int           // passivate the least recently used beyond this many; 0: no limit (not with remember-entities)
+	BufferSize           int           // messages waiting for entities, in all (100 000)
+	StopMessage          M             // sent to entities at hand-off and at automatic passivation
 }
 
-func (s shardSettings[M]) withDefaults() shardSettings[M] {
-	if s.handOffTimeout <= 0 {
-		s.handOffTimeout = defaultHandOffTimeout
+func (s ShardSettings[M]) withDefaults() ShardSettings[M] {
+	if s.HandOffTimeout <= 0 {
+		s.HandOffTimeout = DefaultHandOffTimeout
 	}
-	if s.entityRestartBackoff <= 0 {
-		s.entityRestartBackoff = defaultEntityRestartBackoff
+	if s.EntityRestartBackoff <= 0 {
+		s.EntityRestartBackoff = DefaultEntityRestartBackoff
 	}
-	if s.bufferSize <= 0 {
-		s.bufferSize = defaultBufferSize
+	if s.BufferSize <= 0 {
+		s.BufferSize = DefaultBufferSize
 	}
-	if s.idleTimeout < 0 {
-		s.idleTimeout = 0
+	if s.IdleTimeout < 0 {
+		s.IdleTimeout = 0
 	}
-	if s.activeLimit < 0 {
-		s.activeLimit = 0
+	if s.ActiveLimit < 0 {
+		s.ActiveLimit = 0
 	}
 	return s
 }
 
 // forceStopAfter is how long a hand-off waits for entities to obey the stop message.
-func (s shardSettings[M]) forceStopAfter() time.Duration {
-	return max(s.handOffTimeout-handOffStopMargin, minForceStop)
+func (s ShardSettings[M]) forceStopAfter() time.Duration {
+	return max(s.HandOffTimeout-handOffStopMargin, minForceStop)
 }
 
 // entityState is where an entity is in its life.
@@ -91,12 +93,12 @@ type queued[M any] struct {
 
 // entity is the shard's record of one entity. A million idle entities are a headline
 // figure, so the record is 48 bytes, an allocator size class: the messages held for an
-// entity's next incarnation (rare) live in shardCore.held, and whether it is in the
+// entity's next incarnation (rare) live in ShardCore.held, and whether it is in the
 // least-recently-used list follows from its links.
 type entity[M any] struct {
-	id         EntityID
+	id         placement.EntityID
 	lastActive int64 // when it last got a message, in Unix nanoseconds
-	// prev and next link the entity into shardCore.lru while it is active: an
+	// prev and next link the entity into ShardCore.lru while it is active: an
 	// intrusive list costs no allocation per entity.
 	prev, next *entity[M]
 	state      entityState
@@ -104,64 +106,64 @@ type entity[M any] struct {
 }
 
 // buf returns the messages held for e's next incarnation.
-func (s *shardCore[M]) buf(e *entity[M]) []queued[M] { return s.held[e] }
+func (s *ShardCore[M]) buf(e *entity[M]) []queued[M] { return s.held[e] }
 
 // holds reports whether messages are held for e's next incarnation.
-func (s *shardCore[M]) holds(e *entity[M]) bool { return len(s.held[e]) > 0 }
+func (s *ShardCore[M]) holds(e *entity[M]) bool { return len(s.held[e]) > 0 }
 
 // takeBuf returns the messages held for e and holds none any more.
-func (s *shardCore[M]) takeBuf(e *entity[M]) []queued[M] {
+func (s *ShardCore[M]) takeBuf(e *entity[M]) []queued[M] {
 	b := s.held[e]
 	delete(s.held, e)
 	return b
 }
 
-// shardActionKind says what a shardAction asks the shell to do.
-type shardActionKind uint8
+// ShardActionKind says what a ShardAction asks the shell to do.
+type ShardActionKind uint8
 
 const (
-	// shardSpawn: start the entity actor (a child named by the entity ID) and watch it;
-	// its end comes back as entityTerminated.
-	shardSpawn shardActionKind = iota + 1
-	// shardDeliver: give msg to the entity.
-	shardDeliver
-	// shardStopEntity: send msg (a stop message) to the entity.
-	shardStopEntity
-	// shardKill: stop the entity actor now (it ignored the hand-off stop message).
-	shardKill
+	// ShardSpawn: start the entity actor (a child named by the entity ID) and watch it;
+	// its end comes back as EntityTerminated.
+	ShardSpawn ShardActionKind = iota + 1
+	// ShardDeliver: give msg to the entity.
+	ShardDeliver
+	// ShardStopEntity: send msg (a stop message) to the entity.
+	ShardStopEntity
+	// ShardKill: stop the entity actor now (it ignored the hand-off stop message).
+	ShardKill
 )
 
-// shardAction is one thing to do for one entity.
-type shardAction[M any] struct {
-	kind   shardActionKind
-	entity EntityID
-	msg    M
+// ShardAction is one thing to do for one entity.
+type ShardAction[M any] struct {
+	Kind   ShardActionKind    // what to do
+	Entity placement.EntityID // the entity
+	Msg    M                  // the message to deliver, or the stop message
 }
 
-// entityStoreOp is one write to the remember-entities store.
-type entityStoreOp struct {
-	started []EntityID
-	stopped []EntityID
+// EntityStoreOp is one write to the remember-entities store.
+type EntityStoreOp struct {
+	Started []placement.EntityID // entities to record as started
+	Stopped []placement.EntityID // entities to record as stopped
 }
 
-// shardDecisions is what one input to a shard core asks the shell to do.
-type shardDecisions[M any] struct {
-	actions []shardAction[M] // in order
-	// store, when set, is a write to the remember-entities store; the shell answers
-	// stored or storeFailed. At most one write is outstanding.
-	store *entityStoreOp
-	// load asks for the remembered entity IDs; the shell answers entitiesLoaded.
-	load bool
-	// ready: tell the region the shard takes messages (region shardReady).
-	ready bool
-	// stopped: the shard is done (after a hand-off): stop the shard actor and give
+// ShardDecisions is what one input to a shard core asks the shell to do.
+type ShardDecisions[M any] struct {
+	Actions []ShardAction[M] // in order
+	// Store, when set, is a write to the remember-entities store; the shell answers
+	// stored or StoreFailed. At most one write is outstanding.
+	Store *EntityStoreOp
+	// Load asks for the remembered entity IDs; the shell answers EntitiesLoaded.
+	Load bool
+	// Ready: tell the region the shard takes messages (region ShardReady).
+	Ready bool
+	// Stopped: the shard is done (after a hand-off): stop the shard actor and give
 	// leftovers, the messages it held undelivered in arrival order, to the region
-	// (region shardTerminated).
-	stopped   bool
-	leftovers []M
-	timers    []timerOp
-	dropped   []droppedMsg[M]
-	problems  []error
+	// (region ShardTerminated).
+	Stopped   bool
+	Leftovers []M          // see Stopped
+	Timers    []TimerOp    // in order
+	Dropped   []Dropped[M] // messages for dead letters
+	Problems  []error      // warnings
 }
 
 type shardPhase uint8
@@ -173,70 +175,70 @@ const (
 	shardStopped                      // done
 )
 
-// shardCore is a shard's entity bookkeeping as a pure state machine: which entities run,
+// ShardCore is a shard's entity bookkeeping as a pure state machine: which entities run,
 // which are stopping or waiting for the durable store, the messages that wait for an
 // entity's next incarnation, passivation (explicit, idle, and least-recently-used beyond
 // a limit), restart of remembered entities, and hand-off. Time is an input.
-type shardCore[M any] struct {
-	id    ShardID
-	cfg   shardSettings[M]
+type ShardCore[M any] struct {
+	id    placement.ShardID
+	cfg   ShardSettings[M]
 	phase shardPhase
 
-	entities   map[EntityID]*entity[M]
+	entities   map[placement.EntityID]*entity[M]
 	held       map[*entity[M]][]queued[M] // messages for entities' next incarnations
 	lru        lruList[M]                 // active entities, most recently used at the front
 	live       int                        // incarnations running (active or passivating)
 	buffered   int                        // messages held, in all
 	passivated uint64                     // entities stopped by passivation (not by hand-off), for the metrics
 	seq        uint64
-	early      []queued[M]           // messages that came while loading
-	extra      []queued[M]           // messages for unknown entities during a hand-off
-	earlyIDs   map[uint64]EntityID   // entity of each early message
-	writing    *entityStoreOp        // the store write in flight
-	starts     map[EntityID]struct{} // starts to record in the next write
-	stops      map[EntityID]struct{} // stops to record in the next write
+	early      []queued[M]                     // messages that came while loading
+	extra      []queued[M]                     // messages for unknown entities during a hand-off
+	earlyIDs   map[uint64]placement.EntityID   // entity of each early message
+	writing    *EntityStoreOp                  // the store write in flight
+	starts     map[placement.EntityID]struct{} // starts to record in the next write
+	stops      map[placement.EntityID]struct{} // stops to record in the next write
 
 	timers timerSet
-	out    shardDecisions[M]
+	out    ShardDecisions[M]
 }
 
-// newShardCore returns the core of shard id.
-func newShardCore[M any](id ShardID, cfg shardSettings[M]) *shardCore[M] {
-	return &shardCore[M]{
+// NewShardCore returns the core of shard id.
+func NewShardCore[M any](id placement.ShardID, cfg ShardSettings[M]) *ShardCore[M] {
+	return &ShardCore[M]{
 		id:       id,
 		cfg:      cfg.withDefaults(),
-		entities: map[EntityID]*entity[M]{},
+		entities: map[placement.EntityID]*entity[M]{},
 		held:     map[*entity[M]][]queued[M]{},
-		earlyIDs: map[uint64]EntityID{},
-		starts:   map[EntityID]struct{}{},
-		stops:    map[EntityID]struct{}{},
+		earlyIDs: map[uint64]placement.EntityID{},
+		starts:   map[placement.EntityID]struct{}{},
+		stops:    map[placement.EntityID]struct{}{},
 		timers:   timerSet{},
 	}
 }
 
-func (s *shardCore[M]) done() shardDecisions[M] {
+func (s *ShardCore[M]) done() ShardDecisions[M] {
 	out := s.out
-	s.out = shardDecisions[M]{}
+	s.out = ShardDecisions[M]{}
 	return out
 }
 
 // automatic reports whether idle and least-recently-used passivation apply (not with
-// remember-entities, as in Akka: remembered entities are meant to stay up).
-func (s *shardCore[M]) automatic() bool { return !s.cfg.rememberEntities }
+// Remember-entities, as in Akka: remembered entities are meant to stay up).
+func (s *ShardCore[M]) automatic() bool { return !s.cfg.RememberEntities }
 
 // start begins the shard: with remember-entities it asks for the remembered IDs first.
-func (s *shardCore[M]) start(now time.Time) shardDecisions[M] {
-	if s.cfg.rememberEntities {
+func (s *ShardCore[M]) Start(now time.Time) ShardDecisions[M] {
+	if s.cfg.RememberEntities {
 		s.phase = shardLoading
-		s.out.load = true
+		s.out.Load = true
 	} else {
 		s.run(now)
 	}
 	return s.done()
 }
 
-// entitiesLoaded starts the remembered entities and opens the shard.
-func (s *shardCore[M]) entitiesLoaded(now time.Time, ids []EntityID) shardDecisions[M] {
+// EntitiesLoaded starts the remembered entities and opens the shard.
+func (s *ShardCore[M]) EntitiesLoaded(now time.Time, ids []placement.EntityID) ShardDecisions[M] {
 	if s.phase == shardStopped {
 		return s.done() // handed off while loading; the IDs load again at the next home
 	}
@@ -254,11 +256,11 @@ func (s *shardCore[M]) entitiesLoaded(now time.Time, ids []EntityID) shardDecisi
 }
 
 // run opens the shard for messages and replays what came while loading.
-func (s *shardCore[M]) run(now time.Time) {
+func (s *ShardCore[M]) run(now time.Time) {
 	s.phase = shardRunning
-	s.out.ready = true
-	if s.automatic() && s.cfg.idleTimeout > 0 {
-		s.timers.start(&s.out.timers, timerKey{kind: timerIdle}, s.cfg.idleTimeout/2, true)
+	s.out.Ready = true
+	if s.automatic() && s.cfg.IdleTimeout > 0 {
+		s.timers.start(&s.out.Timers, TimerKey{Kind: TimerIdle}, s.cfg.IdleTimeout/2, true)
 	}
 	early := s.early
 	s.early = nil
@@ -273,13 +275,13 @@ func (s *shardCore[M]) run(now time.Time) {
 // deliver routes a message to its entity: at once when it runs; kept for the next
 // incarnation while it stops or its start is being recorded; starting it when it has no
 // incarnation.
-func (s *shardCore[M]) deliver(now time.Time, id EntityID, msg M) shardDecisions[M] {
+func (s *ShardCore[M]) Deliver(now time.Time, id placement.EntityID, msg M) ShardDecisions[M] {
 	if id == "" {
 		s.drop(msg, errNoShardID)
 		return s.done()
 	}
 	if s.phase == shardStopped {
-		s.drop(msg, fmt.Errorf("%w: shard %q has stopped", errStoppedLoss, s.id))
+		s.drop(msg, fmt.Errorf("%w: shard %q has stopped", ErrStoppedLoss, s.id))
 		return s.done()
 	}
 	s.seq++
@@ -297,21 +299,21 @@ func (s *shardCore[M]) deliver(now time.Time, id EntityID, msg M) shardDecisions
 }
 
 // room reports whether one more message may be held, dropping msg when not.
-func (s *shardCore[M]) room(msg M) bool {
-	if s.buffered < s.cfg.bufferSize {
+func (s *ShardCore[M]) room(msg M) bool {
+	if s.buffered < s.cfg.BufferSize {
 		return true
 	}
 	s.drop(msg, fmt.Errorf("%w: shard %q holds %d messages", ErrBufferFull, s.id, s.buffered))
 	return false
 }
 
-func (s *shardCore[M]) drop(msg M, err error) {
-	s.out.dropped = append(s.out.dropped, droppedMsg[M]{shard: s.id, msg: msg, err: err})
+func (s *ShardCore[M]) drop(msg M, err error) {
+	s.out.Dropped = append(s.out.Dropped, Dropped[M]{Shard: s.id, Msg: msg, Err: err})
 }
 
 // deliverTo delivers q to entity id or holds it; fresh messages are held only while the
 // shard has room.
-func (s *shardCore[M]) deliverTo(now time.Time, id EntityID, q queued[M], fresh bool) {
+func (s *ShardCore[M]) deliverTo(now time.Time, id placement.EntityID, q queued[M], fresh bool) {
 	if s.phase == shardHandingOff || s.phase == shardStopped {
 		if e := s.entities[id]; e != nil {
 			s.hold(e, q, fresh)
@@ -331,7 +333,7 @@ func (s *shardCore[M]) deliverTo(now time.Time, id EntityID, q queued[M], fresh 
 		s.spawn(now, e)
 		s.give(now, e, q.msg)
 	case entNone:
-		if s.cfg.rememberEntities {
+		if s.cfg.RememberEntities {
 			if s.hold(e, q, fresh) {
 				s.recordStart(e)
 				s.writeNext()
@@ -343,16 +345,16 @@ func (s *shardCore[M]) deliverTo(now time.Time, id EntityID, q queued[M], fresh 
 	}
 }
 
-// startEntity starts an entity without a message (StartEntity, or a remembered entity
+// StartEntity starts an entity without a message (StartEntity, or a remembered entity
 // restarting elsewhere).
-func (s *shardCore[M]) startEntity(now time.Time, id EntityID) shardDecisions[M] {
+func (s *ShardCore[M]) StartEntity(now time.Time, id placement.EntityID) ShardDecisions[M] {
 	if id == "" || s.phase != shardRunning {
 		return s.done()
 	}
 	e := s.entityFor(id)
 	switch e.state {
 	case entNone:
-		if s.cfg.rememberEntities {
+		if s.cfg.RememberEntities {
 			s.recordStart(e)
 			s.writeNext()
 		} else {
@@ -368,7 +370,7 @@ func (s *shardCore[M]) startEntity(now time.Time, id EntityID) shardDecisions[M]
 
 // passivate: the entity asks to be stopped with stopMsg; messages that come until it has
 // stopped wait for its next incarnation.
-func (s *shardCore[M]) passivate(id EntityID, stopMsg M) shardDecisions[M] {
+func (s *ShardCore[M]) Passivate(id placement.EntityID, stopMsg M) ShardDecisions[M] {
 	e := s.entities[id]
 	switch {
 	case s.phase != shardRunning:
@@ -388,8 +390,8 @@ func stateOf[M any](e *entity[M]) entityState {
 	return e.state
 }
 
-// entityTerminated: the entity's incarnation stopped.
-func (s *shardCore[M]) entityTerminated(now time.Time, id EntityID) shardDecisions[M] {
+// EntityTerminated: the entity's incarnation stopped.
+func (s *ShardCore[M]) EntityTerminated(now time.Time, id placement.EntityID) ShardDecisions[M] {
 	if s.phase == shardStopped {
 		return s.done() // stopped hard at the end of a hand-off
 	}
@@ -410,7 +412,7 @@ func (s *shardCore[M]) entityTerminated(now time.Time, id EntityID) shardDecisio
 		return s.done()
 	}
 	switch {
-	case was == entPassivating && s.cfg.rememberEntities:
+	case was == entPassivating && s.cfg.RememberEntities:
 		e.state = entRememberingStop
 		s.stops[e.id] = struct{}{}
 		s.writeNext()
@@ -422,10 +424,10 @@ func (s *shardCore[M]) entityTerminated(now time.Time, id EntityID) shardDecisio
 			s.flush(now, e)
 		}
 		s.tidy(e)
-	case s.cfg.rememberEntities:
+	case s.cfg.RememberEntities:
 		// Stopped without passivating: restart after the backoff.
 		e.state = entWaitingRestart
-		s.timers.start(&s.out.timers, timerKey{kind: timerEntityRestart, entity: e.id}, s.cfg.entityRestartBackoff, false)
+		s.timers.start(&s.out.Timers, TimerKey{Kind: TimerEntityRestart, Entity: e.id}, s.cfg.EntityRestartBackoff, false)
 	default:
 		e.state = entNone
 		s.tidy(e)
@@ -435,31 +437,31 @@ func (s *shardCore[M]) entityTerminated(now time.Time, id EntityID) shardDecisio
 
 // setActiveLimit changes the most entities that may run at once (0: no limit); the
 // least recently used beyond it are passivated now.
-func (s *shardCore[M]) setActiveLimit(n int) shardDecisions[M] {
-	s.cfg.activeLimit = max(n, 0)
+func (s *ShardCore[M]) setActiveLimit(n int) ShardDecisions[M] {
+	s.cfg.ActiveLimit = max(n, 0)
 	s.enforceLimit()
 	return s.done()
 }
 
 // timer handles a fired timer.
-func (s *shardCore[M]) timer(now time.Time, key timerKey) shardDecisions[M] {
+func (s *ShardCore[M]) Timer(now time.Time, key TimerKey) ShardDecisions[M] {
 	if !s.timers.fired(key) {
 		return s.done()
 	}
-	switch key.kind {
-	case timerEntityRestart:
-		if e := s.entities[key.entity]; e != nil && e.state == entWaitingRestart && s.phase == shardRunning {
+	switch key.Kind {
+	case TimerEntityRestart:
+		if e := s.entities[key.Entity]; e != nil && e.state == entWaitingRestart && s.phase == shardRunning {
 			s.spawn(now, e)
 		}
-	case timerIdle:
+	case TimerIdle:
 		s.passivateIdle(now)
-	case timerForceStop:
+	case TimerForceStop:
 		if s.phase == shardHandingOff {
-			var ids []EntityID
+			var ids []placement.EntityID
 			for _, id := range slices.Sorted(maps.Keys(s.entities)) {
 				if st := s.entities[id].state; st == entActive || st == entPassivating {
 					ids = append(ids, id)
-					s.act(shardAction[M]{kind: shardKill, entity: id})
+					s.act(ShardAction[M]{Kind: ShardKill, Entity: id})
 				}
 			}
 			s.problem(fmt.Errorf("%w: shard %q, %d entities after %v: %v", errForcedStop, s.id, len(ids), s.cfg.forceStopAfter(), ids))
@@ -471,7 +473,7 @@ func (s *shardCore[M]) timer(now time.Time, key timerKey) shardDecisions[M] {
 
 // ---- helpers ----
 
-func (s *shardCore[M]) entityFor(id EntityID) *entity[M] {
+func (s *ShardCore[M]) entityFor(id placement.EntityID) *entity[M] {
 	e := s.entities[id]
 	if e == nil {
 		e = &entity[M]{id: id}
@@ -481,56 +483,56 @@ func (s *shardCore[M]) entityFor(id EntityID) *entity[M] {
 }
 
 // tidy forgets an entity that has nothing left.
-func (s *shardCore[M]) tidy(e *entity[M]) {
+func (s *ShardCore[M]) tidy(e *entity[M]) {
 	if e.state == entNone && !s.holds(e) && !e.restart {
 		delete(s.entities, e.id)
 	}
 }
 
 // spawn starts a new incarnation of e.
-func (s *shardCore[M]) spawn(now time.Time, e *entity[M]) {
+func (s *ShardCore[M]) spawn(now time.Time, e *entity[M]) {
 	if e.state == entWaitingRestart {
-		s.timers.cancel(&s.out.timers, timerKey{kind: timerEntityRestart, entity: e.id})
+		s.timers.cancel(&s.out.Timers, TimerKey{Kind: TimerEntityRestart, Entity: e.id})
 	}
 	e.state = entActive
 	e.lastActive = now.UnixNano()
 	s.lru.pushFront(e)
 	s.live++
-	s.act(shardAction[M]{kind: shardSpawn, entity: e.id})
+	s.act(ShardAction[M]{Kind: ShardSpawn, Entity: e.id})
 	s.enforceLimit()
 }
 
 // touch marks the active entity id used at now (its region delivered to it directly).
-func (s *shardCore[M]) touch(now time.Time, id EntityID) {
+func (s *ShardCore[M]) Touch(now time.Time, id placement.EntityID) {
 	if e := s.entities[id]; e != nil && e.state == entActive {
 		s.markUsed(now, e)
 	}
 }
 
 // markUsed records that the active entity e got a message at now.
-func (s *shardCore[M]) markUsed(now time.Time, e *entity[M]) {
+func (s *ShardCore[M]) markUsed(now time.Time, e *entity[M]) {
 	e.lastActive = now.UnixNano()
 	if s.lru.has(e) {
 		s.lru.moveToFront(e)
 	}
 }
 
-// fastPathAllowed reports whether the region may deliver to this shard's active
+// FastPathAllowed reports whether the region may deliver to this shard's active
 // entities directly: not with an active-entity limit, whose least-recently-used order
 // must see every delivery.
-func (s *shardCore[M]) fastPathAllowed() bool {
-	return !s.automatic() || s.cfg.activeLimit == 0
+func (s *ShardCore[M]) FastPathAllowed() bool {
+	return !s.automatic() || s.cfg.ActiveLimit == 0
 }
 
 // give delivers msg to the active entity e and marks it used.
-func (s *shardCore[M]) give(now time.Time, e *entity[M], msg M) {
-	s.act(shardAction[M]{kind: shardDeliver, entity: e.id, msg: msg})
+func (s *ShardCore[M]) give(now time.Time, e *entity[M], msg M) {
+	s.act(ShardAction[M]{Kind: ShardDeliver, Entity: e.id, Msg: msg})
 	s.markUsed(now, e)
 }
 
 // hold keeps q for e's next incarnation (a fresh message only while there is room) and
 // reports whether it did.
-func (s *shardCore[M]) hold(e *entity[M], q queued[M], fresh bool) bool {
+func (s *ShardCore[M]) hold(e *entity[M], q queued[M], fresh bool) bool {
 	if fresh && !s.room(q.msg) {
 		s.tidy(e)
 		return false
@@ -541,7 +543,7 @@ func (s *shardCore[M]) hold(e *entity[M], q queued[M], fresh bool) bool {
 }
 
 // flush delivers what waited for e, in order.
-func (s *shardCore[M]) flush(now time.Time, e *entity[M]) {
+func (s *ShardCore[M]) flush(now time.Time, e *entity[M]) {
 	buf := s.takeBuf(e)
 	s.buffered -= len(buf)
 	for _, q := range buf {
@@ -550,51 +552,51 @@ func (s *shardCore[M]) flush(now time.Time, e *entity[M]) {
 }
 
 // stopEntity sends msg to the active entity e, which should then stop.
-func (s *shardCore[M]) stopEntity(e *entity[M], msg M) {
+func (s *ShardCore[M]) stopEntity(e *entity[M], msg M) {
 	if s.phase == shardRunning {
 		s.passivated++
 	}
 	e.state = entPassivating
 	s.unlink(e)
-	s.act(shardAction[M]{kind: shardStopEntity, entity: e.id, msg: msg})
+	s.act(ShardAction[M]{Kind: ShardStopEntity, Entity: e.id, Msg: msg})
 }
 
 // unlink takes e out of the least-recently-used list.
-func (s *shardCore[M]) unlink(e *entity[M]) {
+func (s *ShardCore[M]) unlink(e *entity[M]) {
 	if s.lru.has(e) {
 		s.lru.remove(e)
 	}
 }
 
 // enforceLimit passivates the least recently used entities beyond the active limit.
-func (s *shardCore[M]) enforceLimit() {
-	if !s.automatic() || s.cfg.activeLimit == 0 || s.phase == shardHandingOff {
+func (s *ShardCore[M]) enforceLimit() {
+	if !s.automatic() || s.cfg.ActiveLimit == 0 || s.phase == shardHandingOff {
 		return
 	}
-	for s.lru.n > s.cfg.activeLimit {
-		s.stopEntity(s.lru.tail, s.cfg.stopMessage)
+	for s.lru.n > s.cfg.ActiveLimit {
+		s.stopEntity(s.lru.tail, s.cfg.StopMessage)
 	}
 }
 
-// passivateIdle passivates the entities that got no message for idleTimeout.
-func (s *shardCore[M]) passivateIdle(now time.Time) {
+// passivateIdle passivates the entities that got no message for IdleTimeout.
+func (s *ShardCore[M]) passivateIdle(now time.Time) {
 	if s.phase != shardRunning {
 		return
 	}
-	idleSince := now.Add(-s.cfg.idleTimeout).UnixNano()
+	idleSince := now.Add(-s.cfg.IdleTimeout).UnixNano()
 	for e := s.lru.tail; e != nil; {
 		if e.lastActive > idleSince {
 			break // the list is in order of use
 		}
 		prev := e.prev
-		s.stopEntity(e, s.cfg.stopMessage)
+		s.stopEntity(e, s.cfg.StopMessage)
 		e = prev
 	}
 }
 
 // recycle takes back the actions of decisions the shell has carried out (as
-// regionCore.recycle).
-func (s *shardCore[M]) recycle(actions []shardAction[M]) { reuse(&s.out.actions, actions) }
+// RegionCore.recycle).
+func (s *ShardCore[M]) Recycle(actions []ShardAction[M]) { reuse(&s.out.Actions, actions) }
 
 // maxRecycled bounds the action arrays the cores keep for reuse (one large burst does
 // not pin a large array).
@@ -609,12 +611,12 @@ func reuse[A any](next *[]A, done []A) {
 	}
 }
 
-func (s *shardCore[M]) act(a shardAction[M]) {
-	s.out.actions = append(s.out.actions, a)
+func (s *ShardCore[M]) act(a ShardAction[M]) {
+	s.out.Actions = append(s.out.Actions, a)
 }
 
-func (s *shardCore[M]) problem(err error) {
-	s.out.problems = append(s.out.problems, err)
+func (s *ShardCore[M]) problem(err error) {
+	s.out.Problems = append(s.out.Problems, err)
 }
 
 // byArrival orders queued messages by arrival.
