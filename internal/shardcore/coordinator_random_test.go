@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/troupe-go/troupe/member"
-
 	"github.com/troupe-go/troupe/sharding/placement"
 )
 

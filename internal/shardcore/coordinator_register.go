@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/troupe-go/troupe/member"
-
 	"github.com/troupe-go/troupe/sharding/placement"
 )
 

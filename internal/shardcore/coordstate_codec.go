@@ -4,9 +4,8 @@ import (
 	"fmt"
 
 	"github.com/troupe-go/troupe/internal/wiretypes"
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/troupe-go/troupe/sharding/placement"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // Manifests of the coordinator's stored types. They are a storage format: never rename

@@ -9,9 +9,8 @@ import (
 	"testing"
 
 	"github.com/troupe-go/troupe/serialization"
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/troupe-go/troupe/sharding/placement"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 func TestCoordStateEvents(t *testing.T) {

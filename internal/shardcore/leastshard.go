@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/troupe-go/troupe/member"
-
 	"github.com/troupe-go/troupe/sharding/placement"
 )
 
@@ -54,10 +53,11 @@ func NewLeastShard(cfg LeastShardSettings) *LeastShard {
 	return &LeastShard{cfg: cfg.withDefaults()}
 }
 
-// AllocateShard returns the first region in the order described at LeastShardStrategy,
-// among those not shutting down. When no member of a candidate region is known it
-// returns the requester if it can host, else the candidate with the fewest shards. It
-// returns an error wrapping ErrNoRegion when every region is shutting down.
+// AllocateShard returns the first region in the order described at package sharding's
+// LeastShardStrategy, among those not shutting down. When no member of a candidate
+// region is known it returns the requester if it can host, else the candidate with the
+// fewest shards. It returns an error wrapping placement.ErrNoRegion when every region
+// is shutting down.
 func (s *LeastShard) AllocateShard(req placement.AllocationRequest) (placement.RegionID, error) {
 	var best, fallback *placement.RegionInfo
 	for i := range req.Regions {
@@ -92,7 +92,7 @@ func fewerShards(a, b placement.RegionInfo) bool {
 	return a.Region < b.Region
 }
 
-// Rebalance returns the shards to move, sorted; see LeastShardConfig for the two
+// Rebalance returns the shards to move, sorted; see sharding.LeastShardConfig for the two
 // algorithms.
 func (s *LeastShard) Rebalance(req placement.RebalanceRequest) ([]placement.ShardID, error) {
 	var known []placement.RegionInfo

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/troupe-go/troupe/member"
-
 	"github.com/troupe-go/troupe/sharding/placement"
 )
 

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/troupe-go/troupe/member"
-
 	"github.com/troupe-go/troupe/sharding/placement"
 )
 

@@ -2,7 +2,6 @@ package shardcore
 
 import (
 	"github.com/troupe-go/troupe/internal/wiretypes"
-
 	"github.com/troupe-go/troupe/sharding/placement"
 )
 

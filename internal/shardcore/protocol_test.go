@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/troupe-go/troupe/serialization"
-
 	"github.com/troupe-go/troupe/sharding/placement"
 )
 
