@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/shardcore"
 	"github.com/troupe-go/troupe/internal/wirebatch"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/testkit"
@@ -385,7 +386,7 @@ func TestRegionFlushesBeforeItsOwnMessages(t *testing.T) {
 			t.Errorf("%T flushes the outbox", m)
 		}
 	}
-	for _, m := range []any{msgBeginHandOff{}, msgHandOff{}, msgShardHome{}, msgHostShard{}, msgHandOverDone{},
+	for _, m := range []any{shardcore.BeginHandOff{}, shardcore.HandOff{}, shardcore.ShardHome{}, shardcore.HostShard{}, msgHandOverDone{},
 		timerFired{}, actor.Terminated{}, actor.Stopping{}, actor.Stopped{}, actor.Restarting{}, GracefulShutdown{},
 		GetShardRegionState{}, shardReady{}, shardLeftovers{}, StartEntity{}} {
 		if keepsOutbox(m) {

@@ -186,7 +186,7 @@ func unsubscribe(sys *actor.System, ref actor.Ref) {
 	}
 }
 
-// removalMargin is how long the coordinator waits, after a region's node was removed
+// RemovalMargin is how long the coordinator waits, after a region's node was removed
 // from the cluster without handing its shards off (it was downed, or crashed), before
 // it gives that region's shards new homes: the time the other side of a partition
 // needs to have stopped them. It is the cluster's down-removal margin (zero without a

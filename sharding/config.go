@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/shardcore"
 	"github.com/troupe-go/troupe/serialization"
 )
 
@@ -167,12 +168,12 @@ func (t Timings) withDefaults() Timings {
 			*d = v
 		}
 	}
-	def(&t.RetryInterval, defaultRetryInterval)
-	def(&t.HandOffTimeout, defaultHandOffTimeout)
-	def(&t.ShardStartTimeout, defaultShardStartTimeout)
-	def(&t.ShardFailureBackoff, defaultShardFailureBackoff)
-	def(&t.EntityRestartBackoff, defaultEntityRestartBackoff)
-	def(&t.RebalanceInterval, defaultRebalanceInterval)
+	def(&t.RetryInterval, shardcore.DefaultRetryInterval)
+	def(&t.HandOffTimeout, shardcore.DefaultHandOffTimeout)
+	def(&t.ShardStartTimeout, shardcore.DefaultShardStartTimeout)
+	def(&t.ShardFailureBackoff, shardcore.DefaultShardFailureBackoff)
+	def(&t.EntityRestartBackoff, shardcore.DefaultEntityRestartBackoff)
+	def(&t.RebalanceInterval, shardcore.DefaultRebalanceInterval)
 	def(&t.CoordinatorFailureBackoff, DefaultCoordinatorFailureBackoff)
 	def(&t.WaitingForStateTimeout, DefaultWaitingForStateTimeout)
 	def(&t.UpdatingStateTimeout, DefaultUpdatingStateTimeout)
@@ -287,7 +288,7 @@ func (c EntityConfig) withDefaults() EntityConfig {
 		c.MinMembers = 1
 	}
 	if c.BufferSize == 0 {
-		c.BufferSize = defaultBufferSize
+		c.BufferSize = shardcore.DefaultBufferSize
 	}
 	c.Timings = c.Timings.withDefaults()
 	return c
@@ -372,37 +373,37 @@ func validateTypeName(name string) error {
 
 // ---- settings of the cores ----
 
-func (c *EntityConfig) regionSettings(proxy bool) regionSettings {
-	return regionSettings{
-		retryInterval:       c.Timings.RetryInterval,
-		bufferSize:          c.BufferSize,
-		handOffTimeout:      c.Timings.HandOffTimeout,
-		shardFailureBackoff: c.Timings.ShardFailureBackoff,
-		rememberEntities:    c.RememberEntities,
-		proxy:               proxy,
+func (c *EntityConfig) regionSettings(proxy bool) shardcore.RegionSettings {
+	return shardcore.RegionSettings{
+		RetryInterval:       c.Timings.RetryInterval,
+		BufferSize:          c.BufferSize,
+		HandOffTimeout:      c.Timings.HandOffTimeout,
+		ShardFailureBackoff: c.Timings.ShardFailureBackoff,
+		RememberEntities:    c.RememberEntities,
+		Proxy:               proxy,
 	}
 }
 
-func (c *EntityConfig) shardSettings() shardSettings[*delivery] {
-	return shardSettings[*delivery]{
-		rememberEntities:     c.RememberEntities,
-		handOffTimeout:       c.Timings.HandOffTimeout,
-		entityRestartBackoff: c.Timings.EntityRestartBackoff,
-		idleTimeout:          c.Passivation.IdleTimeout,
-		activeLimit:          c.Passivation.ActiveEntityLimit,
-		bufferSize:           c.BufferSize,
-		stopMessage:          &delivery{msg: c.HandOffStopMessage},
+func (c *EntityConfig) shardSettings() shardcore.ShardSettings[*delivery] {
+	return shardcore.ShardSettings[*delivery]{
+		RememberEntities:     c.RememberEntities,
+		HandOffTimeout:       c.Timings.HandOffTimeout,
+		EntityRestartBackoff: c.Timings.EntityRestartBackoff,
+		IdleTimeout:          c.Passivation.IdleTimeout,
+		ActiveLimit:          c.Passivation.ActiveEntityLimit,
+		BufferSize:           c.BufferSize,
+		StopMessage:          &delivery{msg: c.HandOffStopMessage},
 	}
 }
 
-func (c *EntityConfig) coordSettings(removalMargin time.Duration) coordSettings {
-	return coordSettings{
-		handOffTimeout:    c.Timings.HandOffTimeout,
-		shardStartTimeout: c.Timings.ShardStartTimeout,
-		rebalanceInterval: c.Timings.RebalanceInterval,
-		minMembers:        c.MinMembers,
-		removalMargin:     removalMargin,
-		rememberEntities:  c.RememberEntities,
-		storeState:        c.StateStoreMode == StateStoreDistributedData,
+func (c *EntityConfig) coordSettings(removalMargin time.Duration) shardcore.CoordSettings {
+	return shardcore.CoordSettings{
+		HandOffTimeout:    c.Timings.HandOffTimeout,
+		ShardStartTimeout: c.Timings.ShardStartTimeout,
+		RebalanceInterval: c.Timings.RebalanceInterval,
+		MinMembers:        c.MinMembers,
+		RemovalMargin:     removalMargin,
+		RememberEntities:  c.RememberEntities,
+		StoreState:        c.StateStoreMode == StateStoreDistributedData,
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/ddata"
+	"github.com/troupe-go/troupe/internal/shardcore"
 	"github.com/troupe-go/troupe/member"
 	"github.com/troupe-go/troupe/persistence"
 	"go.uber.org/zap"
@@ -29,7 +30,7 @@ type coordShell struct {
 	cfg   *EntityConfig
 	log   *zap.Logger
 
-	core     *coordinator
+	core     *shardcore.Coordinator
 	self     actor.Ref
 	selfAddr string
 	view     *memberView
@@ -42,8 +43,8 @@ type coordShell struct {
 	moved    map[ShardID]*handOffInfo // completed hand-offs whose shard has no home yet
 
 	// write stores a decision of the core: it returns true when the write is done at once
-	// (the caller feeds inStoreDone), false when its result comes later.
-	write func(ctx actor.Context, st *coordStore) bool
+	// (the caller feeds InStoreDone), false when its result comes later.
+	write func(ctx actor.Context, st *shardcore.CoordStore) bool
 }
 
 type handOffInfo struct {
@@ -59,11 +60,11 @@ func (c *coordShell) init(ctx actor.Context) {
 	c.log = ctx.Logger().With(zap.String("type", c.entry.name))
 	strategy := c.cfg.AllocationStrategy
 	settings := c.cfg.coordSettings(removalMargin(ctx.System()))
-	settings.handOffEpoch = rand.Uint64() &^ (1<<32 - 1) // a count below fills the low bits
-	if settings.handOffEpoch == 0 {
-		settings.handOffEpoch = 1 << 32
+	settings.HandOffEpoch = rand.Uint64() &^ (1<<32 - 1) // a count below fills the low bits
+	if settings.HandOffEpoch == 0 {
+		settings.HandOffEpoch = 1 << 32
 	}
-	c.core = newCoordinator(settings, strategy)
+	c.core = shardcore.NewCoordinator(settings, strategy)
 	c.refs = map[RegionID]actor.Ref{}
 	c.watched = map[actor.Ref]RegionID{}
 	c.requesters = map[RegionID]bool{}
@@ -76,7 +77,7 @@ func (c *coordShell) init(ctx actor.Context) {
 	} else {
 		c.view = soloView(ctx.System())
 	}
-	c.step(ctx, inMembers{Members: c.view.nodeInfos(c.cfg.Role)})
+	c.step(ctx, shardcore.InMembers{Members: c.view.nodeInfos(c.cfg.Role)})
 }
 
 func (c *coordShell) stop(ctx actor.Context) {
@@ -88,30 +89,30 @@ func (c *coordShell) stop(ctx actor.Context) {
 func (c *coordShell) receive(ctx actor.Context, msg any) bool {
 	switch m := msg.(type) {
 	case timerFired:
-		c.step(ctx, inTimer{Key: m.key})
+		c.step(ctx, shardcore.InTimer{Key: m.key})
 	case actor.Terminated:
 		if id, ok := c.watched[m.Ref]; ok {
 			delete(c.watched, m.Ref)
 			removed := m.AddressTerminated && !c.marginPassed(ctx, id)
-			c.step(ctx, inRegionTerminated{Region: id, NodeRemoved: removed})
+			c.step(ctx, shardcore.InRegionTerminated{Region: id, NodeRemoved: removed})
 		}
 	case actor.Stopping, actor.Restarting, actor.Started:
 	case coordinatorStop:
 		_ = ctx.Stop(ctx.Self())
 	case regionUnresolved:
-		c.step(ctx, inRegionTerminated{Region: m.region})
+		c.step(ctx, shardcore.InRegionTerminated{Region: m.region})
 	case GetCurrentRegions:
 		_ = ctx.Respond(c.currentRegions())
 	case StopShards:
-		c.regionMsg(ctx, msgStopShards(m))
+		c.regionMsg(ctx, shardcore.StopShards(m))
 	case *StopShards:
-		c.regionMsg(ctx, msgStopShards{Shards: m.Shards})
-	case msgRegister, msgRegisterProxy, msgGetShardHome, msgShardStarted, msgBeginHandOffAck,
-		msgShardStopped, msgGracefulShutdownReq, msgRegionStopped, msgStopShards:
+		c.regionMsg(ctx, shardcore.StopShards{Shards: m.Shards})
+	case shardcore.Register, shardcore.RegisterProxy, shardcore.GetShardHome, shardcore.ShardStarted, shardcore.BeginHandOffAck,
+		shardcore.ShardStopped, shardcore.GracefulShutdownReq, shardcore.RegionStopped, shardcore.StopShards:
 		c.regionMsg(ctx, m)
 	default:
 		if c.view.apply(m) {
-			c.step(ctx, inMembers{Members: c.view.nodeInfos(c.cfg.Role)})
+			c.step(ctx, shardcore.InMembers{Members: c.view.nodeInfos(c.cfg.Role)})
 			return true
 		}
 		return false
@@ -128,7 +129,7 @@ func (c *coordShell) marginPassed(ctx actor.Context, id RegionID) bool {
 	if cl == nil {
 		return false
 	}
-	addr := nodeAddress(id)
+	addr := shardcore.NodeAddress(id)
 	st := cl.State()
 	for _, ms := range [][]cluster.Member{st.Members, st.AwaitingRemovalMargin} {
 		for _, m := range ms {
@@ -148,11 +149,11 @@ func (c *coordShell) regionMsg(ctx actor.Context, msg any) {
 		from = RegionID(sender.URI())
 		c.refs[from] = sender
 	}
-	if _, ok := msg.(msgStopShards); ok && from != "" {
+	if _, ok := msg.(shardcore.StopShards); ok && from != "" {
 		c.requesters[from] = true
 	}
-	addr := nodeAddress(from)
-	c.step(ctx, inRegionMsg{
+	addr := shardcore.NodeAddress(from)
+	c.step(ctx, shardcore.InRegionMsg{
 		From:   from,
 		Msg:    msg,
 		Status: c.view.status(addr),
@@ -161,14 +162,14 @@ func (c *coordShell) regionMsg(ctx actor.Context, msg any) {
 }
 
 // step feeds one input, and the store results of stores done at once.
-func (c *coordShell) step(ctx actor.Context, in coordInput) {
+func (c *coordShell) step(ctx actor.Context, in shardcore.CoordInput) {
 	for in != nil {
-		d := c.core.step(in)
+		d := c.core.Step(in)
 		in = nil
-		if d.store != nil {
-			c.storeEvent(d.store.event)
-			if c.write(ctx, d.store) {
-				in = inStoreDone{}
+		if d.Store != nil {
+			c.storeEvent(d.Store.Event)
+			if c.write(ctx, d.Store) {
+				in = shardcore.InStoreDone{}
 			}
 		}
 		c.apply(ctx, d)
@@ -178,20 +179,20 @@ func (c *coordShell) step(ctx actor.Context, in coordInput) {
 
 // storeDone is the result of a write that was not done at once. (A write that fails
 // stops the event-sourced coordinator, which recovers and tries again.)
-func (c *coordShell) storeDone(ctx actor.Context) { c.step(ctx, inStoreDone{}) }
+func (c *coordShell) storeDone(ctx actor.Context) { c.step(ctx, shardcore.InStoreDone{}) }
 
-func (c *coordShell) apply(ctx actor.Context, d coordDecisions) {
-	for _, p := range d.problems {
-		if errors.Is(p, errInvalidEvent) || errors.Is(p, errCorruptState) {
+func (c *coordShell) apply(ctx actor.Context, d shardcore.CoordDecisions) {
+	for _, p := range d.Problems {
+		if errors.Is(p, shardcore.ErrInvalidEvent) || errors.Is(p, shardcore.ErrCorruptState) {
 			c.log.Error("sharding: coordinator", zap.Error(p))
 		} else {
 			c.log.Warn("sharding: coordinator", zap.Error(p))
 		}
 	}
-	for _, s := range d.sends {
+	for _, s := range d.Sends {
 		c.send(ctx, s)
 	}
-	for _, id := range d.watch {
+	for _, id := range d.Watch {
 		ref := c.ref(ctx, id)
 		if ref.IsZero() {
 			// Gone already (an earlier incarnation of a region on this node).
@@ -201,33 +202,33 @@ func (c *coordShell) apply(ctx actor.Context, d coordDecisions) {
 		c.watched[ref] = id
 		ctx.Watch(ref)
 	}
-	applyTimers(ctx, d.timers)
+	applyTimers(ctx, d.Timers)
 }
 
 // regionUnresolved reports a region to watch that cannot be resolved (it lived in an
 // earlier incarnation of this system): it is terminated.
 type regionUnresolved struct{ region RegionID }
 
-func (c *coordShell) send(ctx actor.Context, s coordSend) {
-	msg := s.msg
-	if c.requesters[s.to] {
-		if m, ok := msg.(msgShardStopped); ok {
+func (c *coordShell) send(ctx actor.Context, s shardcore.CoordSend) {
+	msg := s.Msg
+	if c.requesters[s.To] {
+		if m, ok := msg.(shardcore.ShardStopped); ok {
 			msg = ShardStopped{Shard: m.Shard}
 		}
 	}
 	switch m := msg.(type) {
-	case msgBeginHandOff:
+	case shardcore.BeginHandOff:
 		if _, ok := c.handOffs[m.Shard]; !ok {
-			if w := c.core.workers[m.Shard]; w != nil {
-				c.handOffs[m.Shard] = &handOffInfo{from: w.from, start: time.Now(), rebalance: w.rebalance}
+			if from, rebalance, ok := c.core.HandOff(m.Shard); ok {
+				c.handOffs[m.Shard] = &handOffInfo{from: from, start: time.Now(), rebalance: rebalance}
 				c.entry.stats.handOffsStarted.Add(1)
 				ctx.System().EventStream().Publish(ShardHandOffStarted{
-					TypeName: c.entry.name, Shard: m.Shard, From: regionAddress(w.from), Rebalance: w.rebalance,
+					TypeName: c.entry.name, Shard: m.Shard, From: regionAddress(from), Rebalance: rebalance,
 				})
 			}
 		}
 	}
-	ref := c.ref(ctx, s.to)
+	ref := c.ref(ctx, s.To)
 	if ref.IsZero() {
 		return
 	}
@@ -252,15 +253,15 @@ func (c *coordShell) ref(ctx actor.Context, id RegionID) actor.Ref {
 }
 
 // storeEvent publishes the rebalance events a state change means.
-func (c *coordShell) storeEvent(ev coordEvent) {
+func (c *coordShell) storeEvent(ev shardcore.CoordEvent) {
 	switch e := ev.(type) {
-	case evShardHomeAllocated:
+	case shardcore.ShardHomeAllocated:
 		c.publishAllocated(e)
-	case evShardHomesAllocated:
-		for _, one := range e.singles() {
+	case shardcore.ShardHomesAllocated:
+		for _, one := range e.Singles() {
 			c.publishAllocated(one)
 		}
-	case evShardHomeDeallocated:
+	case shardcore.ShardHomeDeallocated:
 		if h := c.handOffs[e.Shard]; h != nil && !h.completed {
 			h.completed = true
 			c.entry.stats.handOffsCompleted.Add(1)
@@ -274,7 +275,7 @@ func (c *coordShell) storeEvent(ev coordEvent) {
 }
 
 // publishAllocated publishes a new home.
-func (c *coordShell) publishAllocated(e evShardHomeAllocated) {
+func (c *coordShell) publishAllocated(e shardcore.ShardHomeAllocated) {
 	a := ShardAllocated{TypeName: c.entry.name, Shard: e.Shard, To: regionAddress(e.Region)}
 	if h := c.moved[e.Shard]; h != nil {
 		a.From, a.Duration = regionAddress(h.from), time.Since(h.start)
@@ -293,7 +294,7 @@ func (c *coordShell) trackHandOffs() {
 	// sorting them all at every step made that quadratic.
 	var ended []ShardID
 	for s := range c.handOffs {
-		if c.core.workers[s] == nil {
+		if _, _, ok := c.core.HandOff(s); !ok {
 			ended = append(ended, s)
 		}
 	}
@@ -304,7 +305,7 @@ func (c *coordShell) trackHandOffs() {
 		if h.completed {
 			continue
 		}
-		if home, ok := c.core.state.shards[s]; ok && home == h.from {
+		if home, ok := c.core.Home(s); ok && home == h.from {
 			c.entry.stats.handOffsFailed.Add(1)
 			c.ext.handOffEnded(c.entry.name, time.Since(h.start), false)
 			c.ext.sys.EventStream().Publish(ShardHandOffFailed{
@@ -325,7 +326,7 @@ func (c *coordShell) trackHandOffs() {
 func (c *coordShell) currentRegions() CurrentRegions {
 	seen := map[actor.Address]bool{}
 	var out []actor.Address
-	for _, r := range c.core.state.sortedRegions() {
+	for _, r := range c.core.Regions() {
 		a := regionAddress(r)
 		if !seen[a] {
 			seen[a] = true
@@ -365,9 +366,9 @@ func coordinatorProps(ext *Sharding, e *typeEntry) *actor.Props {
 func (c *coordinatorActor) Receive(ctx actor.Context) {
 	switch ctx.Message().(type) {
 	case actor.Started:
-		c.write = func(actor.Context, *coordStore) bool { return true }
+		c.write = func(actor.Context, *shardcore.CoordStore) bool { return true }
 		c.init(ctx)
-		c.step(ctx, inStateLoaded{})
+		c.step(ctx, shardcore.InStateLoaded{})
 	case actor.Stopped:
 		c.stop(ctx)
 	default:
@@ -391,7 +392,7 @@ const coordSnapshotEvery = 500
 type persistentCoordinator struct {
 	coordShell
 	pid       string
-	recovered *coordState
+	recovered *shardcore.CoordState
 	events    int
 }
 
@@ -399,32 +400,32 @@ func (p *persistentCoordinator) PersistenceID() string { return p.pid }
 
 func (p *persistentCoordinator) Recover(ctx persistence.Context) {
 	if p.recovered == nil {
-		p.recovered = newCoordState(p.cfg.RememberEntities)
+		p.recovered = shardcore.NewCoordState(p.cfg.RememberEntities)
 	}
 	switch m := ctx.Message().(type) {
 	case persistence.SnapshotOffer:
-		if st, ok := m.Snapshot.(*coordState); ok {
+		if st, ok := m.Snapshot.(*shardcore.CoordState); ok {
 			p.recovered = st
 		}
-	case evShardHomesAllocated:
+	case shardcore.ShardHomesAllocated:
 		// Whole if it applies, else as the single allocations it stands for, so that
 		// one that does not apply costs only its own shard.
-		if p.recovered.apply(m) == nil {
+		if p.recovered.Apply(m) == nil {
 			return
 		}
-		for _, one := range m.singles() {
+		for _, one := range m.Singles() {
 			p.recoverEvent(ctx, one)
 		}
-	case coordEvent:
+	case shardcore.CoordEvent:
 		p.recoverEvent(ctx, m)
 	case persistence.RecoveryCompleted:
-		p.write = func(actx actor.Context, st *coordStore) bool {
+		p.write = func(actx actor.Context, st *shardcore.CoordStore) bool {
 			pctx := actx.(persistence.Context)
-			err := persistence.Persist(pctx, st.event, func(coordEvent) {
+			err := persistence.Persist(pctx, st.Event, func(shardcore.CoordEvent) {
 				p.events++
 				p.storeDone(pctx)
 				if p.events%coordSnapshotEvery == 0 {
-					pctx.SaveSnapshot(p.core.state.clone())
+					pctx.SaveSnapshot(p.core.Snapshot())
 				}
 			})
 			if err != nil {
@@ -436,13 +437,13 @@ func (p *persistentCoordinator) Recover(ctx persistence.Context) {
 		p.init(ctx)
 		st := p.recovered
 		p.recovered = nil
-		p.step(ctx, inStateLoaded{State: st})
+		p.step(ctx, shardcore.InStateLoaded{State: st})
 	}
 }
 
 // recoverEvent applies a replayed event to the recovered state, or logs and skips it.
-func (p *persistentCoordinator) recoverEvent(ctx persistence.Context, e coordEvent) {
-	if err := p.recovered.apply(e); err != nil {
+func (p *persistentCoordinator) recoverEvent(ctx persistence.Context, e shardcore.CoordEvent) {
+	if err := p.recovered.Apply(e); err != nil {
 		ctx.Logger().Error("sharding: coordinator event does not apply while recovering; skipped", zap.Error(err))
 	}
 }

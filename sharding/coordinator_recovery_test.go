@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/shardcore"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/persistence/memjournal"
 	"github.com/troupe-go/troupe/serialization"
@@ -34,11 +35,11 @@ func TestPersistentCoordinatorRecoversBatches(t *testing.T) {
 
 	const gone = RegionID("troupe://old@10.9.9.9:1/system/sharding/Counter#1")
 	pid := coordinatorPersistenceID("Counter")
-	events := []coordEvent{
-		evRegionRegistered{Region: gone},
-		evShardHomesAllocated{Homes: []regionShards{{Region: gone, Shards: []ShardID{"1", "2", "3"}}}},
-		evShardHomeAllocated{Shard: "4", Region: gone},
-		evShardHomesAllocated{Homes: []regionShards{{Region: gone, Shards: []ShardID{"5", "1"}}}},
+	events := []shardcore.CoordEvent{
+		shardcore.RegionRegistered{Region: gone},
+		shardcore.ShardHomesAllocated{Homes: []shardcore.RegionShards{{Region: gone, Shards: []ShardID{"1", "2", "3"}}}},
+		shardcore.ShardHomeAllocated{Shard: "4", Region: gone},
+		shardcore.ShardHomesAllocated{Homes: []shardcore.RegionShards{{Region: gone, Shards: []ShardID{"5", "1"}}}},
 	}
 	codec := serialization.NewRegistry()
 	var records []persistence.Record
@@ -90,10 +91,10 @@ func TestPersistentCoordinatorRecoversBatches(t *testing.T) {
 	}
 
 	// The new homes went to the journal in one batch.
-	var batches []evShardHomesAllocated
+	var batches []shardcore.ShardHomesAllocated
 	err = journal.ReplayMessages(ctx, pid, uint64(len(events)+1), persistence.MaxSequenceNr, 0, func(r persistence.Record) error {
 		v, err := codec.Unmarshal(r.Manifest, r.Payload)
-		if e, ok := v.(evShardHomesAllocated); ok && err == nil {
+		if e, ok := v.(shardcore.ShardHomesAllocated); ok && err == nil {
 			batches = append(batches, e)
 		}
 		return err
@@ -101,7 +102,7 @@ func TestPersistentCoordinatorRecoversBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(batches) != 1 || len(batches[0].singles()) != len(want) {
+	if len(batches) != 1 || len(batches[0].Singles()) != len(want) {
 		t.Fatalf("journal holds batches %+v, want one of %d shards", batches, len(want))
 	}
 }

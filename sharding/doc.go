@@ -43,7 +43,8 @@
 // message to the shard if it hosts it, forwards it to the region that does, or, when it
 // does not know, buffers it and asks the coordinator. The coordinator, which runs on
 // the oldest member with the type's role, decides where each shard lives (through an
-// AllocationStrategy; LeastShardStrategy by default), keeps it in its state store, and
+// AllocationStrategy, whose types package sharding/placement defines;
+// LeastShardStrategy by default), keeps it in its state store, and
 // moves shards to even out the load (every RebalanceInterval) or away from a node that
 // leaves.
 //
@@ -82,7 +83,7 @@
 //
 // # Passivation and remembered entities
 //
-// An entity stops itself for good with Passivate(ctx, stopMessage); messages that come
+// An entity stops itself for good with Passivate(ctx, StopMessage); messages that come
 // meanwhile wait for its next incarnation. Passivation.IdleTimeout and
 // Passivation.ActiveEntityLimit (least recently used first) passivate automatically.
 // With RememberEntities the running entities of each shard are stored and start again

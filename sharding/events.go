@@ -8,6 +8,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/ratelog"
+	"github.com/troupe-go/troupe/internal/shardcore"
 	"go.uber.org/zap"
 )
 
@@ -109,7 +110,7 @@ func (s *typeStats) snapshot() Stats {
 
 // regionAddress returns the node address of a region, or the zero Address.
 func regionAddress(r RegionID) actor.Address {
-	a, err := actor.ParseAddress(nodeAddress(r))
+	a, err := actor.ParseAddress(shardcore.NodeAddress(r))
 	if err != nil {
 		return actor.Address{}
 	}

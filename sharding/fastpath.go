@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/shardcore"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -226,7 +227,7 @@ func (f *fastPath) viaShard(d *delivery) bool {
 }
 
 // setLocal records whether the region would deliver this shard's messages to the
-// shard itself now (its core's deliversLocally). Only the region calls it.
+// shard itself now (its core's DeliversLocally). Only the region calls it.
 func (f *fastPath) setLocal(local bool) {
 	if f.local.Load() != local {
 		f.local.Store(local)
@@ -247,8 +248,8 @@ func (f *fastPath) retire() {
 // the simulation (sim_fast_test.go) both call them.
 
 // fastStart opens f for the shard whose core c has just been made, if c allows it.
-func fastStart[M any](f *fastPath, c *shardCore[M]) {
-	if c.fastPathAllowed() {
+func fastStart[M any](f *fastPath, c *shardcore.ShardCore[M]) {
+	if c.FastPathAllowed() {
 		f.setOpen(true)
 	}
 }
@@ -256,26 +257,26 @@ func fastStart[M any](f *fastPath, c *shardCore[M]) {
 // fastHandOff closes f for good, then hands the shard off: no sender goes direct from
 // now on, and what one sent direct before is in its entity's mailbox ahead of the stop
 // message the hand-off sends.
-func fastHandOff[M any](f *fastPath, c *shardCore[M], now time.Time) shardDecisions[M] {
+func fastHandOff[M any](f *fastPath, c *shardcore.ShardCore[M], now time.Time) shardcore.ShardDecisions[M] {
 	f.setOpen(false)
-	return c.handOff(now)
+	return c.HandOff(now)
 }
 
 // fastListSpawned lists, once decisions that spawned the entities spawned are carried
 // out, those still active with nothing held for them: they may be reached directly
 // from now on.
-func fastListSpawned[M any](f *fastPath, c *shardCore[M], spawned []EntityID) {
+func fastListSpawned[M any](f *fastPath, c *shardcore.ShardCore[M], spawned []EntityID) {
 	for _, id := range spawned {
-		if e := c.entities[id]; e != nil && e.state == entActive && !c.holds(e) {
+		if c.Direct(id) {
 			f.setListed(id, true)
 		}
 	}
 }
 
 // fastEntityStopped forgets entity id, whose actor has stopped, then tells the core.
-func fastEntityStopped[M any](f *fastPath, c *shardCore[M], now time.Time, id EntityID) shardDecisions[M] {
+func fastEntityStopped[M any](f *fastPath, c *shardcore.ShardCore[M], now time.Time, id EntityID) shardcore.ShardDecisions[M] {
 	f.remove(id)
-	return c.entityTerminated(now, id)
+	return c.EntityTerminated(now, id)
 }
 
 // toEntity sends msg to the running entity id, the shard's own delivery, in the trace

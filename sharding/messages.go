@@ -11,8 +11,8 @@ import (
 // The messages a user sends to a region (or proxy), and their replies. Replies that may
 // come from another node are registered with the serialization registry by Start.
 
-// Passivate asks the shard of the calling entity to stop it: the shard sends stopMessage
-// back to the entity, which must then stop itself (the default, for a nil stopMessage,
+// Passivate asks the shard of the calling entity to stop it: the shard sends StopMessage
+// back to the entity, which must then stop itself (the default, for a nil StopMessage,
 // is actor.PoisonPill{}). Messages that reach the shard for the entity until it has
 // stopped are kept and delivered to its next incarnation, which starts when the first
 // of them arrives; nothing sent to the entity through sharding is lost. With

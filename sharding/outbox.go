@@ -306,7 +306,7 @@ func (r *regionActor) fromRegionBatch(ctx actor.Context, m *msgDeliveries) {
 		}
 		d := new(delivery)
 		*d = local
-		r.apply(ctx, r.core.deliver(d.shard, d))
+		r.apply(ctx, r.core.Deliver(d.shard, d))
 		r.refreshRoute(d.shard)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/shardcore"
 	"github.com/troupe-go/troupe/testkit"
 )
 
@@ -22,7 +23,7 @@ func TestBatchedForwardsKeepOrderAndSenders(t *testing.T) {
 	b := testkit.NewProbe(t, sc.nodes[0].System)
 	id := entityOn(t, sc, a, 1)
 	shard := HashShardID(id, 10)
-	home := msgShardHome{Shard: shard, Region: RegionID(sc.nodes[1].region.URI())}
+	home := shardcore.ShardHome{Shard: shard, Region: RegionID(sc.nodes[1].region.URI())}
 	const n = 300
 	for i := range n {
 		a.Send(sc.nodes[0].region, Envelope{EntityID: id, Message: fmt.Sprintf("a-%d", i)})

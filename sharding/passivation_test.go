@@ -13,7 +13,7 @@ import (
 type (
 	// passivateMe makes a recorder entity ask its shard to passivate it.
 	passivateMe struct{}
-	// stopNow is the recorder's stop message; it waits for gate (when set) first.
+	// StopNow is the recorder's stop message; it waits for gate (when set) first.
 	stopNow struct{}
 	// note is what a recorder entity reports: its incarnation and what it got.
 	note struct {

@@ -6,12 +6,13 @@ import (
 	"slices"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/shardcore"
 	"github.com/troupe-go/troupe/serialization"
 	"github.com/troupe-go/troupe/supervision"
 	"go.uber.org/zap"
 )
 
-// regionActor is the shell around regionCore: the region (or proxy) of one entity type
+// regionActor is the shell around RegionCore: the region (or proxy) of one entity type
 // on one node, at /system/sharding/<type> (or <type>Proxy). It places incoming messages
 // with the extractor, hosts its shards as children, talks to the coordinator and to the
 // other regions, and does what its core decides.
@@ -24,7 +25,7 @@ type regionActor struct {
 	log   *zap.Logger
 	drops *rateLog
 
-	core   *regionCore[*delivery]
+	core   *shardcore.RegionCore[*delivery]
 	self   actor.Ref
 	selfID RegionID
 	view   *memberView
@@ -99,8 +100,8 @@ func (r *regionActor) Receive(ctx actor.Context) {
 // it forwarded goes before whatever it does next.
 func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 	if r.fromAnother(ctx.Message(), ctx.Sender()) {
-		if ack, ok := ctx.Message().(msgRegisterAck); ok {
-			r.apply(ctx, r.core.staleRegisterAck(ack.Epoch))
+		if ack, ok := ctx.Message().(shardcore.RegisterAck); ok {
+			r.apply(ctx, r.core.StaleRegisterAck(ack.Epoch))
 		}
 		return false
 	}
@@ -121,39 +122,39 @@ func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 		r.unpublish() // its shards stop with this instance
 	case actor.Stopping:
 	case timerFired:
-		r.apply(ctx, r.core.timer(m.key))
+		r.apply(ctx, r.core.Timer(m.key))
 	case *msgDelivery:
 		r.fromRegion(ctx, m)
 		r.refreshRoute(m.Shard)
 		return false
 	case msgHandOverDone:
-		r.apply(ctx, r.core.handOverIn(r.idOf(ctx.Sender()), m.Shard, nil, true))
+		r.apply(ctx, r.core.HandOverIn(r.idOf(ctx.Sender()), m.Shard, nil, true))
 		r.refreshRoute(m.Shard)
 		return false
-	case msgHandOverAck:
-		r.apply(ctx, r.core.handOverAcked(r.idOf(ctx.Sender()), m.Shard))
+	case shardcore.HandOverAck:
+		r.apply(ctx, r.core.HandOverAcked(r.idOf(ctx.Sender()), m.Shard))
 		return false
-	case msgRegisterAck:
+	case shardcore.RegisterAck:
 		r.registered(ctx)
-		r.apply(ctx, r.core.fromCoordinator(m))
-	case msgShardHome:
+		r.apply(ctx, r.core.FromCoordinator(m))
+	case shardcore.ShardHome:
 		if !r.dead[m.Region] {
-			r.apply(ctx, r.core.fromCoordinator(m))
+			r.apply(ctx, r.core.FromCoordinator(m))
 		}
 		r.refreshRoute(m.Shard)
 		return false
-	case msgShardHomes:
-		r.apply(ctx, r.core.fromCoordinator(r.liveHomes(m)))
-	case msgGracefulShutdownAck:
-		r.apply(ctx, r.core.fromCoordinator(m))
-	case msgHostShard, msgBeginHandOff, msgHandOff, msgHandOverTo, msgNoShardHome:
-		r.apply(ctx, r.core.fromCoordinator(m))
+	case shardcore.ShardHomes:
+		r.apply(ctx, r.core.FromCoordinator(r.liveHomes(m)))
+	case shardcore.GracefulShutdownAck:
+		r.apply(ctx, r.core.FromCoordinator(m))
+	case shardcore.HostShard, shardcore.BeginHandOff, shardcore.HandOff, shardcore.HandOverTo, shardcore.NoShardHome:
+		r.apply(ctx, r.core.FromCoordinator(m))
 		r.refreshRoute(shardOfCoordinatorMsg(m))
 		return false
-	case msgBeginHandOffAck:
-		r.apply(ctx, r.core.relayAck(m))
+	case shardcore.BeginHandOffAck:
+		r.apply(ctx, r.core.RelayAck(m))
 	case shardReady:
-		r.apply(ctx, r.core.shardReady(m.shard))
+		r.apply(ctx, r.core.ShardReady(m.shard))
 		r.refreshRoute(m.shard)
 		return false
 	case shardLeftovers:
@@ -162,7 +163,7 @@ func (r *regionActor) handle(ctx actor.Context) (changed bool) {
 		r.terminated(ctx, m)
 	case GracefulShutdown:
 		r.log.Debug("sharding: region shutting down gracefully")
-		r.apply(ctx, r.core.gracefulShutdown())
+		r.apply(ctx, r.core.GracefulShutdown())
 	case StopShards, *StopShards, GetCurrentRegions:
 		r.toCoordinator(ctx)
 		return false
@@ -208,15 +209,15 @@ func keepsOutbox(msg any) bool {
 // about.
 func shardOfCoordinatorMsg(m any) ShardID {
 	switch m := m.(type) {
-	case msgHostShard:
+	case shardcore.HostShard:
 		return m.Shard
-	case msgBeginHandOff:
+	case shardcore.BeginHandOff:
 		return m.Shard
-	case msgHandOff:
+	case shardcore.HandOff:
 		return m.Shard
-	case msgHandOverTo:
+	case shardcore.HandOverTo:
 		return m.Shard
-	case msgNoShardHome:
+	case shardcore.NoShardHome:
 		return m.Shard
 	}
 	return ""
@@ -235,14 +236,14 @@ func (r *regionActor) refreshRoute(s ShardID) {
 // refreshLocal is refreshRoute's half for the local shard's fast path.
 func (r *regionActor) refreshLocal(s ShardID) {
 	if fp := r.fast[s]; fp != nil {
-		fp.setLocal(r.core.deliversLocally(s))
+		fp.setLocal(r.core.DeliversLocally(s))
 	}
 }
 
 // directHome returns the region on another node that the region would forward shard
 // s's messages to now, as route does, or false.
 func (r *regionActor) directHome(s ShardID) (actor.Ref, bool) {
-	home, forward, _ := r.core.firstRoute(s)
+	home, forward, _ := r.core.FirstRoute(s)
 	if !forward {
 		return actor.Ref{}, false
 	}
@@ -270,7 +271,7 @@ func (r *regionActor) refreshAllRoutes() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	clear(o.direct)
-	for s := range r.core.homes {
+	for s := range r.core.HomeShards() {
 		to, ok := r.directHome(s)
 		o.putDirect(s, to, ok)
 	}
@@ -280,7 +281,7 @@ func (r *regionActor) started(ctx actor.Context) {
 	r.self = ctx.Self()
 	r.selfID = RegionID(r.self.URI())
 	r.log = ctx.Logger().With(zap.String("type", r.entry.name))
-	r.core = newRegionCore[*delivery](r.selfID, r.cfg.regionSettings(r.proxy))
+	r.core = shardcore.NewRegionCore[*delivery](r.selfID, r.cfg.regionSettings(r.proxy))
 	r.shards = map[ShardID]actor.Ref{}
 	r.fast = map[ShardID]*fastPath{}
 	r.shardIDs = map[actor.Ref]ShardID{}
@@ -302,7 +303,7 @@ func (r *regionActor) started(ctx actor.Context) {
 	if old := r.entry.outbox.Swap(r.out); old != nil {
 		old.close() // an earlier incarnation's: what EntityRefs added to it goes now
 	}
-	r.apply(ctx, r.core.start())
+	r.apply(ctx, r.core.Start())
 }
 
 func (r *regionActor) stopped(ctx actor.Context) {
@@ -311,11 +312,11 @@ func (r *regionActor) stopped(ctx actor.Context) {
 		r.retireFastPath(s)
 	}
 	if !r.coordinator.IsZero() {
-		_ = r.coordinator.Send(msgRegionStopped{}, r.self)
+		_ = r.coordinator.Send(shardcore.RegionStopped{}, r.self)
 	}
-	if r.core != nil && !r.core.stopped {
-		d := r.core.stopNow()
-		d.stop = false
+	if r.core != nil && !r.core.Stopped() {
+		d := r.core.StopNow()
+		d.Stop = false
 		r.apply(ctx, d)
 	}
 	if r.out != nil { // nil if the region failed before it started
@@ -329,7 +330,7 @@ func (r *regionActor) terminated(ctx actor.Context, t actor.Terminated) {
 	case t.Ref == r.coordinator:
 		r.coordinatorGone(t.Ref)
 		r.coordinator = actor.Ref{}
-		r.apply(ctx, r.core.coordinatorLost())
+		r.apply(ctx, r.core.CoordinatorLost())
 	default:
 		if s, ok := r.shardIDs[t.Ref]; ok {
 			delete(r.shardIDs, t.Ref)
@@ -342,13 +343,13 @@ func (r *regionActor) terminated(ctx actor.Context, t actor.Terminated) {
 			}
 			left := r.leftovers[s]
 			delete(r.leftovers, s)
-			r.apply(ctx, r.core.shardTerminated(s, left))
+			r.apply(ctx, r.core.ShardTerminated(s, left))
 			return
 		}
 		if id, ok := r.regionIDs[t.Ref]; ok {
 			delete(r.regionIDs, t.Ref)
 			r.forgetRegion(id)
-			r.apply(ctx, r.core.regionTerminated(id))
+			r.apply(ctx, r.core.RegionTerminated(id))
 		}
 	}
 }
@@ -380,7 +381,7 @@ func (r *regionActor) placeEnvelope(ctx actor.Context, env Envelope) {
 // route delivers local, a message from a user whose entity and shard are known, to
 // its shard here or forwards it to the shard's region, or hands it to the core.
 func (r *regionActor) route(ctx actor.Context, local *delivery) {
-	home, forward, here := r.core.firstRoute(local.shard)
+	home, forward, here := r.core.FirstRoute(local.shard)
 	if here {
 		local.sender = ctx.Sender()
 		if r.fast[local.shard].tryDeliver(local) {
@@ -399,7 +400,7 @@ func (r *regionActor) route(ctx actor.Context, local *delivery) {
 	d := new(delivery)
 	*d = *local
 	d.sender = ctx.Sender()
-	r.apply(ctx, r.core.deliver(d.shard, d))
+	r.apply(ctx, r.core.Deliver(d.shard, d))
 	r.refreshRoute(d.shard)
 }
 
@@ -496,10 +497,10 @@ func (r *regionActor) fromRegion(ctx actor.Context, m *msgDelivery) {
 		return
 	}
 	if m.HandOver {
-		r.apply(ctx, r.core.handOverIn(r.idOf(ctx.Sender()), m.Shard, []*delivery{d}, false))
+		r.apply(ctx, r.core.HandOverIn(r.idOf(ctx.Sender()), m.Shard, []*delivery{d}, false))
 		return
 	}
-	r.apply(ctx, r.core.deliver(m.Shard, d))
+	r.apply(ctx, r.core.Deliver(m.Shard, d))
 }
 
 // idOf returns the RegionID of a region's Ref.
@@ -556,116 +557,116 @@ func (r *regionActor) toCoordinator(ctx actor.Context) {
 }
 
 // apply carries out a core's decisions.
-func (r *regionActor) apply(ctx actor.Context, d regionDecisions[*delivery]) {
-	for _, p := range d.problems {
-		if errors.Is(p, errShardHomeConflict) {
+func (r *regionActor) apply(ctx actor.Context, d shardcore.RegionDecisions[*delivery]) {
+	for _, p := range d.Problems {
+		if errors.Is(p, shardcore.ErrShardHomeConflict) {
 			r.log.Error("sharding: region and coordinator disagree on a shard's home; restarting the region", zap.Error(p))
 			panic(p)
 		}
 		r.log.Warn("sharding: region", zap.Error(p))
 	}
-	for _, a := range d.actions {
+	for _, a := range d.Actions {
 		r.act(ctx, a)
 	}
-	r.core.recycle(d.actions)
+	r.core.Recycle(d.Actions)
 	if r.ext.metrics != nil {
-		r.pub.sync(r.entry.stats, int64(r.core.total), 0)
+		r.pub.sync(r.entry.stats, int64(r.core.Buffered()), 0)
 	}
-	applyTimers(ctx, d.timers)
-	for _, x := range d.dropped {
-		r.drop(ctx, x.msg, x.err)
+	applyTimers(ctx, d.Timers)
+	for _, x := range d.Dropped {
+		r.drop(ctx, x.Msg, x.Err)
 	}
 	if len(r.deadHomes) > 0 {
 		gone, msgs := r.deadHomes, r.unroutable
 		r.deadHomes, r.unroutable = nil, nil
 		for _, id := range gone {
 			r.dead[id] = true
-			r.apply(ctx, r.core.regionTerminated(id))
+			r.apply(ctx, r.core.RegionTerminated(id))
 		}
 		for _, m := range msgs {
-			r.apply(ctx, r.core.deliver(m.shard, m))
+			r.apply(ctx, r.core.Deliver(m.shard, m))
 		}
 	}
-	if d.stop {
+	if d.Stop {
 		_ = ctx.Stop(r.self)
 		return
 	}
-	if r.solo && r.core.shuttingDown && !r.core.stopped && len(r.core.local) == 0 {
+	if r.solo && r.core.ShuttingDown() && !r.core.Stopped() && r.core.LocalShards() == 0 {
 		// Without a cluster no other region can take what this one still holds: once
 		// its own shards have stopped, it gives up the rest (reported as dropped).
-		r.apply(ctx, r.core.stopNow())
+		r.apply(ctx, r.core.StopNow())
 	}
 }
 
-func (r *regionActor) act(ctx actor.Context, a regionAction[*delivery]) {
-	if a.kind != actForward && a.kind != actDeliver {
+func (r *regionActor) act(ctx actor.Context, a shardcore.RegionAction[*delivery]) {
+	if a.Kind != shardcore.ActForward && a.Kind != shardcore.ActDeliver {
 		// Whatever the region does besides forwarding and delivering goes after what it
 		// forwarded before.
 		r.flushOutbox()
 	}
-	switch a.kind {
-	case actDeliver:
-		if ref, ok := r.shards[a.shard]; ok {
-			if r.fast[a.shard].viaShard(a.msg) {
-				_ = ref.Tell(a.msg)
+	switch a.Kind {
+	case shardcore.ActDeliver:
+		if ref, ok := r.shards[a.Shard]; ok {
+			if r.fast[a.Shard].viaShard(a.Msg) {
+				_ = ref.Tell(a.Msg)
 			}
 		} else {
-			r.drop(ctx, a.msg, fmt.Errorf("%w: shard %q has no actor", errStoppedLoss, a.shard))
+			r.drop(ctx, a.Msg, fmt.Errorf("%w: shard %q has no actor", shardcore.ErrStoppedLoss, a.Shard))
 		}
-	case actForward:
-		to := r.regionRef(ctx, a.to)
+	case shardcore.ActForward:
+		to := r.regionRef(ctx, a.To)
 		if to.IsZero() {
 			// Not resolvable: a region of an earlier incarnation of a node (this one, when
 			// it restarted). Forget its homes and route the message again.
-			if !slices.Contains(r.deadHomes, a.to) {
-				r.deadHomes = append(r.deadHomes, a.to)
+			if !slices.Contains(r.deadHomes, a.To) {
+				r.deadHomes = append(r.deadHomes, a.To)
 			}
-			r.unroutable = append(r.unroutable, a.msg)
+			r.unroutable = append(r.unroutable, a.Msg)
 			return
 		}
-		r.forward(ctx, to, a.msg, false)
-	case actStartShard:
-		r.startShard(ctx, a.shard)
-	case actHandOffShard:
-		if ref, ok := r.shards[a.shard]; ok {
+		r.forward(ctx, to, a.Msg, false)
+	case shardcore.ActStartShard:
+		r.startShard(ctx, a.Shard)
+	case shardcore.ActHandOffShard:
+		if ref, ok := r.shards[a.Shard]; ok {
 			_ = ref.Tell(shardHandOff{})
 		}
-	case actHandOver:
-		to := r.regionRef(ctx, a.to)
-		for _, m := range a.msgs {
+	case shardcore.ActHandOver:
+		to := r.regionRef(ctx, a.To)
+		for _, m := range a.Msgs {
 			r.forward(ctx, to, m, true)
 		}
-		_ = to.Send(msgHandOverDone{Shard: a.shard}, r.self)
-	case actToCoordinator:
+		_ = to.Send(msgHandOverDone{Shard: a.Shard}, r.self)
+	case shardcore.ActToCoordinator:
 		if !r.coordinator.IsZero() {
-			_ = r.coordinator.Send(a.proto, r.self)
+			_ = r.coordinator.Send(a.Proto, r.self)
 		}
-	case actToRegion:
-		_ = r.regionRef(ctx, a.to).Send(a.proto, r.self)
-	case actRegister:
-		var msg any = msgRegister{}
+	case shardcore.ActToRegion:
+		_ = r.regionRef(ctx, a.To).Send(a.Proto, r.self)
+	case shardcore.ActRegister:
+		var msg any = shardcore.Register{}
 		if r.proxy {
-			msg = msgRegisterProxy{}
+			msg = shardcore.RegisterProxy{}
 		}
 		for _, c := range r.candidates(ctx) {
 			_ = c.Send(msg, r.self)
 		}
-	case actToCandidates:
+	case shardcore.ActToCandidates:
 		for _, c := range r.candidates(ctx) {
-			_ = c.Send(a.proto, r.self)
+			_ = c.Send(a.Proto, r.self)
 		}
-	case actWatch:
-		ref := r.regionRef(ctx, a.to)
+	case shardcore.ActWatch:
+		ref := r.regionRef(ctx, a.To)
 		if ref.IsZero() {
 			// Not resolvable: a region of an earlier incarnation of a node, gone already.
 			// It counts as terminated, as a watch would say (so a wait for its hand-over
 			// ends at once rather than at the hand-off timeout).
-			if !slices.Contains(r.deadHomes, a.to) {
-				r.deadHomes = append(r.deadHomes, a.to)
+			if !slices.Contains(r.deadHomes, a.To) {
+				r.deadHomes = append(r.deadHomes, a.To)
 			}
 			return
 		}
-		r.regionIDs[ref] = a.to
+		r.regionIDs[ref] = a.To
 		ctx.Watch(ref)
 	}
 }
@@ -674,7 +675,7 @@ func (r *regionActor) act(ctx actor.Context, a regionAction[*delivery]) {
 // hand-over (sent by this region, carrying the sender inside).
 func (r *regionActor) forward(ctx actor.Context, to actor.Ref, d *delivery, handOver bool) {
 	if to.IsZero() {
-		r.drop(ctx, d, fmt.Errorf("%w: region unknown", errStoppedLoss))
+		r.drop(ctx, d, fmt.Errorf("%w: region unknown", shardcore.ErrStoppedLoss))
 		return
 	}
 	if !to.IsLocal() {
@@ -731,25 +732,25 @@ func (r *regionActor) drop(ctx actor.Context, d *delivery, err error) {
 }
 
 // applyTimers starts and cancels the timers a core asked for.
-func applyTimers(ctx actor.TimerContext, ops []timerOp) {
+func applyTimers(ctx actor.TimerContext, ops []shardcore.TimerOp) {
 	for _, op := range ops {
 		switch {
-		case op.cancel:
-			ctx.CancelTimer(op.key)
-		case op.periodic:
-			ctx.StartPeriodicTimer(op.key, timerFired{key: op.key}, op.after)
+		case op.Cancel:
+			ctx.CancelTimer(op.Key)
+		case op.Periodic:
+			ctx.StartPeriodicTimer(op.Key, timerFired{key: op.Key}, op.After)
 		default:
-			ctx.StartSingleTimer(op.key, timerFired{key: op.key}, op.after)
+			ctx.StartSingleTimer(op.Key, timerFired{key: op.Key}, op.After)
 		}
 	}
 }
 
 // liveHomes leaves out of m the homes in regions known to be dead.
-func (r *regionActor) liveHomes(m msgShardHomes) msgShardHomes {
+func (r *regionActor) liveHomes(m shardcore.ShardHomes) shardcore.ShardHomes {
 	if len(r.dead) == 0 {
 		return m
 	}
-	out := msgShardHomes{Homes: make([]shardHomesEntry, 0, len(m.Homes))}
+	out := shardcore.ShardHomes{Homes: make([]shardcore.ShardHomesEntry, 0, len(m.Homes))}
 	for _, e := range m.Homes {
 		if !r.dead[e.Region] {
 			out.Homes = append(out.Homes, e)

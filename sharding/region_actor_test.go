@@ -5,6 +5,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/shardcore"
 	"github.com/troupe-go/troupe/testkit"
 	"go.uber.org/zap"
 )
@@ -52,28 +53,28 @@ func TestRegionTakesNoStaleRegisterAck(t *testing.T) {
 	here := sys.Address().String()
 	view := newMemberView()
 	view.put(cluster.Member{Unique: cluster.UniqueAddress{Addr: here, UID: 1}, Status: cluster.Up, UpNumber: 1})
-	core := newRegionCore[*delivery](reg(1), regionSettings{})
-	core.start()
+	core := shardcore.NewRegionCore[*delivery](reg(1), shardcore.RegionSettings{})
+	core.Start()
 	r := &regionActor{core: core, view: view, cfg: &EntityConfig{}, log: zap.NewNop()}
 
-	if r.fromAnother(msgRegisterAck{}, c1) {
+	if r.fromAnother(shardcore.RegisterAck{}, c1) {
 		t.Fatal("dropped the RegisterAck of a coordinator where the region registers")
 	}
 	r.coordinatorGone(c1)
-	if !r.fromAnother(msgRegisterAck{}, c1) {
+	if !r.fromAnother(shardcore.RegisterAck{}, c1) {
 		t.Fatal("took the RegisterAck of a coordinator that terminated")
 	}
-	if r.fromAnother(msgShardHome{Shard: "s1", Region: reg(2)}, c1) {
+	if r.fromAnother(shardcore.ShardHome{Shard: "s1", Region: reg(2)}, c1) {
 		t.Fatal("dropped another message while not registered")
 	}
 	view.put(cluster.Member{Unique: cluster.UniqueAddress{Addr: here, UID: 1}, Status: cluster.Removed, UpNumber: 1})
-	if !r.fromAnother(msgRegisterAck{}, c2) {
+	if !r.fromAnother(shardcore.RegisterAck{}, c2) {
 		t.Fatal("took a RegisterAck from a node where the region no longer registers")
 	}
 
 	r.coordinator = c2
-	core.registerAck(0)
-	if r.fromAnother(msgShardHome{Shard: "s1", Region: reg(2)}, c2) || !r.fromAnother(msgShardHome{Shard: "s1", Region: reg(2)}, c1) {
+	core.FromCoordinator(shardcore.RegisterAck{})
+	if r.fromAnother(shardcore.ShardHome{Shard: "s1", Region: reg(2)}, c2) || !r.fromAnother(shardcore.ShardHome{Shard: "s1", Region: reg(2)}, c1) {
 		t.Fatal("registered, it takes coordinator messages from another than its coordinator, or not from it")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/shardcore"
 	"go.uber.org/zap"
 )
 
@@ -19,7 +20,7 @@ func (r *regionActor) clusterChanged(ctx actor.Context) {
 	}
 	r.oldest = oldest
 	if oldest != "" {
-		r.apply(ctx, r.core.coordinatorLost())
+		r.apply(ctx, r.core.CoordinatorLost())
 	}
 }
 
@@ -41,14 +42,14 @@ const maxGoneCoordinators = 4
 
 // coordinatorGone remembers c, a coordinator that terminated (see fromAnother).
 func (r *regionActor) coordinatorGone(c actor.Ref) {
-	r.goneCoordinators = remember(r.goneCoordinators, c, maxGoneCoordinators)
+	r.goneCoordinators = shardcore.Remember(r.goneCoordinators, c, maxGoneCoordinators)
 }
 
 // isCoordinatorMsg reports whether msg is one a coordinator sends a region.
 func isCoordinatorMsg(msg any) bool {
 	switch msg.(type) {
-	case msgRegisterAck, msgShardHome, msgShardHomes, msgHostShard, msgBeginHandOff, msgHandOff,
-		msgHandOverTo, msgNoShardHome, msgGracefulShutdownAck:
+	case shardcore.RegisterAck, shardcore.ShardHome, shardcore.ShardHomes, shardcore.HostShard, shardcore.BeginHandOff, shardcore.HandOff,
+		shardcore.HandOverTo, shardcore.NoShardHome, shardcore.GracefulShutdownAck:
 		return true
 	}
 	return false
@@ -63,14 +64,14 @@ func isCoordinatorMsg(msg any) bool {
 // region follow it again. While the region is not registered (it has just learned
 // that its coordinator is gone, and registers again) it takes them from anyone (but
 // its core takes no late GracefulShutdownAck of the coordinator it lost:
-// regionCore.shutdownAck).
+// RegionCore.shutdownAck).
 // Whatever the coordinator it registers with wants of it, that one asks again
 // (homes on registration, HostShard until the shard starts, BeginHandOff on
 // registration), so dropping loses nothing.
 //
 // While it is not registered it drops a stale RegisterAck: one of a coordinator it
 // has seen terminate, or from a node where it no longer looks for the coordinator
-// (staleRegisterAck). The region registers again and again until answered, and a
+// (StaleRegisterAck). The region registers again and again until answered, and a
 // coordinator that stopped since it answered would have the region register with
 // it, drop the running coordinator's messages, act on its own late ones (a
 // ShardHomes naming homes that changed since), and relay other regions'
@@ -79,7 +80,7 @@ func (r *regionActor) fromAnother(msg any, from actor.Ref) bool {
 	if !isCoordinatorMsg(msg) || r.core == nil {
 		return false
 	}
-	if r.core.registered && from == r.coordinator || !r.core.registered && !r.staleRegisterAck(msg, from) {
+	if r.core.Registered() && from == r.coordinator || !r.core.Registered() && !r.staleRegisterAck(msg, from) {
 		return false
 	}
 	r.log.Debug("sharding: region drops a message of a coordinator it is not registered with",
@@ -87,12 +88,12 @@ func (r *regionActor) fromAnother(msg any, from actor.Ref) bool {
 	return true
 }
 
-// staleRegisterAck reports whether the message is a RegisterAck from a coordinator
+// StaleRegisterAck reports whether the message is a RegisterAck from a coordinator
 // this region has seen terminate, or from a node that is no longer among those it
 // registers with (regionActor.candidates): it answers a Register sent before the
 // coordinator moved.
 func (r *regionActor) staleRegisterAck(msg any, from actor.Ref) bool {
-	if _, ok := msg.(msgRegisterAck); !ok {
+	if _, ok := msg.(shardcore.RegisterAck); !ok {
 		return false
 	}
 	if slices.Contains(r.goneCoordinators, from) {

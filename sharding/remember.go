@@ -7,6 +7,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/ddata"
+	"github.com/troupe-go/troupe/internal/shardcore"
 	"github.com/troupe-go/troupe/internal/wiretypes"
 	"github.com/troupe-go/troupe/persistence"
 	"go.uber.org/zap"
@@ -22,7 +23,7 @@ import (
 type (
 	rememberLoad    struct{}
 	rememberLoaded  struct{ ids []EntityID }
-	rememberWrite   struct{ op *entityStoreOp }
+	rememberWrite   struct{ op *shardcore.EntityStoreOp }
 	rememberWritten struct{}
 	rememberFailed  struct{ err error }
 )
@@ -106,7 +107,7 @@ func (j *journalRememberStore) Receive(ctx persistence.Context) {
 	case rememberLoad:
 		_ = ctx.Respond(rememberLoaded{ids: slices.Sorted(maps.Keys(j.ids))})
 	case rememberWrite:
-		ev := entitiesChanged{Started: m.op.started, Stopped: m.op.stopped}
+		ev := entitiesChanged{Started: m.op.Started, Stopped: m.op.Stopped}
 		err := persistence.Persist(ctx, ev, func(ev entitiesChanged) {
 			j.apply(ev)
 			_ = ctx.Respond(rememberWritten{})
@@ -165,10 +166,10 @@ func (s *memoryRememberStore) Receive(ctx actor.Context) {
 			set = map[EntityID]struct{}{}
 			s.mem.m[s.key] = set
 		}
-		for _, id := range m.op.started {
+		for _, id := range m.op.Started {
 			set[id] = struct{}{}
 		}
-		for _, id := range m.op.stopped {
+		for _, id := range m.op.Stopped {
 			delete(set, id)
 		}
 		s.mem.mu.Unlock()

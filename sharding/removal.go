@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/troupe-go/troupe/internal/shardcore"
 	"github.com/troupe-go/troupe/persistence"
 	"github.com/troupe-go/troupe/serialization"
 )
@@ -101,11 +102,8 @@ func coordinatorShards(ctx context.Context, cfg RemovalConfig, reg *serializatio
 		if ok {
 			v, err := reg.UnmarshalContext(snap.Manifest, snap.Payload, nil)
 			if err == nil {
-				if st, ok := v.(*coordState); ok {
-					for s := range st.shards {
-						seen[s] = true
-					}
-					for s := range st.unallocated {
+				if st, ok := v.(*shardcore.CoordState); ok {
+					for _, s := range st.AllShards() {
 						seen[s] = true
 					}
 				}
@@ -121,10 +119,10 @@ func coordinatorShards(ctx context.Context, cfg RemovalConfig, reg *serializatio
 			return nil // corrupt events are removed too
 		}
 		switch e := ev.(type) {
-		case evShardHomeAllocated:
+		case shardcore.ShardHomeAllocated:
 			seen[e.Shard] = true
-		case evShardHomesAllocated:
-			for _, one := range e.singles() {
+		case shardcore.ShardHomesAllocated:
+			for _, one := range e.Singles() {
 				seen[one.Shard] = true
 			}
 		}

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/shardcore"
 	"go.uber.org/zap"
 )
 
-// shardActor is the shell around shardCore: one shard of a region, at
+// shardActor is the shell around ShardCore: one shard of a region, at
 // /system/sharding/<type>/<shard>, with its entities as children (named by their
 // encoded IDs). With remember-entities it also runs the shard's store as a child.
 type shardActor struct {
@@ -25,7 +26,7 @@ type shardActor struct {
 	log    *zap.Logger
 	drops  *rateLog
 
-	core    *shardCore[*delivery]
+	core    *shardcore.ShardCore[*delivery]
 	self    actor.Ref
 	fast    *fastPath  // shared with the region; holds the running entities (fastpath.go)
 	spawned []EntityID // entities spawned by the decisions being carried out
@@ -33,10 +34,10 @@ type shardActor struct {
 	leaseWanted bool       // the shard waits for its lease before it starts
 	lease       *leaseSlot // the lease acquired for this shard, shared with the acquiring goroutine
 
-	store       actor.Ref      // remember-entities store
-	storeOp     *entityStoreOp // write waiting for the store's answer
-	loading     bool           // load waiting for the store's answer
-	storeBroken bool           // the store stopped; it is started again after a pause
+	store       actor.Ref                // remember-entities store
+	storeOp     *shardcore.EntityStoreOp // write waiting for the store's answer
+	loading     bool                     // load waiting for the store's answer
+	storeBroken bool                     // the store stopped; it is started again after a pause
 }
 
 // entitySpawnFailed reports an entity that could not be spawned, as if it had stopped.
@@ -59,12 +60,12 @@ func (s *shardActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *delivery:
 		if m.start {
-			s.apply(ctx, s.core.startEntity(time.Now(), m.entity))
+			s.apply(ctx, s.core.StartEntity(time.Now(), m.entity))
 			if !m.sender.IsZero() {
 				_ = m.sender.Send(StartEntityAck{ID: m.entity, Shard: s.id}, s.self)
 			}
 		} else {
-			s.apply(ctx, s.core.deliver(time.Now(), m.entity, m))
+			s.apply(ctx, s.core.Deliver(time.Now(), m.entity, m))
 		}
 		s.fast.handled.Add(1) // every delivery the region counted, once handled
 	case passivateRequest:
@@ -73,19 +74,19 @@ func (s *shardActor) Receive(ctx actor.Context) {
 			s.log.Warn("sharding: Passivate from an actor that is not an entity of this shard", zap.Stringer("sender", ctx.Sender()))
 			return
 		}
-		s.apply(ctx, s.core.passivate(id, &delivery{entity: id, msg: m.stop}))
+		s.apply(ctx, s.core.Passivate(id, &delivery{entity: id, msg: m.stop}))
 	case actor.Terminated:
 		s.terminated(ctx, m.Ref)
 	case entitySpawnFailed:
-		s.apply(ctx, s.core.entityTerminated(time.Now(), m.id))
+		s.apply(ctx, s.core.EntityTerminated(time.Now(), m.id))
 	case timerFired:
 		now := time.Now()
-		if m.key.kind == timerIdle {
+		if m.key.Kind == shardcore.TimerIdle {
 			for _, id := range s.fast.usedSinceLastLook() {
-				s.core.touch(now, id)
+				s.core.Touch(now, id)
 			}
 		}
-		s.apply(ctx, s.core.timer(now, m.key))
+		s.apply(ctx, s.core.Timer(now, m.key))
 	case shardHandOff:
 		s.apply(ctx, fastHandOff(s.fast, s.core, time.Now()))
 	case getShardEntities:
@@ -93,17 +94,17 @@ func (s *shardActor) Receive(ctx actor.Context) {
 	case rememberLoaded:
 		if ctx.Sender() == s.store && s.loading {
 			s.loading = false
-			s.apply(ctx, s.core.entitiesLoaded(time.Now(), m.ids))
+			s.apply(ctx, s.core.EntitiesLoaded(time.Now(), m.ids))
 		}
 	case rememberWritten:
 		if ctx.Sender() == s.store && s.storeOp != nil {
 			s.storeOp = nil
-			s.apply(ctx, s.core.stored(time.Now()))
+			s.apply(ctx, s.core.Stored(time.Now()))
 		}
 	case rememberFailed:
 		if ctx.Sender() == s.store && s.storeOp != nil {
 			s.storeOp = nil
-			s.apply(ctx, s.core.storeFailed(m.err))
+			s.apply(ctx, s.core.StoreFailed(m.err))
 		}
 	case storeRetry:
 		s.storeBroken = false
@@ -117,14 +118,14 @@ func (s *shardActor) Receive(ctx actor.Context) {
 	case actor.Started:
 		s.self = ctx.Self()
 		s.log = ctx.Logger().With(zap.String("type", s.entry.name), zap.String("shard", string(s.id)))
-		s.core = newShardCore[*delivery](s.id, s.cfg.shardSettings())
+		s.core = shardcore.NewShardCore[*delivery](s.id, s.cfg.shardSettings())
 		fastStart(s.fast, s.core)
 		if s.cfg.Lease != nil {
 			s.leaseWanted = true
 			s.acquireLease(ctx)
 			return
 		}
-		s.apply(ctx, s.core.start(time.Now()))
+		s.apply(ctx, s.core.Start(time.Now()))
 	case leaseAcquired:
 		s.leaseAcquired(ctx, m)
 	case leaseRetry:
@@ -138,15 +139,10 @@ func (s *shardActor) Receive(ctx actor.Context) {
 		s.unpublish()
 		s.fast.setOpen(false)
 		s.releaseLease()
-		if s.core != nil && s.core.phase != shardStopped {
+		if s.core != nil && !s.core.Stopped() {
 			// Stopped without a hand-off (the region or system stops): what it held is lost.
-			for _, q := range s.core.early {
-				s.drop(ctx, q.msg, fmt.Errorf("%w: shard %q stopped", errStoppedLoss, s.id))
-			}
-			for _, e := range s.core.entities {
-				for _, q := range s.core.buf(e) {
-					s.drop(ctx, q.msg, fmt.Errorf("%w: shard %q stopped", errStoppedLoss, s.id))
-				}
+			for _, m := range s.core.Held() {
+				s.drop(ctx, m, fmt.Errorf("%w: shard %q stopped", shardcore.ErrStoppedLoss, s.id))
 			}
 		}
 	}
@@ -188,73 +184,73 @@ func (s *shardActor) running() []EntityID {
 	return slices.Sorted(maps.Keys(s.fast.entities))
 }
 
-func (s *shardActor) apply(ctx actor.Context, d shardDecisions[*delivery]) {
-	for _, p := range d.problems {
+func (s *shardActor) apply(ctx actor.Context, d shardcore.ShardDecisions[*delivery]) {
+	for _, p := range d.Problems {
 		s.log.Warn("sharding: shard", zap.Error(p))
 	}
-	for _, a := range d.actions {
+	for _, a := range d.Actions {
 		s.act(ctx, a)
 	}
-	s.core.recycle(d.actions)
+	s.core.Recycle(d.Actions)
 	if s.ext.metrics != nil {
-		s.pub.sync(s.entry.stats, int64(s.core.buffered), s.core.passivated)
+		s.pub.sync(s.entry.stats, int64(s.core.Buffered()), s.core.Passivated())
 	}
 	// Entities spawned by these decisions have had what waited for them: those still
 	// active may be reached directly from now on.
 	fastListSpawned(s.fast, s.core, s.spawned)
 	s.spawned = s.spawned[:0]
-	if d.load {
+	if d.Load {
 		s.loading = true
 		s.startStore(ctx)
 		if !s.store.IsZero() {
 			_ = s.store.Send(rememberLoad{}, s.self)
 		}
 	}
-	if d.store != nil {
-		s.storeOp = d.store
+	if d.Store != nil {
+		s.storeOp = d.Store
 		s.startStore(ctx)
 		if !s.store.IsZero() {
-			_ = s.store.Send(rememberWrite{op: d.store}, s.self)
+			_ = s.store.Send(rememberWrite{op: d.Store}, s.self)
 		}
 	}
-	applyTimers(ctx, d.timers)
-	for _, x := range d.dropped {
-		s.drop(ctx, x.msg, x.err)
+	applyTimers(ctx, d.Timers)
+	for _, x := range d.Dropped {
+		s.drop(ctx, x.Msg, x.Err)
 	}
-	if d.ready {
+	if d.Ready {
 		_ = s.region.Tell(shardReady{shard: s.id})
 	}
-	if d.stopped {
-		_ = s.region.Tell(shardLeftovers{shard: s.id, msgs: d.leftovers})
+	if d.Stopped {
+		_ = s.region.Tell(shardLeftovers{shard: s.id, msgs: d.Leftovers})
 		_ = ctx.Stop(s.self)
 	}
 }
 
-func (s *shardActor) act(ctx actor.Context, a shardAction[*delivery]) {
-	switch a.kind {
-	case shardSpawn:
-		ref, err := ctx.Spawn(s.cfg.props(a.entity), encodeName(string(a.entity)))
+func (s *shardActor) act(ctx actor.Context, a shardcore.ShardAction[*delivery]) {
+	switch a.Kind {
+	case shardcore.ShardSpawn:
+		ref, err := ctx.Spawn(s.cfg.props(a.Entity), encodeName(string(a.Entity)))
 		if err != nil {
-			s.log.Error("sharding: cannot start entity", zap.String("entity", string(a.entity)), zap.Error(err))
-			_ = s.self.Tell(entitySpawnFailed{id: a.entity})
+			s.log.Error("sharding: cannot start entity", zap.String("entity", string(a.Entity)), zap.Error(err))
+			_ = s.self.Tell(entitySpawnFailed{id: a.Entity})
 			return
 		}
 		ctx.Watch(ref)
-		s.fast.add(a.entity, ref)
-		s.spawned = append(s.spawned, a.entity)
+		s.fast.add(a.Entity, ref)
+		s.spawned = append(s.spawned, a.Entity)
 		s.entry.stats.entitiesStarted.Add(1)
 		if s.ext.metrics != nil {
 			s.entry.stats.entities.Add(1)
 		}
-	case shardDeliver:
-		if !s.fast.toEntity(a.entity, a.msg.msg, a.msg.sender, a.msg.trace) {
-			s.drop(ctx, a.msg, fmt.Errorf("%w: entity %q has no actor", errStoppedLoss, a.entity))
+	case shardcore.ShardDeliver:
+		if !s.fast.toEntity(a.Entity, a.Msg.msg, a.Msg.sender, a.Msg.trace) {
+			s.drop(ctx, a.Msg, fmt.Errorf("%w: entity %q has no actor", shardcore.ErrStoppedLoss, a.Entity))
 		}
-	case shardStopEntity:
-		s.fast.stopEntity(a.entity, a.msg.msg, s.self)
-	case shardKill:
-		s.fast.setListed(a.entity, false)
-		if ref, ok := s.fast.entities[a.entity]; ok {
+	case shardcore.ShardStopEntity:
+		s.fast.stopEntity(a.Entity, a.Msg.msg, s.self)
+	case shardcore.ShardKill:
+		s.fast.setListed(a.Entity, false)
+		if ref, ok := s.fast.entities[a.Entity]; ok {
 			_ = ctx.Stop(ref)
 		}
 	}
@@ -333,7 +329,7 @@ func (s *shardActor) leaseAcquired(ctx actor.Context, m leaseAcquired) {
 		return
 	}
 	s.leaseWanted = false
-	s.apply(ctx, s.core.start(time.Now()))
+	s.apply(ctx, s.core.Start(time.Now()))
 }
 
 // releaseLease gives the lease up as the shard stops, on a goroutine of its own (also

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/shardcore"
 )
 
 // The coordinator moving and crashing in the simulation (sim_test.go). The coordinator
 // is a cluster singleton (coordinator_singleton.go): it runs on one node, and when it
-// stops a new incarnation starts from the stored state (coordState, as written through
+// stops a new incarnation starts from the stored state (CoordState, as written through
 // its store), on another node or, restarted by its backoff supervisor, on the same one.
 // Each incarnation is a coordinator core of its own; nodes are numbered (K1, K2, ...)
 // and are not the regions' nodes (see "Not modelled" below). Now and then (coordFault)
@@ -39,10 +40,10 @@ import (
 //
 // The regions learn of it as the region actor does: a region watches the incarnation
 // whose RegisterAck it got (regionActor.registered) and is told of its end on the
-// system lane (coordinatorLost, and its coordinator Ref becomes zero: what the core
+// system lane (CoordinatorLost, and its coordinator Ref becomes zero: what the core
 // sends to the coordinator until the next RegisterAck is not sent at all,
-// actToCoordinator); a cluster event that changes the oldest coordinator node is
-// coordinatorLost as well (regionActor.clusterChanged, which keeps the Ref). Which
+// ActToCoordinator); a cluster event that changes the oldest coordinator node is
+// CoordinatorLost as well (regionActor.clusterChanged, which keeps the Ref). Which
 // coordinator messages a region takes is regionActor.fromAnother's rule (sim.fromAnother). Register
 // and the graceful-shutdown request go to the candidates (the singleton's path on the
 // nodes of the region's view), and reach whichever incarnation runs there when they
@@ -51,14 +52,14 @@ import (
 // connection.
 //
 // A new incarnation gets the members (the regions' nodes that have not terminated) and
-// the stored state, as coordShell.init and inStateLoaded; its single-shot timers fire
+// the stored state, as coordShell.init and InStateLoaded; its single-shot timers fire
 // when the simulated clock reaches them (coordClock: the state-init delay during the
 // run; the hand-off timeout and HostShard resends once draining moves the clock on).
 //
 // Not modelled: the coordinator's node is not a region's node (in a cluster it runs a
 // region of the type too, and a crash of that node loses what its region held: a
 // documented loss the simulation does not cover); the remember-entities read of the
-// coordinator (inRememberedShards); the removal margin and AddressTerminated.
+// coordinator (InRememberedShards); the removal margin and AddressTerminated.
 //
 // What it found, fixed: a new coordinator's hand-offs waited for their timeout, since
 // regions answered BeginHandOff to the coordinator they were registered with
@@ -75,7 +76,7 @@ import (
 // BeginHandOff, asked again when it registered, straight to the coordinator, ahead of
 // its first answer relayed through the old home behind its forwards, and the old home
 // left with one of them on its way, lost (seed 2481; the region now answers it
-// through the same home, regionCore.ackedVia). Order is
+// through the same home, RegionCore.ackedVia). Order is
 // checked only without coordinator faults: it is promised only while the coordinator
 // does not move during a hand-off.
 //
@@ -87,13 +88,13 @@ import (
 // before the regions' timers fired). An unregistered region now drops a RegisterAck
 // of a coordinator it was told the end of, or from a node no longer in its view
 // (regionActor.fromAnother, mirrored in sim.fromAnother), which still tells its core
-// that a coordinator knows it (regionCore.staleRegisterAck); and it passes the acks
+// that a coordinator knows it (RegionCore.StaleRegisterAck); and it passes the acks
 // it relayed during the last hand-off timeout on again whenever it registers
-// (regionCore.relayAck). A region that had a predecessor's hand-over already took the
+// (RegionCore.RelayAck). A region that had a predecessor's hand-over already took the
 // same BeginHandOff again (asked again on registration, on another connection than
 // the hand-over) as the start of a new hand-off, forgot the hand-over, and waited for
 // it again until the hand-off timeout (seeds 599, 707, 1103 before; now the same
-// hand-off ID keeps it, regionCore.begun). A region answered another coordinator's
+// hand-off ID keeps it, RegionCore.begun). A region answered another coordinator's
 // BeginHandOff straight while what it had forwarded to the old home (on a late
 // ShardHome) was still on its way, and the old home left before it arrived (seed
 // 11318; it now answers through the same home until it learns a new one, and answers
@@ -107,10 +108,10 @@ import (
 //	nice -n 10 go test ./sharding -run TestSimulation -sharding.simseeds=40000
 //
 // A region waits for a predecessor's hand-over at most the hand-off timeout
-// (timerHandOverWait, which the simulation fires, and counts as a failure). It can
+// (TimerHandOverWait, which the simulation fires, and counts as a failure). It can
 // still need it in one case these seeds did not meet: the coordinator crashes after
 // it has named a region A as the next home, with B's hand-over to come, and before B
-// learns to send it to A (msgHandOverTo: successors are not stored); B then sends it
+// learns to send it to A (HandOverTo: successors are not stored); B then sends it
 // to whatever home the next coordinator names, and if that is no longer A (A was
 // handed off meanwhile, owing B's messages on), A waits the hand-off timeout and then
 // passes on what it holds, after B's.
@@ -119,12 +120,12 @@ import (
 type simCoord struct {
 	gen      int
 	node     int
-	core     *coordinator
-	store    coordEvent // the pending store, nil when none
-	stopping bool       // its termination message came while a store was pending: it stops once that is done
+	core     *shardcore.Coordinator
+	store    shardcore.CoordEvent // the pending store, nil when none
+	stopping bool                 // its termination message came while a store was pending: it stops once that is done
 	gone     bool
-	watches  map[RegionID]bool      // regions it watches and has not been told the end of
-	timers   map[timerKey]time.Time // single-shot timers running, by when they fire
+	watches  map[RegionID]bool                // regions it watches and has not been told the end of
+	timers   map[shardcore.TimerKey]time.Time // single-shot timers running, by when they fire
 }
 
 func (c *simCoord) name() string { return fmt.Sprintf("C%d", c.gen) }
@@ -141,8 +142,8 @@ type simView struct {
 
 // simCoords is the simulation's state and counts of the coordinator's incarnations.
 type simCoords struct {
-	stored   *coordState // the stored state
-	view     simView     // the cluster's view, which the regions learn
+	stored   *shardcore.CoordState // the stored state
+	view     simView               // the cluster's view, which the regions learn
 	nextNode int
 	gen      int
 	startAt  int // the step at which the next incarnation starts (while none runs)
@@ -152,7 +153,7 @@ type simCoords struct {
 	crashes, restarts, moves int
 	storesLost, storesKept   int // pending stores at a crash or stop: not applied, applied
 	deadLetters              int // messages that reached a coordinator node where none ran
-	unsent                   int // actToCoordinator with the zero Ref: not sent
+	unsent                   int // ActToCoordinator with the zero Ref: not sent
 	staleAcks                int // RegisterAcks an unregistered region dropped (fromAnother)
 }
 
@@ -184,10 +185,10 @@ func (s *sim) startCoord(n int) {
 	s.cs.gen++
 	c := &simCoord{
 		gen: s.cs.gen, node: n,
-		core: newCoordinator(coordSettings{rememberEntities: s.shardCfg.rememberEntities, handOffEpoch: uint64(s.cs.gen) << 32},
+		core: shardcore.NewCoordinator(shardcore.CoordSettings{RememberEntities: s.shardCfg.RememberEntities, HandOffEpoch: uint64(s.cs.gen) << 32},
 			randomStrategy{rng: s.rng}),
 		watches: map[RegionID]bool{},
-		timers:  map[timerKey]time.Time{},
+		timers:  map[shardcore.TimerKey]time.Time{},
 	}
 	s.coord = c
 	s.cs.startAt = -1
@@ -201,8 +202,8 @@ func (s *sim) startCoord(n int) {
 		members = testNodes(3)
 	}
 	s.note(func() string { return fmt.Sprintf("%s starts on %s", c.name(), nodeName(n)) })
-	s.applyCoord(c, c.core.step(inMembers{Members: members}))
-	s.applyCoord(c, c.core.step(inStateLoaded{State: s.cs.stored.clone()}))
+	s.applyCoord(c, c.core.Step(shardcore.InMembers{Members: members}))
+	s.applyCoord(c, c.core.Step(shardcore.InStateLoaded{State: s.cs.stored.Clone()}))
 }
 
 // coordClock fires the running coordinator's single-shot timers that are due, and
@@ -215,40 +216,40 @@ func (s *sim) coordClock() {
 	if !c.live() {
 		return
 	}
-	keys := slices.SortedFunc(maps.Keys(c.timers), func(a, b timerKey) int { return c.timers[a].Compare(c.timers[b]) })
+	keys := slices.SortedFunc(maps.Keys(c.timers), func(a, b shardcore.TimerKey) int { return c.timers[a].Compare(c.timers[b]) })
 	for _, k := range keys {
 		if at, ok := c.timers[k]; ok && !at.After(s.now) && c.live() {
 			delete(c.timers, k)
-			s.applyCoord(c, c.core.step(inTimer{Key: k}))
+			s.applyCoord(c, c.core.Step(shardcore.InTimer{Key: k}))
 		}
 	}
 }
 
 // coordTimers records c's timer operations (the periodic rebalance tick fires at
 // random steps, see step).
-func (s *sim) coordTimers(c *simCoord, ops []timerOp) {
+func (s *sim) coordTimers(c *simCoord, ops []shardcore.TimerOp) {
 	for _, op := range ops {
 		switch {
-		case op.cancel:
-			delete(c.timers, op.key)
-		case !op.periodic:
-			c.timers[op.key] = s.now.Add(op.after)
+		case op.Cancel:
+			delete(c.timers, op.Key)
+		case !op.Periodic:
+			c.timers[op.Key] = s.now.Add(op.After)
 		}
 	}
 }
 
-// coordStore writes c's state change; its result comes back on a channel of its own.
-func (s *sim) coordStore(c *simCoord, st *coordStore) {
+// CoordStore writes c's state change; its result comes back on a channel of its own.
+func (s *sim) coordStore(c *simCoord, st *shardcore.CoordStore) {
 	if c.store != nil {
 		s.fail("two coordinator stores")
 	}
-	c.store = st.event
+	c.store = st.Event
 	s.send("store", c.name(), func() {
 		if c.gone {
 			return // decided when it stopped
 		}
 		s.storeApplied(c)
-		s.applyCoord(c, c.core.step(inStoreDone{}))
+		s.applyCoord(c, c.core.Step(shardcore.InStoreDone{}))
 		if c.stopping && c.store == nil {
 			s.coordStopped(c)
 		}
@@ -257,14 +258,14 @@ func (s *sim) coordStore(c *simCoord, st *coordStore) {
 
 // storeApplied applies c's pending store to the stored state.
 func (s *sim) storeApplied(c *simCoord) {
-	if err := s.cs.stored.apply(c.store); err != nil {
+	if err := s.cs.stored.Apply(c.store); err != nil {
 		s.fail("%s's store %T%+v does not apply to the stored state: %v", c.name(), c.store, c.store, err)
 	}
 	c.store = nil
 }
 
 // toCoordRef sends msg from region r to the incarnation it registered with, as the
-// region actor sends actToCoordinator: not at all when its Ref is zero.
+// region actor sends ActToCoordinator: not at all when its Ref is zero.
 func (s *sim) toCoordRef(r *simRegion, msg any) {
 	if r.coordRef == 0 {
 		s.cs.unsent++
@@ -297,7 +298,7 @@ func (s *sim) atCoord(n int, want *simCoord, from RegionID, msg any) {
 		return
 	}
 	s.note(func() string { return fmt.Sprintf("%s <- %s %T%+v", c.name(), from, msg, msg) })
-	s.applyCoord(c, c.core.step(inRegionMsg{From: from, Msg: msg, Status: cluster.Up}))
+	s.applyCoord(c, c.core.Step(shardcore.InRegionMsg{From: from, Msg: msg, Status: cluster.Up}))
 }
 
 func (s *sim) coordGen(gen int) *simCoord {
@@ -321,10 +322,10 @@ func (s *sim) fromAnother(r *simRegion, c *simCoord, msg any) bool {
 	if !isCoordinatorMsg(msg) {
 		return false
 	}
-	if r.core.registered {
+	if r.core.Registered() {
 		return r.coordRef != c.gen
 	}
-	_, ack := msg.(msgRegisterAck)
+	_, ack := msg.(shardcore.RegisterAck)
 	return ack && (r.goneCoords[c.gen] || !slices.Contains(r.cands, c.node))
 }
 
@@ -349,7 +350,7 @@ func (s *sim) coordEndNotice(r *simRegion, c *simCoord) {
 		r.coordRef = 0
 		r.goneCoords[c.gen] = true
 		s.note(func() string { return fmt.Sprintf("%s <- Terminated(%s)", r.id, c.name()) })
-		s.atRegion(r, "coordinator Terminated", nil, r.core.coordinatorLost)
+		s.atRegion(r, "coordinator Terminated", nil, r.core.CoordinatorLost)
 	})
 }
 
@@ -368,7 +369,7 @@ func (s *sim) clusterEvent(v simView) {
 			}
 			r.oldest = v.oldest
 			s.note(func() string { return fmt.Sprintf("%s <- cluster: oldest %s", r.id, nodeName(v.oldest)) })
-			s.atRegion(r, "cluster event", nil, r.core.coordinatorLost)
+			s.atRegion(r, "cluster event", nil, r.core.CoordinatorLost)
 		})
 	}
 }

@@ -30,7 +30,7 @@ import (
 // one at random steps, as the scheduler picks its channel.
 //
 // Half the senders tell their region (an Envelope, which the region may deliver
-// direct: regionActor.route, fromRegionBatch, act's actDeliver); the other half send
+// direct: regionActor.route, fromRegionBatch, act's ActDeliver); the other half send
 // through EntityRefs of their region's node. An EntityRef send is a step of the
 // sender's own (a channel of its own: one send at a time, in order): either the whole
 // EntityRef.Send at once, or split at the fast path's one gap, as trySend is two
@@ -48,7 +48,7 @@ import (
 // entity, such as between a stop message and what follows it.
 //
 // A few lines of the actors are copied here rather than shared, each a call of the
-// shared functions in the actor's order: the region's route (firstRoute, then
+// shared functions in the actor's order: the region's route (FirstRoute, then
 // tryDeliver), its take of a forwarded batch (local, then tryDeliver), its count-off
 // of an EntityRef message after placing it, its refreshRoute (here after every step
 // of the region's core, where the actor refreshes the shards a message concerns), and
@@ -96,7 +96,7 @@ import (
 // check and the lock).
 // Some mutations do not fail it, because other rules cover for them: fastHandOff not
 // closing the fast path (by then the region has stopped saying local, and stopEntity
-// unlists each entity it stops), firstRoute ignoring a hand-off or the buffer (the
+// unlists each entity it stops), FirstRoute ignoring a hand-off or the buffer (the
 // entity is still listed, or the region has no buffer while it delivers locally),
 // fastListSpawned listing an entity with held messages (a spawn delivers what was held
 // in the same decisions), fastEntityStopped not forgetting the entity (it stays
@@ -232,7 +232,7 @@ func (s *sim) fastRegion(r *simRegion) {
 // of the region's steps.
 func (s *sim) refreshLocal(r *simRegion) {
 	for _, id := range slices.Sorted(maps.Keys(r.fast)) {
-		r.fast[id].setLocal(r.core.deliversLocally(id))
+		r.fast[id].setLocal(r.core.DeliversLocally(id))
 	}
 }
 
@@ -241,17 +241,17 @@ func (s *sim) refreshLocal(r *simRegion) {
 func (s *sim) fastStartShard(r *simRegion, sh *simShard) {
 	fp := newFastPath(false)
 	sh.fast = fp
-	r.fast[sh.core.id] = fp
-	r.entry.fast.Store(sh.core.id, fp)
+	r.fast[sh.core.ID()] = fp
+	r.entry.fast.Store(sh.core.ID(), fp)
 	fastStart(fp, sh.core)
 }
 
 // fastShardGone is the region's side of its shard's end (regionActor.terminated).
 func (s *sim) fastShardGone(r *simRegion, sh *simShard) {
-	if fp := r.fast[sh.core.id]; fp != nil && fp == sh.fast {
+	if fp := r.fast[sh.core.ID()]; fp != nil && fp == sh.fast {
 		fp.retire()
-		delete(r.fast, sh.core.id)
-		r.entry.fast.Delete(sh.core.id)
+		delete(r.fast, sh.core.ID())
+		r.entry.fast.Delete(sh.core.ID())
 	}
 }
 
@@ -264,17 +264,17 @@ func (s *sim) fastRegionGone(r *simRegion) {
 	}
 }
 
-// fastDeliver is the region's actDeliver: straight to the entity, or to the shard's
+// fastDeliver is the region's ActDeliver: straight to the entity, or to the shard's
 // actor, counted.
 func (s *sim) fastDeliver(r *simRegion, sh *simShard, msg simMsg) {
-	d := &delivery{shard: sh.core.id, entity: msg.entity, msg: msg}
-	if !r.fast[sh.core.id].viaShard(d) {
+	d := &delivery{shard: sh.core.ID(), entity: msg.entity, msg: msg}
+	if !r.fast[sh.core.ID()].viaShard(d) {
 		s.fast.counts.regionDirect++
 		s.note(func() string { return fmt.Sprintf("%s -> %v direct (shard %s)", r.id, msg, sh.name) })
 		return
 	}
 	s.send(string(r.id), sh.name, func() {
-		s.applyShard(r, sh, sh.core.deliver(s.now, msg.entity, msg))
+		s.applyShard(r, sh, sh.core.Deliver(s.now, msg.entity, msg))
 		sh.fast.handled.Add(1) // as the shard actor, once it handled the delivery
 	})
 }
@@ -284,14 +284,14 @@ func (s *sim) fastDeliver(r *simRegion, sh *simShard, msg simMsg) {
 // allows; otherwise through the core.
 func (s *sim) fastRoute(r *simRegion, msg simMsg) {
 	shard := shardOf(msg.entity)
-	if _, _, here := r.core.firstRoute(shard); here {
+	if _, _, here := r.core.FirstRoute(shard); here {
 		if r.fast[shard].tryDeliver(&delivery{shard: shard, entity: msg.entity, msg: msg}) {
 			s.fast.counts.regionDirect++
 			s.note(func() string { return fmt.Sprintf("%s -> %v direct", r.id, msg) })
 			return
 		}
 	}
-	s.applyRegion(r, r.core.deliver(shard, msg))
+	s.applyRegion(r, r.core.Deliver(shard, msg))
 }
 
 // fastForwarded is the arrival of a forward from another region, as fromRegionBatch
@@ -302,7 +302,7 @@ func (s *sim) fastForwarded(to *simRegion, shard ShardID, msg simMsg) {
 		s.note(func() string { return fmt.Sprintf("%s -> %v direct (forwarded)", to.id, msg) })
 		return
 	}
-	s.applyRegion(to, to.core.deliver(shard, msg))
+	s.applyRegion(to, to.core.Deliver(shard, msg))
 }
 
 // toRegionByRef is an EntityRef's message m reaching region r's mailbox: on the
@@ -463,7 +463,7 @@ func (s *sim) sendFirst(from, to string, f func()) {
 	s.chans[k] = append([]func(){f}, s.chans[k]...)
 }
 
-// fastSpawn is the shard's shardSpawn: a new incarnation, added to the fast path
+// fastSpawn is the shard's ShardSpawn: a new incarnation, added to the fast path
 // (unlisted until fastListSpawned).
 func (s *sim) fastSpawn(r *simRegion, sh *simShard, e EntityID) {
 	s.fast.incs++
@@ -537,7 +537,7 @@ func (s *sim) fastPassivateOne() {
 		if cur, ok := inc.sh.fast.entities[inc.entity]; !ok || cur != inc.ref {
 			return
 		}
-		s.applyShard(inc.r, inc.sh, inc.sh.core.passivate(inc.entity, simMsg{stop: true}))
+		s.applyShard(inc.r, inc.sh, inc.sh.core.Passivate(inc.entity, simMsg{stop: true}))
 	})
 }
 

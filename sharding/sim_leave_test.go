@@ -2,26 +2,27 @@ package sharding
 
 import (
 	"fmt"
+	"github.com/troupe-go/troupe/internal/shardcore"
 	"maps"
 	"slices"
 )
 
 // Graceful leaves in the simulation (sim_test.go). Now and then, while three regions
 // run and none is leaving, one begins a graceful shutdown as the region actor does on
-// GracefulShutdown (regionCore.gracefulShutdown): it asks the coordinator to hand its
+// GracefulShutdown (RegionCore.GracefulShutdown): it asks the coordinator to hand its
 // shards off, hands over what it buffered to each shard's next home, and terminates
 // when its core says stop (d.stop). Later a new region, on a node of its own, joins, so
 // that a run sees several leaves; at least two regions always stay.
 //
 // A region that terminates does what the region actor does (regionActor.stopped): it
-// sends msgRegionStopped to the coordinator it registered with, on the user lane (the
+// sends RegionStopped to the coordinator it registered with, on the user lane (the
 // channel from the region to the coordinator, behind everything it sent before). Each
 // actor that watches it is told of its end on a channel of its own, separate from the
 // user-message channels: remote delivers Terminated on its system lane, another
 // connection than the user messages', and locally a system message goes ahead of the
 // mailbox. So the notice may overtake what the region sent before it stopped. The
-// watchers are the coordinator (it watches every region it registered: coordDecisions'
-// watch) and the regions that watch it (actWatch: those that learned it as a home);
+// watchers are the coordinator (it watches every region it registered: CoordDecisions'
+// watch) and the regions that watch it (ActWatch: those that learned it as a home);
 // watching a region that has terminated yields the notice at once, as in actor.Watch.
 //
 // Once terminated, a region's core is never stepped again: whatever reaches it is a
@@ -42,17 +43,17 @@ import (
 // What this exercises, by the protections it depends on:
 //
 //   - f7f6117 (a leaving region stops only after the next home acknowledged each
-//     hand-over it sent, msgHandOverAck, or terminated): a leaving region hands over
+//     hand-over it sent, HandOverAck, or terminated): a leaving region hands over
 //     what it buffered for a shard to the shard's next home, which waits for it
 //     (HostShard's Predecessor) and buffers newer messages meanwhile. The region's
 //     termination notice, on its own channel, could reach the next home before the
-//     hand-over; regionTerminated ends the wait and the newer messages go first. With the
+//     hand-over; RegionTerminated ends the wait and the newer messages go first. With the
 //     protection disabled (tryCompleteShutdown not waiting for handedOver), seeds 12,
 //     91, 117, 185 and 195 of the 200 failed with "received out of order" when this was
 //     written (seed 12: R1 hands s0 over to R3 and terminates; R3 is told before the
 //     hand-over arrives and delivers X30:13 before X30:6).
 //   - 1dbae2e (a leaving region stops only after the coordinator's
-//     msgGracefulShutdownAck): a region asks to leave while the coordinator gives it a
+//     GracefulShutdownAck): a region asks to leave while the coordinator gives it a
 //     shard (a rebalance, or a re-home, crossing its request), and other regions forward
 //     messages for that shard to it. A region that stopped as soon as it hosted nothing
 //     itself lost them. With the protection disabled (tryCompleteShutdown not waiting
@@ -62,7 +63,7 @@ import (
 //   - Found by these leaves and fixed with them: a region that left before its
 //     RegisterAck stopped at once while its Register was on its way, and what other
 //     regions then forwarded to it was lost (seeds 8, 63 and 186; it now waits for the
-//     coordinator's word, regionCore.registerSent); a leaving region refused a
+//     coordinator's word, RegionCore.registerSent); a leaving region refused a
 //     HostShard but hosted the shard on the ShardHome answering its own request,
 //     without the predecessor's hand-over first (seed 59), and could stop before that
 //     hand-over reached it (it now awaits the predecessor without hosting the shard,
@@ -87,7 +88,7 @@ import (
 //     coordinator had registered it and given it a shard (the acknowledgement now
 //     carries the coordinator incarnation's epoch, as the RegisterAck does, and a
 //     region takes, registered, only its coordinator's, and not that of one it lost:
-//     regionCore.shutdownAck). All of seeds 0 to 39,999 of both simulations pass since
+//     RegionCore.shutdownAck). All of seeds 0 to 39,999 of both simulations pass since
 //     (2026-11-29).
 //
 // Not closed, and documented as a loss (docs/sharding.md, "What can be lost"): a
@@ -130,7 +131,7 @@ func (s *sim) liveRegions() []*simRegion {
 // atRegion is the arrival of a message at region r: f steps r's core. At a region that
 // has terminated the message is a dead letter (f does not run): the run fails if it
 // carries entity messages (carried), which would be lost.
-func (s *sim) atRegion(r *simRegion, what string, carried []simMsg, f func() regionDecisions[simMsg]) {
+func (s *sim) atRegion(r *simRegion, what string, carried []simMsg, f func() shardcore.RegionDecisions[simMsg]) {
 	if r.gone {
 		if len(carried) > 0 {
 			s.fail("%s reached region %s after it terminated: dead letter, %v lost", what, r.id, carried)
@@ -166,7 +167,7 @@ func (s *sim) leaveOrJoin() {
 	r.leaving = true
 	s.leaves.started++
 	s.note(func() string { return fmt.Sprintf("%s <- GracefulShutdown", r.id) })
-	s.atRegion(r, "GracefulShutdown", nil, r.core.gracefulShutdown)
+	s.atRegion(r, "GracefulShutdown", nil, r.core.GracefulShutdown)
 }
 
 // tellsOnTheWay reports whether a message of one of r's senders is on its way to r.
@@ -193,9 +194,9 @@ func (s *sim) join() {
 	}
 	s.note(func() string { return fmt.Sprintf("%s joins", r.id) })
 	if c := s.coord; c.live() {
-		s.applyCoord(c, c.core.step(inMembers{Members: members}))
+		s.applyCoord(c, c.core.Step(shardcore.InMembers{Members: members}))
 	}
-	s.atRegion(r, "start", nil, r.core.start)
+	s.atRegion(r, "start", nil, r.core.Start)
 }
 
 // terminate ends region r, whose core said stop: as the region actor's stopped, it
@@ -212,8 +213,8 @@ func (s *sim) terminate(r *simRegion) {
 	}
 	// What it holds would be lost with it. (Whether it waited for the acknowledgements
 	// of its hand-overs is not checked here: the checks of the deliveries show it.)
-	if c := r.core; c.total != 0 || len(c.owes) != 0 {
-		s.fail("region %s stopped holding %d messages, owing hand-overs of %v", r.id, c.total, slices.Sorted(maps.Keys(c.owes)))
+	if c := r.core; c.Buffered() != 0 || c.Owed() != 0 {
+		s.fail("region %s stopped holding %d messages: %v", r.id, c.Buffered(), c.Holding())
 	}
 	r.gone = true
 	s.leaves.terminated++
@@ -222,7 +223,7 @@ func (s *sim) terminate(r *simRegion) {
 	}
 	s.note(func() string { return fmt.Sprintf("%s terminates", r.id) })
 	// As regionActor.stopped: to the coordinator it registered with, if any.
-	s.toCoordRef(r, msgRegionStopped{})
+	s.toCoordRef(r, shardcore.RegionStopped{})
 	if c := s.coord; c != nil && !c.gone && c.watches[r.id] {
 		s.coordNotice(c, r.id)
 	}
@@ -274,7 +275,7 @@ func (s *sim) coordNotice(c *simCoord, id RegionID) {
 		}
 		delete(c.watches, id)
 		s.note(func() string { return fmt.Sprintf("%s <- Terminated(%s)", c.name(), id) })
-		s.applyCoord(c, c.core.step(inRegionTerminated{Region: id}))
+		s.applyCoord(c, c.core.Step(shardcore.InRegionTerminated{Region: id}))
 	})
 }
 
@@ -301,6 +302,6 @@ func (s *sim) regionNotice(w *simRegion, gone RegionID) {
 			s.leaves.overtaken++
 		}
 		s.note(func() string { return fmt.Sprintf("%s <- Terminated(%s)", w.id, gone) })
-		s.atRegion(w, "Terminated", nil, func() regionDecisions[simMsg] { return w.core.regionTerminated(gone) })
+		s.atRegion(w, "Terminated", nil, func() shardcore.RegionDecisions[simMsg] { return w.core.RegionTerminated(gone) })
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/shardcore"
 )
 
 // The simulation wires the cores together as the actors will: a coordinator, three
@@ -55,7 +56,7 @@ func (m simMsg) String() string {
 // simShard is one shard actor.
 type simShard struct {
 	name  string
-	core  *shardCore[simMsg]
+	core  *shardcore.ShardCore[simMsg]
 	alive map[EntityID]bool
 	done  bool
 	// fast is its fast path and incs its entities' last incarnations, in a run with
@@ -66,9 +67,9 @@ type simShard struct {
 
 type simRegion struct {
 	id     RegionID
-	core   *regionCore[simMsg]
+	core   *shardcore.RegionCore[simMsg]
 	shards map[ShardID]*simShard
-	// watches holds the regions this one watches (actWatch) and has not yet been told
+	// watches holds the regions this one watches (ActWatch) and has not yet been told
 	// the end of, as the region actor's regionIDs.
 	watches map[RegionID]bool
 	leaving bool // its graceful shutdown began
@@ -84,7 +85,7 @@ type simRegion struct {
 	goneCoords map[int]bool
 	// timers holds the core's single-shot timers that run, by when they fire
 	// (regionClock); the periodic retry tick fires at random steps instead (step).
-	timers map[timerKey]time.Time
+	timers map[shardcore.TimerKey]time.Time
 	// In a run with fast paths (sim_fast_test.go): its local shards' fast paths, its
 	// type entry (where EntityRefs find them) and its Ref (for EntityRefs).
 	fast  map[ShardID]*fastPath
@@ -95,11 +96,11 @@ type simRegion struct {
 func newSimRegion(id RegionID) *simRegion {
 	return &simRegion{
 		id:         id,
-		core:       newRegionCore[simMsg](id, regionSettings{}),
+		core:       shardcore.NewRegionCore[simMsg](id, shardcore.RegionSettings{}),
 		shards:     map[ShardID]*simShard{},
 		watches:    map[RegionID]bool{},
 		goneCoords: map[int]bool{},
-		timers:     map[timerKey]time.Time{},
+		timers:     map[shardcore.TimerKey]time.Time{},
 	}
 }
 
@@ -154,7 +155,7 @@ type sim struct {
 	stoppedUnasked, reordered int
 	log                       []func() string
 
-	shardCfg   shardSettings[simMsg]
+	shardCfg   shardcore.ShardSettings[simMsg]
 	remembered map[ShardID]map[EntityID]bool // the remember-entities store
 
 	leaves simLeaves
@@ -180,23 +181,23 @@ func newSim(t *testing.T, seed uint64, host *actor.TransportHost) *sim {
 		received: map[string][]int{},
 		alive:    map[EntityID]string{},
 	}
-	s.shardCfg = shardSettings[simMsg]{stopMessage: simMsg{stop: true}}
+	s.shardCfg = shardcore.ShardSettings[simMsg]{StopMessage: simMsg{stop: true}}
 	switch {
 	case host != nil:
 		// The fast path stays closed with an active-entity limit: remember-entities or not.
 		s.fast = &simFast{host: host, refSender: map[string]bool{}, refs: map[string]EntityRef[simMsg]{},
 			hold: map[chanKey]int{}, cont: map[string]*fastPath{}}
 		if seed%2 == 1 {
-			s.shardCfg.rememberEntities = true
+			s.shardCfg.RememberEntities = true
 			s.remembered = map[ShardID]map[EntityID]bool{}
 		}
 	case seed%3 == 1:
-		s.shardCfg.activeLimit = 2 // least-recently-used passivation all the time
+		s.shardCfg.ActiveLimit = 2 // least-recently-used passivation all the time
 	case seed%3 == 2:
-		s.shardCfg.rememberEntities = true
+		s.shardCfg.RememberEntities = true
 		s.remembered = map[ShardID]map[EntityID]bool{}
 	}
-	s.cs.stored = newCoordState(s.shardCfg.rememberEntities)
+	s.cs.stored = shardcore.NewCoordState(s.shardCfg.RememberEntities)
 	s.cs.view = simView{oldest: 1, cands: []int{1}}
 	s.cs.nextNode = 1
 	s.startCoord(1)
@@ -213,7 +214,7 @@ func newSim(t *testing.T, seed uint64, host *actor.TransportHost) *sim {
 		}
 	}
 	for _, r := range s.regions {
-		s.atRegion(r, "start", nil, r.core.start)
+		s.atRegion(r, "start", nil, r.core.Start)
 	}
 	return s
 }
@@ -287,9 +288,9 @@ func (s *sim) pop(k chanKey) func() {
 
 // ---- coordinator ----
 
-func (s *sim) applyCoord(c *simCoord, d coordDecisions) {
-	for _, p := range d.problems {
-		if errors.Is(p, errStoppedUnasked) && c.gen > 1 {
+func (s *sim) applyCoord(c *simCoord, d shardcore.CoordDecisions) {
+	for _, p := range d.Problems {
+		if errors.Is(p, shardcore.ErrStoppedUnasked) && c.gen > 1 {
 			// The region answers a HandOff of an earlier incarnation: the designed
 			// recovery (the shard is re-homed, its predecessor named), which the
 			// checks below follow.
@@ -299,16 +300,16 @@ func (s *sim) applyCoord(c *simCoord, d coordDecisions) {
 		}
 		s.fail("coordinator %s problem: %v", c.name(), p)
 	}
-	for _, m := range d.sends {
-		to, msg := m.to, m.msg
-		if _, ok := msg.(msgBeginHandOff); ok {
+	for _, m := range d.Sends {
+		to, msg := m.To, m.Msg
+		if _, ok := msg.(shardcore.BeginHandOff); ok {
 			s.moves++
 		}
-		if _, ok := msg.(msgNoShardHome); ok {
+		if _, ok := msg.(shardcore.NoShardHome); ok {
 			// Only when no region can host the shard: the leaving region then drops what
 			// it holds for it (ErrNoRegion), a documented loss.
-			for id := range c.core.state.regions {
-				if c.core.canHost(id) {
+			for _, id := range c.core.Regions() {
+				if c.core.CanHost(id) {
 					s.fail("coordinator tells %s that %T%+v while region %s could host it", to, msg, msg, id)
 				}
 			}
@@ -317,133 +318,133 @@ func (s *sim) applyCoord(c *simCoord, d coordDecisions) {
 		s.send(nodeName(c.node), string(to), func() {
 			r := s.region(to)
 			if !r.gone && s.fromAnother(r, c, msg) {
-				with, registered := r.coordRef, r.core.registered
+				with, registered := r.coordRef, r.core.Registered()
 				s.note(func() string {
 					return fmt.Sprintf("%s drops %T%+v of %s (registered %v with C%d)", to, msg, msg, c.name(), registered, with)
 				})
-				if ack, ok := msg.(msgRegisterAck); ok {
+				if ack, ok := msg.(shardcore.RegisterAck); ok {
 					if !registered {
 						s.cs.staleAcks++
 					}
-					s.applyRegion(r, r.core.staleRegisterAck(ack.Epoch))
+					s.applyRegion(r, r.core.StaleRegisterAck(ack.Epoch))
 				}
 				return
 			}
 			s.note(func() string { return fmt.Sprintf("%s <- %s %T%+v", to, c.name(), msg, msg) })
-			if _, ok := msg.(msgRegisterAck); ok && !r.gone {
+			if _, ok := msg.(shardcore.RegisterAck); ok && !r.gone {
 				s.registeredWith(r, c)
 			}
-			s.atRegion(r, fmt.Sprintf("%T from the coordinator", msg), nil, func() regionDecisions[simMsg] {
-				return r.core.fromCoordinator(msg)
+			s.atRegion(r, fmt.Sprintf("%T from the coordinator", msg), nil, func() shardcore.RegionDecisions[simMsg] {
+				return r.core.FromCoordinator(msg)
 			})
 		})
 	}
-	for _, id := range d.watch {
+	for _, id := range d.Watch {
 		s.coordWatch(c, id)
 	}
-	s.coordTimers(c, d.timers)
-	if d.store != nil {
-		s.coordStore(c, d.store)
+	s.coordTimers(c, d.Timers)
+	if d.Store != nil {
+		s.coordStore(c, d.Store)
 	}
 }
 
 // ---- regions ----
 
-func (s *sim) applyRegion(r *simRegion, d regionDecisions[simMsg]) {
+func (s *sim) applyRegion(r *simRegion, d shardcore.RegionDecisions[simMsg]) {
 	if r.gone {
 		s.fail("region %s stepped after it terminated", r.id)
 	}
-	for _, p := range d.problems {
+	for _, p := range d.Problems {
 		s.fail("region %s problem: %v", r.id, p)
 	}
-	for _, m := range d.dropped {
-		if r.leaving && errors.Is(m.err, ErrNoRegion) {
+	for _, m := range d.Dropped {
+		if r.leaving && errors.Is(m.Err, ErrNoRegion) {
 			s.noHome++ // no region could host its shard (checked in applyCoord)
 			continue
 		}
-		s.fail("region %s dropped %v: %v", r.id, m.msg, m.err)
+		s.fail("region %s dropped %v: %v", r.id, m.Msg, m.Err)
 	}
-	for _, a := range d.actions {
-		switch a.kind {
-		case actDeliver:
-			sh, msg := r.shards[a.shard], a.msg
+	for _, a := range d.Actions {
+		switch a.Kind {
+		case shardcore.ActDeliver:
+			sh, msg := r.shards[a.Shard], a.Msg
 			if s.fast != nil {
 				s.fastDeliver(r, sh, msg)
 				continue
 			}
-			s.send(string(r.id), sh.name, func() { s.applyShard(r, sh, sh.core.deliver(s.now, msg.entity, msg)) })
-		case actForward:
-			to, shard, msg := s.region(a.to), a.shard, a.msg
-			s.send(string(r.id), string(a.to), func() {
+			s.send(string(r.id), sh.name, func() { s.applyShard(r, sh, sh.core.Deliver(s.now, msg.entity, msg)) })
+		case shardcore.ActForward:
+			to, shard, msg := s.region(a.To), a.Shard, a.Msg
+			s.send(string(r.id), string(a.To), func() {
 				s.note(func() string { return fmt.Sprintf("%s <- %s forward %s %v", to.id, r.id, shard, msg) })
 				if s.fast != nil && !to.gone {
 					s.fastForwarded(to, shard, msg)
 					return
 				}
-				s.atRegion(to, "forward from "+string(r.id), []simMsg{msg}, func() regionDecisions[simMsg] {
-					return to.core.deliver(shard, msg)
+				s.atRegion(to, "forward from "+string(r.id), []simMsg{msg}, func() shardcore.RegionDecisions[simMsg] {
+					return to.core.Deliver(shard, msg)
 				})
 			})
-		case actStartShard:
-			if old := r.shards[a.shard]; old != nil && !old.done {
-				s.fail("region %s starts a second actor for shard %s", r.id, a.shard)
+		case shardcore.ActStartShard:
+			if old := r.shards[a.Shard]; old != nil && !old.done {
+				s.fail("region %s starts a second actor for shard %s", r.id, a.Shard)
 			}
 			sh := &simShard{
-				name:  fmt.Sprintf("%s/%s/%d", r.id, a.shard, s.rng.Int()),
-				core:  newShardCore[simMsg](a.shard, s.shardCfg),
+				name:  fmt.Sprintf("%s/%s/%d", r.id, a.Shard, s.rng.Int()),
+				core:  shardcore.NewShardCore[simMsg](a.Shard, s.shardCfg),
 				alive: map[EntityID]bool{},
 			}
-			r.shards[a.shard] = sh
+			r.shards[a.Shard] = sh
 			if s.fast != nil {
 				sh.incs = map[EntityID]*simInc{}
 				s.fastStartShard(r, sh)
 			}
-			s.applyShard(r, sh, sh.core.start(s.now))
-		case actHandOffShard:
-			sh := r.shards[a.shard]
+			s.applyShard(r, sh, sh.core.Start(s.now))
+		case shardcore.ActHandOffShard:
+			sh := r.shards[a.Shard]
 			if s.fast != nil {
 				s.send(string(r.id), sh.name, func() { s.applyShard(r, sh, fastHandOff(sh.fast, sh.core, s.now)) })
 				continue
 			}
-			s.send(string(r.id), sh.name, func() { s.applyShard(r, sh, sh.core.handOff(s.now)) })
-		case actHandOver:
-			to, shard, msgs, from := s.region(a.to), a.shard, a.msgs, r.id
+			s.send(string(r.id), sh.name, func() { s.applyShard(r, sh, sh.core.HandOff(s.now)) })
+		case shardcore.ActHandOver:
+			to, shard, msgs, from := s.region(a.To), a.Shard, a.Msgs, r.id
 			if r.leaving {
 				s.leaves.handOvers++
 			}
-			s.send(string(r.id), string(a.to), func() {
+			s.send(string(r.id), string(a.To), func() {
 				s.note(func() string { return fmt.Sprintf("%s <- %s hand-over %s %v", to.id, from, shard, msgs) })
-				s.atRegion(to, "hand-over from "+string(from), msgs, func() regionDecisions[simMsg] {
-					return to.core.handOverIn(from, shard, msgs, true)
+				s.atRegion(to, "hand-over from "+string(from), msgs, func() shardcore.RegionDecisions[simMsg] {
+					return to.core.HandOverIn(from, shard, msgs, true)
 				})
 			})
-		case actToCoordinator:
-			s.toCoordRef(r, a.proto)
-		case actToCandidates:
-			s.toCandidates(r, a.proto)
-		case actRegister:
-			s.toCandidates(r, msgRegister{})
-		case actToRegion:
-			to, from := s.region(a.to), r.id
-			switch proto := a.proto.(type) {
-			case msgBeginHandOffAck:
-				s.send(string(r.id), string(a.to), func() {
-					s.atRegion(to, "relayed BeginHandOffAck", nil, func() regionDecisions[simMsg] { return to.core.relayAck(proto) })
+		case shardcore.ActToCoordinator:
+			s.toCoordRef(r, a.Proto)
+		case shardcore.ActToCandidates:
+			s.toCandidates(r, a.Proto)
+		case shardcore.ActRegister:
+			s.toCandidates(r, shardcore.Register{})
+		case shardcore.ActToRegion:
+			to, from := s.region(a.To), r.id
+			switch proto := a.Proto.(type) {
+			case shardcore.BeginHandOffAck:
+				s.send(string(r.id), string(a.To), func() {
+					s.atRegion(to, "relayed BeginHandOffAck", nil, func() shardcore.RegionDecisions[simMsg] { return to.core.RelayAck(proto) })
 				})
-			case msgHandOverAck:
-				s.send(string(r.id), string(a.to), func() {
+			case shardcore.HandOverAck:
+				s.send(string(r.id), string(a.To), func() {
 					s.note(func() string { return fmt.Sprintf("%s <- %s HandOverAck %s", to.id, from, proto.Shard) })
-					s.atRegion(to, "HandOverAck", nil, func() regionDecisions[simMsg] { return to.core.handOverAcked(from, proto.Shard) })
+					s.atRegion(to, "HandOverAck", nil, func() shardcore.RegionDecisions[simMsg] { return to.core.HandOverAcked(from, proto.Shard) })
 				})
 			default:
-				s.fail("region %s sends %T to region %s", r.id, a.proto, a.to)
+				s.fail("region %s sends %T to region %s", r.id, a.Proto, a.To)
 			}
-		case actWatch:
-			s.regionWatch(r, a.to)
+		case shardcore.ActWatch:
+			s.regionWatch(r, a.To)
 		}
 	}
-	s.regionTimers(r, d.timers)
-	if d.stop {
+	s.regionTimers(r, d.Timers)
+	if d.Stop {
 		// After its last actions, as the region actor stops after carrying them out.
 		s.terminate(r)
 	}
@@ -454,13 +455,13 @@ func (s *sim) applyRegion(r *simRegion, d regionDecisions[simMsg]) {
 
 // regionTimers records r's timer operations (the periodic retry tick fires at random
 // steps, see step).
-func (s *sim) regionTimers(r *simRegion, ops []timerOp) {
+func (s *sim) regionTimers(r *simRegion, ops []shardcore.TimerOp) {
 	for _, op := range ops {
 		switch {
-		case op.cancel:
-			delete(r.timers, op.key)
-		case !op.periodic:
-			r.timers[op.key] = s.now.Add(op.after)
+		case op.Cancel:
+			delete(r.timers, op.Key)
+		case !op.Periodic:
+			r.timers[op.Key] = s.now.Add(op.After)
 		}
 	}
 }
@@ -469,14 +470,14 @@ func (s *sim) regionTimers(r *simRegion, ops []timerOp) {
 // gets them (timerFired): in the order they are due.
 func (s *sim) regionClock() {
 	for _, r := range s.liveRegions() {
-		keys := slices.SortedFunc(maps.Keys(r.timers), func(a, b timerKey) int {
-			return cmp.Or(r.timers[a].Compare(r.timers[b]), cmp.Compare(a.kind, b.kind), cmp.Compare(a.shard, b.shard))
+		keys := slices.SortedFunc(maps.Keys(r.timers), func(a, b shardcore.TimerKey) int {
+			return cmp.Or(r.timers[a].Compare(r.timers[b]), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Shard, b.Shard))
 		})
 		for _, k := range keys {
 			if at, ok := r.timers[k]; ok && !at.After(s.now) && !r.gone {
 				delete(r.timers, k)
-				s.note(func() string { return fmt.Sprintf("%s: timer %d %s fires", r.id, k.kind, k.shard) })
-				s.atRegion(r, "timer", nil, func() regionDecisions[simMsg] { return r.core.timer(k) })
+				s.note(func() string { return fmt.Sprintf("%s: timer %d %s fires", r.id, k.Kind, k.Shard) })
+				s.atRegion(r, "timer", nil, func() shardcore.RegionDecisions[simMsg] { return r.core.Timer(k) })
 			}
 		}
 	}
@@ -484,99 +485,99 @@ func (s *sim) regionClock() {
 
 // ---- shards and entities ----
 
-func (s *sim) applyShard(r *simRegion, sh *simShard, d shardDecisions[simMsg]) {
-	for _, p := range d.problems {
+func (s *sim) applyShard(r *simRegion, sh *simShard, d shardcore.ShardDecisions[simMsg]) {
+	for _, p := range d.Problems {
 		s.fail("shard %s problem: %v", sh.name, p)
 	}
-	for _, m := range d.dropped {
-		s.fail("shard %s dropped %v: %v", sh.name, m.msg, m.err)
+	for _, m := range d.Dropped {
+		s.fail("shard %s dropped %v: %v", sh.name, m.Msg, m.Err)
 	}
 	var spawned []EntityID
-	for _, a := range d.actions {
-		switch a.kind {
-		case shardSpawn:
-			if where, ok := s.alive[a.entity]; ok {
-				s.fail("entity %s starts in %s while it runs in %s", a.entity, sh.name, where)
+	for _, a := range d.Actions {
+		switch a.Kind {
+		case shardcore.ShardSpawn:
+			if where, ok := s.alive[a.Entity]; ok {
+				s.fail("entity %s starts in %s while it runs in %s", a.Entity, sh.name, where)
 			}
-			s.alive[a.entity] = sh.name
-			sh.alive[a.entity] = true
+			s.alive[a.Entity] = sh.name
+			sh.alive[a.Entity] = true
 			if s.fast != nil {
-				s.fastSpawn(r, sh, a.entity)
-				spawned = append(spawned, a.entity)
+				s.fastSpawn(r, sh, a.Entity)
+				spawned = append(spawned, a.Entity)
 			}
-		case shardDeliver:
+		case shardcore.ShardDeliver:
 			if s.fast != nil {
-				if !sh.fast.toEntity(a.entity, a.msg, actor.Ref{}, nil) {
-					s.fail("%v delivered to %s in %s, which has no actor", a.msg, a.entity, sh.name)
+				if !sh.fast.toEntity(a.Entity, a.Msg, actor.Ref{}, nil) {
+					s.fail("%v delivered to %s in %s, which has no actor", a.Msg, a.Entity, sh.name)
 				}
 				continue
 			}
-			if !sh.alive[a.entity] || a.msg.entity != a.entity {
-				s.fail("%v delivered to %s in %s, which does not run", a.msg, a.entity, sh.name)
+			if !sh.alive[a.Entity] || a.Msg.entity != a.Entity {
+				s.fail("%v delivered to %s in %s, which does not run", a.Msg, a.Entity, sh.name)
 			}
-			msg := a.msg
+			msg := a.Msg
 			s.note(func() string { return fmt.Sprintf("%s gets %v", sh.name, msg) })
-			k := a.msg.sender + ">" + string(a.entity)
-			s.received[k] = append(s.received[k], a.msg.seq)
-		case shardStopEntity, shardKill:
-			if a.kind == shardKill {
-				s.fail("entity %s killed", a.entity)
+			k := a.Msg.sender + ">" + string(a.Entity)
+			s.received[k] = append(s.received[k], a.Msg.seq)
+		case shardcore.ShardStopEntity, shardcore.ShardKill:
+			if a.Kind == shardcore.ShardKill {
+				s.fail("entity %s killed", a.Entity)
 			}
-			if !sh.alive[a.entity] {
-				s.fail("stop for %s in %s, which does not run", a.entity, sh.name)
+			if !sh.alive[a.Entity] {
+				s.fail("stop for %s in %s, which does not run", a.Entity, sh.name)
 			}
 			if s.fast != nil {
 				// The entity obeys when it takes the stop message from its mailbox.
-				sh.fast.stopEntity(a.entity, a.msg, actor.Ref{})
+				sh.fast.stopEntity(a.Entity, a.Msg, actor.Ref{})
 				continue
 			}
 			// The entity obeys at once; its end reaches the shard later.
-			delete(sh.alive, a.entity)
-			delete(s.alive, a.entity)
-			e := a.entity
-			s.send(sh.name+"/"+string(e), sh.name, func() { s.applyShard(r, sh, sh.core.entityTerminated(s.now, e)) })
+			delete(sh.alive, a.Entity)
+			delete(s.alive, a.Entity)
+			e := a.Entity
+			s.send(sh.name+"/"+string(e), sh.name, func() { s.applyShard(r, sh, sh.core.EntityTerminated(s.now, e)) })
 		}
 	}
 	if s.fast != nil {
 		fastListSpawned(sh.fast, sh.core, spawned)
 	}
-	if d.load {
+	if d.Load {
 		s.send(sh.name, "store", func() {
-			ids := slices.Sorted(maps.Keys(s.remembered[sh.core.id]))
-			s.send("store", sh.name, func() { s.applyShard(r, sh, sh.core.entitiesLoaded(s.now, ids)) })
+			ids := slices.Sorted(maps.Keys(s.remembered[sh.core.ID()]))
+			s.send("store", sh.name, func() { s.applyShard(r, sh, sh.core.EntitiesLoaded(s.now, ids)) })
 		})
 	}
-	if op := d.store; op != nil {
+	if op := d.Store; op != nil {
 		s.send(sh.name, "store", func() {
-			m := s.remembered[sh.core.id]
+			m := s.remembered[sh.core.ID()]
 			if m == nil {
 				m = map[EntityID]bool{}
-				s.remembered[sh.core.id] = m
+				s.remembered[sh.core.ID()] = m
 			}
-			for _, e := range op.started {
+			for _, e := range op.Started {
 				m[e] = true
 			}
-			for _, e := range op.stopped {
+			for _, e := range op.Stopped {
 				delete(m, e)
 			}
 			s.send("store", sh.name, func() {
 				if !sh.done {
-					s.applyShard(r, sh, sh.core.stored(s.now))
+					s.applyShard(r, sh, sh.core.Stored(s.now))
 				}
 			})
 		})
 	}
-	if d.ready {
+	if d.Ready {
 		s.send(sh.name, string(r.id), func() {
-			s.atRegion(r, "shardReady", nil, func() regionDecisions[simMsg] { return r.core.shardReady(sh.core.id) })
+			s.atRegion(r, "shardReady", nil, func() shardcore.RegionDecisions[simMsg] { return r.core.ShardReady(sh.core.ID()) })
 		})
 	}
-	if d.stopped {
+	if d.Stopped {
 		if len(sh.alive) > 0 {
 			s.fail("shard %s stopped with running entities %v", sh.name, slices.Sorted(maps.Keys(sh.alive)))
 		}
 		sh.done = true
-		left := d.leftovers
+		left := d.Leftovers
 		if s.fast != nil {
 			sh.fast.setOpen(false) // as the shard actor, stopped
 		}
@@ -584,7 +585,7 @@ func (s *sim) applyShard(r *simRegion, sh *simShard, d shardDecisions[simMsg]) {
 			if s.fast != nil && !r.gone {
 				s.fastShardGone(r, sh)
 			}
-			s.atRegion(r, "shard terminated", left, func() regionDecisions[simMsg] { return r.core.shardTerminated(sh.core.id, left) })
+			s.atRegion(r, "shard terminated", left, func() shardcore.RegionDecisions[simMsg] { return r.core.ShardTerminated(sh.core.ID(), left) })
 		})
 	}
 }
@@ -619,7 +620,7 @@ func (s *sim) step() {
 				s.fastRoute(r, m)
 				return
 			}
-			s.atRegion(r, "tell from "+x, []simMsg{m}, func() regionDecisions[simMsg] { return r.core.deliver(shardOf(e), m) })
+			s.atRegion(r, "tell from "+x, []simMsg{m}, func() shardcore.RegionDecisions[simMsg] { return r.core.Deliver(shardOf(e), m) })
 		}
 		if r.leaving {
 			// Taken at once: the region could stop before it reads a message on its way,
@@ -630,7 +631,7 @@ func (s *sim) step() {
 		}
 	case n < 28:
 		if c := s.coord; c.live() {
-			s.applyCoord(c, c.core.step(inTimer{Key: timerKey{kind: timerRebalance}}))
+			s.applyCoord(c, c.core.Step(shardcore.InTimer{Key: shardcore.TimerKey{Kind: shardcore.TimerRebalance}}))
 		}
 	case n < 30:
 		if s.fast != nil {
@@ -641,7 +642,9 @@ func (s *sim) step() {
 	case n < 31:
 		live := s.liveRegions()
 		r := live[s.rng.IntN(len(live))]
-		s.atRegion(r, "retry tick", nil, func() regionDecisions[simMsg] { return r.core.timer(timerKey{kind: timerRetry}) })
+		s.atRegion(r, "retry tick", nil, func() shardcore.RegionDecisions[simMsg] {
+			return r.core.Timer(shardcore.TimerKey{Kind: shardcore.TimerRetry})
+		})
 	case n < 32:
 		s.leaveOrJoin()
 	case n < 33 && s.coordFaults:
@@ -674,7 +677,7 @@ func (s *sim) passivateOne() {
 	}
 	c := cands[s.rng.IntN(len(cands))]
 	s.send(c.sh.name+"/"+string(c.e), c.sh.name, func() {
-		s.applyShard(c.r, c.sh, c.sh.core.passivate(c.e, simMsg{stop: true}))
+		s.applyShard(c.r, c.sh, c.sh.core.Passivate(c.e, simMsg{stop: true}))
 	})
 }
 
@@ -695,16 +698,18 @@ func (s *sim) drain() {
 		}
 		total, leaving := 0, 0
 		for _, r := range s.liveRegions() {
-			total += r.core.total + len(r.core.owes)
+			total += r.core.Buffered() + r.core.Owed()
 			if r.leaving {
 				leaving++
 			}
 		}
-		if total == 0 && leaving == 0 && len(s.coord.core.workers) == 0 {
+		if total == 0 && leaving == 0 && s.coord.core.HandOffs() == 0 {
 			return
 		}
 		for _, r := range s.liveRegions() {
-			s.atRegion(r, "retry tick", nil, func() regionDecisions[simMsg] { return r.core.timer(timerKey{kind: timerRetry}) })
+			s.atRegion(r, "retry tick", nil, func() shardcore.RegionDecisions[simMsg] {
+				return r.core.Timer(shardcore.TimerKey{Kind: shardcore.TimerRetry})
+			})
 		}
 		s.now = s.now.Add(2 * time.Second)
 		s.coordClock()
@@ -718,17 +723,12 @@ func (s *sim) drain() {
 	}
 	workers := -1
 	if s.coord.live() {
-		workers = len(s.coord.core.workers)
+		workers = s.coord.core.HandOffs()
 	}
 	var held []string
 	for _, r := range s.liveRegions() {
-		for _, id := range slices.Sorted(maps.Keys(r.core.buffers)) {
-			home, known := r.core.homes[id]
-			held = append(held, fmt.Sprintf("%s holds %s (home %q known %v, waiting for %q, registered %v with C%d)",
-				r.id, id, home, known, r.core.waiting[id], r.core.registered, r.coordRef))
-		}
-		for _, id := range slices.Sorted(maps.Keys(r.core.owes)) {
-			held = append(held, fmt.Sprintf("%s owes %s a hand-over (target %q)", r.id, id, r.core.target[id]))
+		for _, h := range r.core.Holding() {
+			held = append(held, fmt.Sprintf("%s (coordinator C%d)", h, r.coordRef))
 		}
 	}
 	s.fail("messages still waiting after draining (coordinator hand-offs %d, regions still leaving %v): %v", workers, leaving, held)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/ddata"
+	"github.com/troupe-go/troupe/internal/shardcore"
 	"github.com/troupe-go/troupe/internal/wiretypes"
 	"go.uber.org/zap"
 )
@@ -38,7 +39,7 @@ const (
 )
 
 // coordStateRegister is the register that holds a coordinator's state.
-type coordStateRegister = *ddata.LWWRegister[coordState]
+type coordStateRegister = *ddata.LWWRegister[shardcore.CoordState]
 
 func coordStateKey(typeName string) ddata.Key[coordStateRegister] {
 	return ddata.NewKey[coordStateRegister](typeName + "CoordinatorState")
@@ -95,14 +96,14 @@ func (c *ddataCoordinator) Receive(ctx actor.Context) {
 			c.log.Warn("sharding: reading the remembered shards failed; starting without them", zap.Error(m.Err))
 		}
 		if len(shards) > 0 {
-			c.step(ctx, inRememberedShards{Shards: shards})
+			c.step(ctx, shardcore.InRememberedShards{Shards: shards})
 		}
 	case ddata.UpdateResponse[coordStateRegister]:
 		if m.Err != nil {
 			// The core reports the first failure of each write (a warning); the
 			// retries are logged here at debug only.
 			c.log.Debug("sharding: writing the coordinator's state failed; retrying", zap.Error(m.Err))
-			c.step(ctx, inStoreFailed{Err: m.Err})
+			c.step(ctx, shardcore.InStoreFailed{Err: m.Err})
 			return
 		}
 		c.storeDone(ctx)
@@ -122,11 +123,11 @@ func (c *ddataCoordinator) readState(ctx actor.Context) {
 }
 
 func (c *ddataCoordinator) stateRead(ctx actor.Context, m ddata.ReadResponse[coordStateRegister]) {
-	var st *coordState
+	var st *shardcore.CoordState
 	switch {
 	case m.Err == nil:
 		v := m.Value.Value()
-		st = v.clone()
+		st = v.Clone()
 	case errors.Is(m.Err, ddata.ErrNotFound):
 	case errors.Is(m.Err, ddata.ErrTimeout):
 		c.log.Warn("sharding: reading the coordinator's state timed out; retrying", zap.Error(m.Err))
@@ -137,7 +138,7 @@ func (c *ddataCoordinator) stateRead(ctx actor.Context, m ddata.ReadResponse[coo
 		ctx.StartSingleTimer(retryReadState{}, retryReadState{}, ddataRetryDelay)
 		return
 	}
-	c.step(ctx, inStateLoaded{State: st})
+	c.step(ctx, shardcore.InStateLoaded{State: st})
 	if c.cfg.RememberEntities {
 		level := ddata.ReadMajority(c.cfg.Timings.WaitingForStateTimeout, ddataMinCap)
 		if err := ddata.SendRead(ctx, c.repl, allShardsKey(c.entry.name), level, readAllShards{}); err != nil {
@@ -147,13 +148,13 @@ func (c *ddataCoordinator) stateRead(ctx actor.Context, m ddata.ReadResponse[coo
 }
 
 // writeState stores the next state; the answer comes as an UpdateResponse.
-func (c *ddataCoordinator) writeState(ctx actor.Context, st *coordStore) bool {
-	next := *st.state
+func (c *ddataCoordinator) writeState(ctx actor.Context, st *shardcore.CoordStore) bool {
+	next := *st.State
 	self := c.repl.SelfUniqueAddress()
 	level := ddata.WriteMajorityPlus(c.cfg.Timings.UpdatingStateTimeout, ddataWritePlus, ddataMinCap)
 	err := ddata.SendUpdate(ctx, c.repl, coordStateKey(c.entry.name), level, nil,
 		func(r coordStateRegister) (coordStateRegister, error) {
-			r.Set(self, next, ddata.DefaultClock[coordState])
+			r.Set(self, next, ddata.DefaultClock[shardcore.CoordState])
 			return r, nil
 		}, writeState{})
 	if err != nil {
@@ -177,8 +178,8 @@ type ddataRememberStore struct {
 // Request contexts of the store.
 type (
 	rememberReadCtx   struct{}
-	rememberWriteCtx  struct{ op *entityStoreOp }
-	rememberListCtx   struct{ op *entityStoreOp }
+	rememberWriteCtx  struct{ op *shardcore.EntityStoreOp }
+	rememberListCtx   struct{ op *shardcore.EntityStoreOp }
 	rememberRetryLoad struct{}
 )
 
@@ -218,10 +219,10 @@ func (s *ddataRememberStore) Receive(ctx actor.Context) {
 		level := ddata.WriteMajority(s.timeout, ddataMinCap)
 		err := ddata.SendUpdate(ctx, s.repl, rememberKey(s.typeName, s.shard), level, nil,
 			func(set *ddata.ORSet[string]) (*ddata.ORSet[string], error) {
-				for _, id := range op.started {
+				for _, id := range op.Started {
 					set.Add(self, string(id))
 				}
-				for _, id := range op.stopped {
+				for _, id := range op.Stopped {
 					set.Remove(string(id))
 				}
 				return set, nil
@@ -235,7 +236,7 @@ func (s *ddataRememberStore) Receive(ctx actor.Context) {
 			_ = ctx.Send(ctx.Parent(), rememberFailed{err: m.Err})
 			return
 		}
-		if s.listed || len(op.started) == 0 {
+		if s.listed || len(op.Started) == 0 {
 			_ = ctx.Send(ctx.Parent(), rememberWritten{})
 			return
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/shardcore"
 	"github.com/troupe-go/troupe/internal/tracewire"
 	"github.com/troupe-go/troupe/internal/wiretypes"
 	"github.com/troupe-go/troupe/serialization"
@@ -191,18 +192,12 @@ type msgHandOverDone struct {
 	Shard ShardID `msgpack:"shard"`
 }
 
-// msgHandOverAck answers msgHandOverDone: the receiving region has taken the hand-over
-// of Shard. The region that handed it over does not stop before it (regionCore.handedOver).
-type msgHandOverAck struct {
-	Shard ShardID `msgpack:"shard"`
-}
-
 // ---- messages within one system (never serialized) ----
 
 // shardHandOff tells a shard actor to hand off.
 type shardHandOff struct{}
 
-// shardReady tells the region that a shard takes messages.
+// ShardReady tells the region that a shard takes messages.
 type shardReady struct{ shard ShardID }
 
 // shardLeftovers gives the region what a stopped shard held undelivered; it precedes the
@@ -223,13 +218,12 @@ type shardEntities struct {
 }
 
 // timerFired is a core timer's message.
-type timerFired struct{ key timerKey }
+type timerFired struct{ key shardcore.TimerKey }
 
 // The messages between regions are Troupe's own wire types.
 func init() {
 	wiretypes.MustRegister[*msgDelivery](deliveryName)
 	wiretypes.MustRegister[msgHandOverDone]("troupe.sharding.HandOverDone.v1")
-	wiretypes.MustRegister[msgHandOverAck]("troupe.sharding.HandOverAck.v1")
 }
 
 // wireDelivery returns the form of d that goes to region to: as it is within this
