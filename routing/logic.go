@@ -2,6 +2,7 @@ package routing
 
 import (
 	"errors"
+	"math/bits"
 	"math/rand/v2"
 	"sync/atomic"
 
@@ -49,21 +50,44 @@ func RoundRobin() Logic { return &roundRobin{} }
 type roundRobin struct{ next atomic.Uint64 }
 
 func (l *roundRobin) Prepare(routees []actor.Ref) Selector {
-	return &roundRobinSelector{next: &l.next, routees: routees}
+	return &roundRobinSelector{next: &l.next, routees: routees, div: newDivisor(len(routees))}
 }
 
 type roundRobinSelector struct {
 	next    *atomic.Uint64
 	routees []actor.Ref
+	div     divisor
 }
 
 func (s *roundRobinSelector) Select(any) ([]actor.Ref, error) {
-	n := uint64(len(s.routees))
-	if n == 0 {
+	if len(s.routees) == 0 {
 		return nil, ErrNoRoutees
 	}
-	i := (s.next.Add(1) - 1) % n
+	i := s.pick()
 	return s.routees[i : i+1], nil
+}
+
+// pick returns the index of the next routee; there must be one.
+func (s *roundRobinSelector) pick() uint64 {
+	return s.div.mod(uint32(s.next.Add(1) - 1))
+}
+
+// divisor computes x mod d with a multiplication instead of a division (Lemire's
+// "faster remainder by direct computation"), which is several times cheaper on the
+// routing path. The counter it is used with wraps at 2^32, where the turn skips
+// ahead once.
+type divisor struct{ m, d uint64 }
+
+func newDivisor(d int) divisor {
+	if d <= 0 {
+		return divisor{}
+	}
+	return divisor{m: ^uint64(0)/uint64(d) + 1, d: uint64(d)}
+}
+
+func (v divisor) mod(x uint32) uint64 {
+	hi, _ := bits.Mul64(v.m*uint64(x), v.d)
+	return hi
 }
 
 // Random returns the logic that sends each message to a routee picked at random.

@@ -319,3 +319,16 @@ func waitIdle(t *testing.T, ref actor.Ref) {
 		runtime.Gosched()
 	}
 }
+
+func TestRoundRobinDivisor(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	for _, n := range []int{1, 2, 3, 7, 8, 10, 100, 1000} {
+		rs := refs(t, sys, fmt.Sprintf("d%d-", n), n)
+		s := routing.RoundRobin().Prepare(rs)
+		for i := range 3 * n {
+			if got := selectOne(t, s, i); got != rs[i%n] {
+				t.Fatalf("n=%d: message %d to %v, want %v", n, i, got, rs[i%n])
+			}
+		}
+	}
+}

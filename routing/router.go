@@ -100,6 +100,7 @@ type Router struct {
 type snapshot struct {
 	routees  []actor.Ref
 	sel      Selector
+	rr       *roundRobinSelector // sel, when it is round-robin with routees: the fast path
 	viaActor bool // the logic's requests need the router actor (a collector)
 	stopped  bool // the router has stopped: everything is a dead letter
 }
@@ -226,6 +227,9 @@ func (r *Router) Send(msg any, sender actor.Ref) error {
 		return sendAll(s.routees, m.Msg, sender)
 	}
 	s := r.snap.Load()
+	if s.rr != nil {
+		return s.routees[s.rr.pick()].Send(msg, sender)
+	}
 	if s.viaActor {
 		return r.ref.Send(msg, sender)
 	}
@@ -284,7 +288,11 @@ func (r *Router) Ask(ctx context.Context, msg any) *actor.Future {
 // not modify it afterwards).
 func (r *Router) publish(logic Logic, routees []actor.Ref) {
 	_, via := logic.(collecting)
-	r.snap.Store(&snapshot{routees: routees, sel: logic.Prepare(routees), viaActor: via})
+	s := &snapshot{routees: routees, sel: logic.Prepare(routees), viaActor: via}
+	if rr, ok := s.sel.(*roundRobinSelector); ok && len(routees) > 0 {
+		s.rr = rr
+	}
+	r.snap.Store(s)
 }
 
 // publishStopped makes every later send a dead letter.

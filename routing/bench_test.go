@@ -1,0 +1,114 @@
+package routing_test
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/routing"
+)
+
+// The router benchmarks share one shape: one sender tells b.N messages, each with a
+// key, and the clock stops when the actors have handled them all (a shared counter
+// of handled messages, checked against b.N). BenchmarkTellOneActor is the floor: the
+// same messages told to one actor.
+
+type benchMsg struct{ key string }
+
+func (m *benchMsg) RoutingKey() string { return m.key }
+
+func benchMessages() []*benchMsg {
+	msgs := make([]*benchMsg, 1024)
+	for i := range msgs {
+		msgs[i] = &benchMsg{key: "entity-" + strconv.Itoa(i)}
+	}
+	return msgs
+}
+
+func benchSystem(b *testing.B) *actor.System {
+	sys, err := actor.New("bench", actor.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = sys.Shutdown(context.Background()) })
+	return sys
+}
+
+// counting returns Props of an actor that counts benchMsgs into handled and closes
+// done when the count reaches n.
+func counting(handled *atomic.Int64, n int64, done chan struct{}) *actor.Props {
+	return actor.PropsFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(*benchMsg); ok {
+			if handled.Add(1) == n {
+				close(done)
+			}
+		}
+	})
+}
+
+func benchTell(b *testing.B, tell func(msg *benchMsg) error, done chan struct{}, handled *atomic.Int64) {
+	msgs := benchMessages()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := tell(msgs[i&1023]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	<-done
+	b.StopTimer()
+	if got := handled.Load(); got != int64(b.N) {
+		b.Fatalf("handled %d of %d", got, b.N)
+	}
+}
+
+func BenchmarkTellOneActor(b *testing.B) {
+	sys := benchSystem(b)
+	var handled atomic.Int64
+	done := make(chan struct{})
+	ref, err := sys.Spawn(counting(&handled, int64(b.N), done), "sink")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchTell(b, func(m *benchMsg) error { return ref.Tell(m) }, done, &handled)
+}
+
+func benchPool(b *testing.B, logic routing.Logic, viaRef bool) { benchPoolOf(b, 8, logic, viaRef) }
+
+func benchPoolOf(b *testing.B, size int, logic routing.Logic, viaRef bool) {
+	sys := benchSystem(b)
+	var handled atomic.Int64
+	done := make(chan struct{})
+	r, err := routing.NewPool(context.Background(), sys, routing.PoolConfig{
+		Routee: counting(&handled, int64(b.N), done),
+		Size:   size,
+		Logic:  logic,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if viaRef {
+		ref := r.Ref()
+		benchTell(b, func(m *benchMsg) error { return ref.Tell(m) }, done, &handled)
+		return
+	}
+	benchTell(b, func(m *benchMsg) error { return r.Tell(m) }, done, &handled)
+}
+
+func BenchmarkRoundRobinPool8(b *testing.B) { benchPool(b, routing.RoundRobin(), false) }
+
+func BenchmarkConsistentHashPool8(b *testing.B) {
+	benchPool(b, routing.ConsistentHashing(routing.ConsistentHashingConfig{}), false)
+}
+
+// BenchmarkRoundRobinPool8ViaRef sends to the router actor's Ref: one more hop.
+func BenchmarkRoundRobinPool8ViaRef(b *testing.B) { benchPool(b, routing.RoundRobin(), true) }
+
+func BenchmarkRandomPool8(b *testing.B) { benchPool(b, routing.Random(), false) }
+
+func BenchmarkSmallestMailboxPool8(b *testing.B) { benchPool(b, routing.SmallestMailbox(), false) }
+
+// BenchmarkRoundRobinPool1 is the cost of routing alone: a pool of one.
+func BenchmarkRoundRobinPool1(b *testing.B) { benchPoolOf(b, 1, routing.RoundRobin(), false) }
