@@ -101,8 +101,8 @@ type snapshot struct {
 	routees  []actor.Ref
 	sel      Selector
 	rr       *roundRobinSelector // sel, when it is round-robin with routees: the fast path
-	viaActor bool // the logic's requests need the router actor (a collector)
-	stopped  bool // the router has stopped: everything is a dead letter
+	viaActor bool                // the logic's requests need the router actor (a collector)
+	stopped  bool                // the router has stopped: everything is a dead letter
 }
 
 // NewPool starts a pool router under parent: a router actor that spawns cfg.Size
