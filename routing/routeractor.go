@@ -21,6 +21,9 @@ type routerActor struct {
 	size    int
 	initial []actor.Ref
 	paths   []string
+	// feed, when set, is a child that sends UpdateRoutees as a source of routees
+	// changes (a cluster's membership).
+	feed *actor.Props
 
 	routees  []actor.Ref            // in routing order; replaced, never modified, once published
 	children map[actor.Ref]struct{} // the routees this pool spawned
@@ -102,6 +105,11 @@ func (a *routerActor) start(ctx actor.Context) {
 	a.routees = routees
 	a.h.publish(a.logic, routees)
 	a.h.markReady(ctx.System())
+	if a.feed != nil {
+		if _, err := ctx.Spawn(a.feed, "feed"); err != nil && !errors.Is(err, actor.ErrStopping) {
+			ctx.Logger().Error("routing: cannot start the group's source of routees", zap.Error(err))
+		}
+	}
 	if a.pool != nil && len(routees) == 0 {
 		_ = ctx.Stop(ctx.Self())
 	}
