@@ -49,9 +49,7 @@ func TestGroupRoutesToRefsAndPaths(t *testing.T) {
 	_ = b.Tell(actor.PoisonPill{})
 	probe.ExpectTerminated(b)
 	probe.Watch(r.Ref())
-	if got := routees(t, r); len(got) != 0 {
-		t.Fatalf("routees %v after both stopped", got)
-	}
+	awaitRouteesEqual(t, r, nil)
 
 	// With none, a send fails at once: an error and a counted dead letter.
 	dead := testkit.NewProbe(t, sys)
