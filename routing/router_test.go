@@ -267,3 +267,47 @@ func TestManagementMessages(t *testing.T) {
 		t.Fatalf("outsider: %v", err)
 	}
 }
+
+func TestRouterTellDoesNotAllocate(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	r := newPool(t, sys, routing.PoolConfig{Routee: echoProps(actor.Ref{}), Size: 4})
+	msg := &struct{ n int }{}
+	// The routees ignore *struct{n int}; a Tell of a pointer allocates nothing, routed
+	// or not (the mailbox's segments are reused once its routee keeps up).
+	for range 1000 {
+		_ = r.Tell(msg)
+	}
+	if n := testing.AllocsPerRun(1000, func() { _ = r.Tell(msg) }); n > 0.01 {
+		t.Errorf("Router.Tell allocates %v times per message", n)
+	}
+}
+
+func TestPoolAsAChildStopsWithItsParent(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	probe := testkit.NewProbe(t, sys)
+	parent, err := sys.Spawn(actor.PropsFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(actor.Started); ok {
+			r, err := routing.NewPool(context.Background(), ctx, routing.PoolConfig{Name: "pool", Routee: echoProps(actor.Ref{}), Size: 2})
+			if err != nil {
+				_ = probe.Ref().Tell(err)
+				return
+			}
+			_ = probe.Ref().Tell(r)
+		}
+	}), "parent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := testkit.ExpectMsgType[*routing.Router](probe)
+	if r.Ref().Path() != "/user/parent/pool" {
+		t.Fatalf("router at %v", r.Ref().Path())
+	}
+	rs := routees(t, r)
+	for _, ref := range append([]actor.Ref{r.Ref()}, rs...) {
+		probe.Watch(ref)
+	}
+	_ = sys.Stop(parent)
+	for range 3 {
+		testkit.ExpectMsgType[actor.Terminated](probe)
+	}
+}
