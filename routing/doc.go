@@ -20,7 +20,8 @@
 //	err = r.Tell(routing.Broadcast{Msg: m}) // to every routee
 //
 // A routee that stops is removed (the router watches every routee). A pool stops
-// when its last routee is gone (nothing would route again), and an actor.PoisonPill
+// when its last routee is gone (nothing would route again), unless it has a Resizer,
+// which grows it back on the next message; an actor.PoisonPill
 // sent to it stops it and, with it, its routees; a group stays up with no routees,
 // failing sends with ErrNoRoutees, until some are added.
 //
@@ -55,6 +56,13 @@
 // routee and passes the first reply on; TailChopping asks one routee, then one more
 // after each interval, and passes the first reply on; both give up with an
 // actor.Failure wrapping ErrNoReply after Within. Implement Logic for others.
+//
+// # Resizing a pool
+//
+// PoolConfig.Resizer grows a pool while its routees are busy and shrinks it while
+// they idle, between bounds, as Akka's default resizer does: every MessagesPerResize
+// messages, the router actor counts the routees under pressure (actor.Ref.Activity)
+// and adds or removes a share of them.
 //
 // # Feeding a group
 //

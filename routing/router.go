@@ -31,16 +31,30 @@ type PoolConfig struct {
 	// (keeping its place among the routees) or stopped (and then removed) as it
 	// decides. Nil means supervision.DefaultStrategy (restart).
 	Strategy supervision.Strategy
+	// Resizer, when set, resizes the pool with its load between its bounds; Size is
+	// then the starting size (raised to the lower bound, and may be 0). A pool with a
+	// resizer does not stop when it has no routees: the next message routed makes it
+	// grow back to its lower bound.
+	Resizer *Resizer
 }
 
-// Validate reports a missing or invalid Routee and a Size below 1, wrapping
-// ErrInvalidConfig.
+// Validate reports a missing or invalid Routee, a Size below 1 (below 0 with a
+// Resizer) and an invalid Resizer, wrapping ErrInvalidConfig.
 func (c PoolConfig) Validate() error {
 	if c.Routee == nil {
 		return fmt.Errorf("%w: pool needs Routee props", ErrInvalidConfig)
 	}
 	if err := c.Routee.Validate(); err != nil {
 		return fmt.Errorf("%w: Routee: %w", ErrInvalidConfig, err)
+	}
+	if c.Resizer != nil {
+		if err := c.Resizer.Validate(); err != nil {
+			return err
+		}
+		if c.Size < 0 {
+			return fmt.Errorf("%w: pool Size %d is negative", ErrInvalidConfig, c.Size)
+		}
+		return nil
 	}
 	if c.Size < 1 {
 		return fmt.Errorf("%w: pool Size %d, want at least 1", ErrInvalidConfig, c.Size)
@@ -93,6 +107,12 @@ type Router struct {
 	snap  atomic.Pointer[snapshot]
 	ready chan struct{}
 	once  sync.Once
+
+	// A resizable pool's senders count messages, and every perResize-th asks the router
+	// actor to resize, unless a resize is already asked for.
+	perResize uint64
+	routed    atomic.Uint64
+	resizing  atomic.Bool
 }
 
 // snapshot is what senders route with: an immutable set of routees and the Selector
@@ -118,8 +138,18 @@ func NewPool(ctx context.Context, parent Spawner, cfg PoolConfig) (*Router, erro
 		cfg.Logic = RoundRobin()
 	}
 	r := &Router{ready: make(chan struct{})}
+	size := cfg.Size
+	var resizer *Resizer
+	if cfg.Resizer != nil {
+		z := cfg.Resizer.withDefaults()
+		resizer = &z
+		size = min(max(size, z.LowerBound), z.UpperBound)
+		r.perResize = uint64(z.MessagesPerResize)
+	}
 	props := &actor.Props{
-		Producer: func() actor.Actor { return &routerActor{h: r, logic: cfg.Logic, pool: cfg.Routee, size: cfg.Size} },
+		Producer: func() actor.Actor {
+			return &routerActor{h: r, logic: cfg.Logic, pool: cfg.Routee, size: size, resizer: resizer}
+		},
 		Strategy: cfg.Strategy,
 	}
 	return r.start(ctx, parent, props, cfg.Name)
@@ -230,6 +260,10 @@ func (r *Router) Send(msg any, sender actor.Ref) error {
 	if s.rr != nil {
 		return s.routees[s.rr.pick()].Send(msg, sender)
 	}
+	if r.perResize > 0 {
+		// Counted once sent, so that the resize sees the routee the message made busy.
+		defer r.countForResize()
+	}
 	if s.viaActor {
 		return r.ref.Send(msg, sender)
 	}
@@ -246,6 +280,16 @@ func (r *Router) Send(msg any, sender actor.Ref) error {
 		return to[0].Send(msg, sender)
 	}
 	return sendAll(to, msg, sender)
+}
+
+// countForResize counts a routed message and asks the router actor to resize at every
+// perResize-th, the first included.
+func (r *Router) countForResize() {
+	if (r.routed.Add(1)-1)%r.perResize == 0 && r.resizing.CompareAndSwap(false, true) {
+		if err := r.ref.Tell(resizeCheck{}); err != nil {
+			r.resizing.Store(false)
+		}
+	}
 }
 
 // sendAll sends msg to every ref, returning the first error.
@@ -289,7 +333,7 @@ func (r *Router) Ask(ctx context.Context, msg any) *actor.Future {
 func (r *Router) publish(logic Logic, routees []actor.Ref) {
 	_, via := logic.(collecting)
 	s := &snapshot{routees: routees, sel: logic.Prepare(routees), viaActor: via}
-	if rr, ok := s.sel.(*roundRobinSelector); ok && len(routees) > 0 {
+	if rr, ok := s.sel.(*roundRobinSelector); ok && len(routees) > 0 && r.perResize == 0 {
 		s.rr = rr
 	}
 	r.snap.Store(s)

@@ -19,6 +19,7 @@ type routerActor struct {
 	// A pool spawns size routees from pool; a group starts from initial and paths.
 	pool    *actor.Props
 	size    int
+	resizer *Resizer // a resizable pool's, with its defaults filled in
 	initial []actor.Ref
 	paths   []string
 	// feed, when set, is a child that sends UpdateRoutees as a source of routees
@@ -59,6 +60,8 @@ func (a *routerActor) Receive(ctx actor.Context) {
 		a.adjust(ctx, m.Change)
 	case UpdateRoutees:
 		a.update(ctx, m.Refs)
+	case resizeCheck:
+		a.resize(ctx)
 	case Broadcast:
 		if len(a.routees) == 0 {
 			ctx.System().PublishDeadLetter(ctx.Self(), m, ctx.Sender(), ErrNoRoutees)
@@ -134,8 +137,25 @@ func (a *routerActor) spawn(ctx actor.Context) (actor.Ref, bool) {
 func (a *routerActor) set(ctx actor.Context, routees []actor.Ref) {
 	a.routees = routees
 	a.h.publish(a.logic, routees)
-	if a.pool != nil && len(routees) == 0 {
+	if a.pool != nil && a.resizer == nil && len(routees) == 0 {
 		_ = ctx.Stop(ctx.Self())
+	}
+}
+
+// resize applies the resizer to the routees' load now.
+func (a *routerActor) resize(ctx actor.Context) {
+	defer a.h.resizing.Store(false)
+	if a.resizer == nil {
+		return
+	}
+	pressure := 0
+	for _, r := range a.routees {
+		if a.resizer.underPressure(r.Activity()) {
+			pressure++
+		}
+	}
+	if change := a.resizer.Change(len(a.routees), pressure); change != 0 {
+		a.adjust(ctx, change)
 	}
 }
 
@@ -206,6 +226,9 @@ func (a *routerActor) update(ctx actor.Context, refs []actor.Ref) {
 // route sends a message that came to the router actor itself to its routees, with its
 // original sender.
 func (a *routerActor) route(ctx actor.Context, msg any) {
+	if a.h.perResize > 0 {
+		defer a.h.countForResize()
+	}
 	sel := a.h.snap.Load().sel
 	to, err := sel.Select(msg)
 	if err != nil {
