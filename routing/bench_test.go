@@ -112,3 +112,36 @@ func BenchmarkSmallestMailboxPool8(b *testing.B) { benchPool(b, routing.Smallest
 
 // BenchmarkRoundRobinPool1 is the cost of routing alone: a pool of one.
 func BenchmarkRoundRobinPool1(b *testing.B) { benchPoolOf(b, 1, routing.RoundRobin(), false) }
+
+// BenchmarkSelect is the logics' own cost: choosing among 8 routees, with no send.
+func BenchmarkSelect(b *testing.B) {
+	sys := benchSystem(b)
+	routees := make([]actor.Ref, 8)
+	for i := range routees {
+		ref, err := sys.Spawn(actor.PropsFunc(func(actor.Context) {}), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		routees[i] = ref
+	}
+	msgs := benchMessages()
+	for _, l := range []struct {
+		name  string
+		logic routing.Logic
+	}{
+		{"RoundRobin", routing.RoundRobin()},
+		{"Random", routing.Random()},
+		{"ConsistentHash", routing.ConsistentHashing(routing.ConsistentHashingConfig{})},
+		{"SmallestMailbox", routing.SmallestMailbox()},
+	} {
+		b.Run(l.name, func(b *testing.B) {
+			s := l.logic.Prepare(routees)
+			b.ReportAllocs()
+			for i := range b.N {
+				if _, err := s.Select(msgs[i&1023]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
