@@ -22,12 +22,14 @@ func (p *keyedPayload) RoutingKey() string { return p.key }
 
 // runRouterPool measures routers against their floor in one process: n messages told
 // from one goroutine to one actor (the floor), to a round-robin pool of 8 and to a
-// consistent-hashing pool of 8 (1,024 distinct keys), each part timed until its
-// actors have handled all n. The parts rotate their order over the rounds, each after
-// a GC. It prints the round-robin pool's medians (ops_per_sec, seconds, ...), the
-// floor's (floor_ops_per_sec), the consistent-hashing pool's (ch_ops_per_sec), the
-// ratios of the medians to the floor (ratio, ch_ratio) and the range of the per-round
-// ratios.
+// consistent-hashing pool of 8 (1,024 distinct keys) through the Router, which routes
+// on the sender's goroutine, and to the round-robin pool through its router actor's
+// Ref (one more hop), each part timed until its actors have handled all n. The parts
+// rotate their order over the rounds, each after a GC. It prints the round-robin
+// pool's medians (ops_per_sec, seconds, ...), the floor's (floor_ops_per_sec), the
+// consistent-hashing pool's (ch_ops_per_sec), the router actor's (ref_ops_per_sec),
+// the ratios of the medians to the floor (ratio, ch_ratio, ref_ratio) and the range of
+// the per-round ratios.
 func runRouterPool(n int) (result, error) {
 	sys, err := newSystem()
 	if err != nil {
@@ -44,9 +46,10 @@ func runRouterPool(n int) (result, error) {
 		func() (result, error) {
 			return routeOnce(sys, n, msgs, routing.ConsistentHashing(routing.ConsistentHashingConfig{}))
 		},
+		func() (result, error) { return routeOnce(sys, n, msgs, viaRef{routing.RoundRobin()}) },
 	}
 	runs := make([][]result, len(parts))
-	var rrRatios, chRatios []float64
+	var rrRatios, chRatios, refRatios []float64
 	for i := range routerRounds {
 		round := make([]result, len(parts))
 		for k := range parts {
@@ -60,9 +63,11 @@ func runRouterPool(n int) (result, error) {
 		floor := round[0]["ops_per_sec"].(float64)
 		rrRatios = append(rrRatios, round[1]["ops_per_sec"].(float64)/floor)
 		chRatios = append(chRatios, round[2]["ops_per_sec"].(float64)/floor)
+		refRatios = append(refRatios, round[3]["ops_per_sec"].(float64)/floor)
 	}
 	sort.Float64s(rrRatios)
 	sort.Float64s(chRatios)
+	sort.Float64s(refRatios)
 	floor := medianBy(runs[0], "ops_per_sec")
 	ch := medianBy(runs[2], "ops_per_sec")
 	r := medianBy(runs[1], "ops_per_sec")
@@ -77,13 +82,23 @@ func runRouterPool(n int) (result, error) {
 	r["ch_ratio"] = round(ch["ops_per_sec"].(float64)/fl, 3)
 	r["ch_ratio_min"] = round(chRatios[0], 3)
 	r["ch_ratio_max"] = round(chRatios[len(chRatios)-1], 3)
+	ref := medianBy(runs[3], "ops_per_sec")
+	r["ref_ops_per_sec"] = ref["ops_per_sec"]
+	r["ref_ns_per_op"] = ref["ns_per_op"]
+	r["ref_ratio"] = round(ref["ops_per_sec"].(float64)/fl, 3)
+	r["ref_ratio_min"] = round(refRatios[0], 3)
+	r["ref_ratio_max"] = round(refRatios[len(refRatios)-1], 3)
 	r["routees"] = 8
 	r["rounds"] = routerRounds
 	return r, nil
 }
 
+// viaRef marks a logic whose pool routeOnce tells through the router actor's Ref.
+type viaRef struct{ routing.Logic }
+
 // routeOnce tells n messages to one new actor (logic nil) or to a new pool of 8 with
-// logic, and times until they are all handled.
+// logic (through its Router, or its Ref for a viaRef), and times until they are all
+// handled.
 func routeOnce(sys *actor.System, n int, msgs []*keyedPayload, logic routing.Logic) (result, error) {
 	var handled atomic.Int64
 	done := make(chan struct{})
@@ -101,11 +116,19 @@ func routeOnce(sys *actor.System, n int, msgs []*keyedPayload, logic routing.Log
 		}
 		tell, stop = func(m *keyedPayload) error { return ref.Tell(m) }, ref
 	} else {
+		via, ok := logic.(viaRef)
+		if ok {
+			logic = via.Logic
+		}
 		r, err := routing.NewPool(context.Background(), sys, routing.PoolConfig{Routee: props, Size: 8, Logic: logic})
 		if err != nil {
 			return nil, err
 		}
 		tell, stop = func(m *keyedPayload) error { return r.Tell(m) }, r.Ref()
+		if ok {
+			ref := r.Ref()
+			tell = func(m *keyedPayload) error { return ref.Tell(m) }
+		}
 	}
 	defer func() { _ = sys.Stop(stop) }()
 	res, err := measure(n, func() error {
