@@ -32,8 +32,8 @@
 // router actor publishes each new set of routees as an immutable snapshot (an atomic
 // pointer, replaced on every change), and Send, Tell and Ask read it, let the logic
 // select the routee, and send the message straight there with the caller as sender,
-// so the routee's Respond reaches the caller. Round-robin routing allocates nothing
-// and costs an atomic add.
+// so the routee's Respond reaches the caller (SendContext also carries a trace).
+// Round-robin routing allocates nothing and costs an atomic add.
 //
 // What goes through the router actor: management messages (GetRoutees, AddRoutee,
 // RemoveRoutee, AdjustPoolSize, UpdateRoutees), actor.PoisonPill and actor.Kill,

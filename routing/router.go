@@ -234,13 +234,36 @@ func (r *Router) Tell(msg any) error { return r.Send(msg, actor.Ref{}) }
 // returns; after the router has stopped, messages are dead letters
 // (actor.ErrRecipientStopped) and Send returns nil, as actor.Ref.Send does. An error
 // from the routee's Send (a bounded mailbox that rejects) is returned as it is.
-func (r *Router) Send(msg any, sender actor.Ref) error {
+func (r *Router) Send(msg any, sender actor.Ref) error { return r.send(untraced, msg, sender) }
+
+// SendContext is Send with the trace context of ctx, which the routed message carries
+// to its routee as actor.Ref.SendContext does (inside an actor, pass
+// ctx.TraceContext() to keep the trace of the message being handled).
+func (r *Router) SendContext(ctx context.Context, msg any, sender actor.Ref) error {
+	if ctx == nil {
+		ctx = untraced
+	}
+	return r.send(ctx, msg, sender)
+}
+
+// untraced is the context of Send: deliver sends with Ref.Send when it gets it.
+var untraced = context.Background()
+
+// deliver sends msg to one routee, with ctx's trace unless ctx is untraced.
+func deliver(ctx context.Context, to actor.Ref, msg any, sender actor.Ref) error {
+	if ctx == untraced {
+		return to.Send(msg, sender)
+	}
+	return to.SendContext(ctx, msg, sender)
+}
+
+func (r *Router) send(ctx context.Context, msg any, sender actor.Ref) error {
 	switch m := msg.(type) {
 	case nil:
 		return actor.ErrNilMessage
 	case GetRoutees, AddRoutee, RemoveRoutee, AdjustPoolSize, UpdateRoutees,
 		actor.PoisonPill, actor.Kill:
-		return r.ref.Send(msg, sender)
+		return deliver(ctx, r.ref, msg, sender)
 	case Broadcast:
 		if m.Msg == nil {
 			return actor.ErrNilMessage
@@ -254,18 +277,18 @@ func (r *Router) Send(msg any, sender actor.Ref) error {
 			r.sys.PublishDeadLetter(r.ref, msg, sender, ErrNoRoutees)
 			return ErrNoRoutees
 		}
-		return sendAll(s.routees, m.Msg, sender)
+		return sendAll(ctx, s.routees, m.Msg, sender)
 	}
 	s := r.snap.Load()
 	if s.rr != nil {
-		return s.routees[s.rr.pick()].Send(msg, sender)
+		return deliver(ctx, s.routees[s.rr.pick()], msg, sender)
 	}
 	if r.perResize > 0 {
 		// Counted once sent, so that the resize sees the routee the message made busy.
 		defer r.countForResize()
 	}
 	if s.viaActor {
-		return r.ref.Send(msg, sender)
+		return deliver(ctx, r.ref, msg, sender)
 	}
 	to, err := s.sel.Select(msg)
 	if err != nil {
@@ -277,9 +300,9 @@ func (r *Router) Send(msg any, sender actor.Ref) error {
 		return err
 	}
 	if len(to) == 1 {
-		return to[0].Send(msg, sender)
+		return deliver(ctx, to[0], msg, sender)
 	}
-	return sendAll(to, msg, sender)
+	return sendAll(ctx, to, msg, sender)
 }
 
 // countForResize counts a routed message and asks the router actor to resize at every
@@ -293,10 +316,10 @@ func (r *Router) countForResize() {
 }
 
 // sendAll sends msg to every ref, returning the first error.
-func sendAll(to []actor.Ref, msg any, sender actor.Ref) error {
+func sendAll(ctx context.Context, to []actor.Ref, msg any, sender actor.Ref) error {
 	var first error
 	for _, ref := range to {
-		if err := ref.Send(msg, sender); err != nil && first == nil {
+		if err := deliver(ctx, ref, msg, sender); err != nil && first == nil {
 			first = err
 		}
 	}
