@@ -344,6 +344,9 @@ func (r *Router) Ask(ctx context.Context, msg any) *actor.Future {
 	if s.viaActor || s.stopped {
 		return r.ref.Ask(ctx, msg)
 	}
+	if r.perResize > 0 {
+		defer r.countForResize()
+	}
 	to, err := s.sel.Select(msg)
 	if err != nil || len(to) != 1 {
 		return r.ref.Ask(ctx, msg) // the router actor reports it, or sends to all
