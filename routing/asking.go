@@ -1,7 +1,6 @@
 package routing
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -59,7 +58,7 @@ func TailChopping(cfg TailChoppingConfig) Logic {
 
 type tailChopping struct {
 	cfg  TailChoppingConfig
-	next atomic.Uint64
+	next paddedCounter
 }
 
 // Prepare returns a selector whose Select gives every routee, starting with the next in
@@ -71,7 +70,7 @@ func (l *tailChopping) Prepare(routees []actor.Ref) Selector {
 func (l *tailChopping) plan() (within, interval time.Duration) { return l.cfg.Within, l.cfg.Interval }
 
 type rotatingSelector struct {
-	next    *atomic.Uint64
+	next    *paddedCounter
 	routees []actor.Ref
 }
 

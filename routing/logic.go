@@ -47,14 +47,23 @@ var (
 // routees).
 func RoundRobin() Logic { return &roundRobin{} }
 
-type roundRobin struct{ next atomic.Uint64 }
+type roundRobin struct{ next paddedCounter }
+
+// paddedCounter is an atomic counter alone on its cache lines. Every sender writes it,
+// so sharing a line with anything else (the routees' own counters, say, allocated
+// next to it) would make each routed message contend with unrelated writes.
+type paddedCounter struct {
+	_ [64]byte
+	atomic.Uint64
+	_ [56]byte
+}
 
 func (l *roundRobin) Prepare(routees []actor.Ref) Selector {
 	return &roundRobinSelector{next: &l.next, routees: routees, div: newDivisor(len(routees))}
 }
 
 type roundRobinSelector struct {
-	next    *atomic.Uint64
+	next    *paddedCounter
 	routees []actor.Ref
 	div     divisor
 }

@@ -111,7 +111,7 @@ type Router struct {
 	// A resizable pool's senders count messages, and every perResize-th asks the router
 	// actor to resize, unless a resize is already asked for.
 	perResize uint64
-	routed    atomic.Uint64
+	routed    paddedCounter
 	resizing  atomic.Bool
 }
 

@@ -1,8 +1,6 @@
 package routing
 
 import (
-	"sync/atomic"
-
 	"github.com/troupe-go/troupe/actor"
 )
 
@@ -18,14 +16,14 @@ import (
 // messages, round-robin spreads them as well at less cost.
 func SmallestMailbox() Logic { return &smallest{} }
 
-type smallest struct{ next atomic.Uint64 }
+type smallest struct{ next paddedCounter }
 
 func (l *smallest) Prepare(routees []actor.Ref) Selector {
 	return &smallestSelector{next: &l.next, routees: routees}
 }
 
 type smallestSelector struct {
-	next    *atomic.Uint64
+	next    *paddedCounter
 	routees []actor.Ref
 }
 
