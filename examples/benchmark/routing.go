@@ -25,8 +25,9 @@ func (p *keyedPayload) RoutingKey() string { return p.key }
 // consistent-hashing pool of 8 (1,024 distinct keys) through the Router, which routes
 // on the sender's goroutine, and to the round-robin pool through its router actor's
 // Ref (one more hop), each part timed until its actors have handled all n. The parts
-// rotate their order over the rounds, each after a GC. It prints the round-robin
-// pool's medians (ops_per_sec, seconds, ...), the floor's (floor_ops_per_sec), the
+// rotate their order over the rounds, each after a GC. Each actor counts what it
+// handles by itself and adds it to the shared count when a flush message that follows
+// the last one reaches it. It prints the round-robin pool's medians (ops_per_sec, seconds, ...), the floor's (floor_ops_per_sec), the
 // consistent-hashing pool's (ch_ops_per_sec), the router actor's (ref_ops_per_sec),
 // the ratios of the medians to the floor (ratio, ch_ratio, ref_ratio) and the range of
 // the per-round ratios.
@@ -102,12 +103,9 @@ type viaRef struct{ routing.Logic }
 func routeOnce(sys *actor.System, n int, msgs []*keyedPayload, logic routing.Logic) (result, error) {
 	var handled atomic.Int64
 	done := make(chan struct{})
-	props := actor.PropsFunc(func(ctx actor.Context) {
-		if _, ok := ctx.Message().(*keyedPayload); ok && handled.Add(1) == int64(n) {
-			close(done)
-		}
-	})
+	props := actor.PropsOf(func() actor.Actor { return &routeeCounter{handled: &handled, n: int64(n), done: done} })
 	var tell func(m *keyedPayload) error
+	var flush func() error
 	var stop actor.Ref
 	if logic == nil {
 		ref, err := sys.Spawn(props, "")
@@ -115,6 +113,7 @@ func routeOnce(sys *actor.System, n int, msgs []*keyedPayload, logic routing.Log
 			return nil, err
 		}
 		tell, stop = func(m *keyedPayload) error { return ref.Tell(m) }, ref
+		flush = func() error { return ref.Tell(flushCount{}) }
 	} else {
 		via, ok := logic.(viaRef)
 		if ok {
@@ -125,9 +124,12 @@ func routeOnce(sys *actor.System, n int, msgs []*keyedPayload, logic routing.Log
 			return nil, err
 		}
 		tell, stop = func(m *keyedPayload) error { return r.Tell(m) }, r.Ref()
+		flush = func() error { return r.Tell(routing.Broadcast{Msg: flushCount{}}) }
 		if ok {
+			// The flush takes the messages' path, or it could overtake them.
 			ref := r.Ref()
 			tell = func(m *keyedPayload) error { return ref.Tell(m) }
+			flush = func() error { return ref.Tell(routing.Broadcast{Msg: flushCount{}}) }
 		}
 	}
 	defer func() { _ = sys.Stop(stop) }()
@@ -137,6 +139,9 @@ func routeOnce(sys *actor.System, n int, msgs []*keyedPayload, logic routing.Log
 				return err
 			}
 		}
+		if err := flush(); err != nil {
+			return err
+		}
 		<-done
 		return nil
 	})
@@ -144,4 +149,30 @@ func routeOnce(sys *actor.System, n int, msgs []*keyedPayload, logic routing.Log
 		err = fmt.Errorf("router-pool: handled %d of %d", handled.Load(), n)
 	}
 	return res, err
+}
+
+// flushCount follows the last message to every actor of a part of router-pool.
+type flushCount struct{}
+
+// routeeCounter counts the messages it handles by itself and adds its count to the
+// shared one on flushCount, closing done when that reaches n: the actors of a pool
+// then do not contend for one counter on every message, which the floor's single
+// actor never does.
+type routeeCounter struct {
+	handled *atomic.Int64
+	n       int64
+	done    chan struct{}
+	mine    int64
+}
+
+func (c *routeeCounter) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *keyedPayload:
+		c.mine++
+	case flushCount:
+		if c.handled.Add(c.mine) == c.n {
+			close(c.done)
+		}
+		c.mine = 0
+	}
 }
