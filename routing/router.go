@@ -129,7 +129,9 @@ type snapshot struct {
 // routees from cfg.Routee as its children and supervises them with cfg.Strategy.
 // A routee that stops is removed; when the last one is gone the router stops too.
 // NewPool returns once the routees are spawned, or when ctx ends first (the router
-// is then stopped and ctx's error returned).
+// is then stopped and ctx's error returned). Called inside an actor (parent its
+// actor.Context), it waits for the router actor's start, which runs on another of
+// the dispatcher's goroutines, as a blocking Ask would.
 func NewPool(ctx context.Context, parent Spawner, cfg PoolConfig) (*Router, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
