@@ -125,12 +125,21 @@ func (r *ring) Select(msg any) ([]actor.Ref, error) {
 	if len(r.routees) == 0 {
 		return nil, ErrNoRoutees
 	}
-	key, ok := messageKey(r.key, msg)
+	i, ok := r.index(msg)
 	if !ok {
 		return nil, ErrNoKey
 	}
-	i := r.owner(hashString(key))
 	return r.routees[i : i+1], nil
+}
+
+// index returns the index of msg's routee, or false when msg has no key. The ring must
+// have routees.
+func (r *ring) index(msg any) (int, bool) {
+	key, ok := messageKey(r.key, msg)
+	if !ok {
+		return 0, false
+	}
+	return r.owner(hashString(key)), true
 }
 
 // owner returns the index of the routee whose point is the first at or after h.

@@ -120,7 +120,8 @@ type Router struct {
 type snapshot struct {
 	routees  []actor.Ref
 	sel      Selector
-	rr       *roundRobinSelector // sel, when it is round-robin with routees: the fast path
+	rr       *roundRobinSelector // sel, when it is round-robin with routees: a fast path
+	ring     *ring               // sel, when it is consistent hashing with routees: another
 	viaActor bool                // the logic's requests need the router actor (a collector)
 	stopped  bool                // the router has stopped: everything is a dead letter
 }
@@ -236,7 +237,30 @@ func (r *Router) Tell(msg any) error { return r.Send(msg, actor.Ref{}) }
 // returns; after the router has stopped, messages are dead letters
 // (actor.ErrRecipientStopped) and Send returns nil, as actor.Ref.Send does. An error
 // from the routee's Send (a bounded mailbox that rejects) is returned as it is.
-func (r *Router) Send(msg any, sender actor.Ref) error { return r.send(untraced, msg, sender) }
+func (r *Router) Send(msg any, sender actor.Ref) error {
+	// The fast paths of round-robin and consistent hashing, for a message that is not
+	// the router's own; the rest is send's.
+	if s := r.snap.Load(); (s.rr != nil || s.ring != nil) && !routerMessage(msg) {
+		if s.rr != nil {
+			return s.routees[s.rr.pick()].Send(msg, sender)
+		}
+		if i, ok := s.ring.index(msg); ok {
+			return s.routees[i].Send(msg, sender)
+		}
+	}
+	return r.send(untraced, msg, sender)
+}
+
+// routerMessage reports whether msg is for the router itself, or nil: what send
+// handles before routing.
+func routerMessage(msg any) bool {
+	switch msg.(type) {
+	case nil, GetRoutees, AddRoutee, RemoveRoutee, AdjustPoolSize, UpdateRoutees,
+		actor.PoisonPill, actor.Kill, Broadcast:
+		return true
+	}
+	return false
+}
 
 // SendContext is Send with the trace context of ctx, which the routed message carries
 // to its routee as actor.Ref.SendContext does (inside an actor, pass
@@ -361,8 +385,13 @@ func (r *Router) Ask(ctx context.Context, msg any) *actor.Future {
 func (r *Router) publish(logic Logic, routees []actor.Ref) {
 	_, via := logic.(collecting)
 	s := &snapshot{routees: routees, sel: logic.Prepare(routees), viaActor: via}
-	if rr, ok := s.sel.(*roundRobinSelector); ok && len(routees) > 0 && r.perResize == 0 {
-		s.rr = rr
+	if len(routees) > 0 && r.perResize == 0 {
+		switch sel := s.sel.(type) {
+		case *roundRobinSelector:
+			s.rr = sel
+		case *ring:
+			s.ring = sel
+		}
 	}
 	r.snap.Store(s)
 }
