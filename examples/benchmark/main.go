@@ -37,6 +37,7 @@ var scenarios = map[string]scenario{
 	"tell":             {2_000_000, runTell},
 	"tell-parallel":    {2_000_000, runTellParallel},
 	"tell-vs-chan":     {2_000_000, runTellVsChan},
+	"router-pool":      {2_000_000, runRouterPool},
 	"ask":              {2_000_000, runAsk}, // 200,000 ran 50 ms, most of it the heap's first growth
 	"spawn":            {100_000, runSpawn},
 	"spawn-1m":         {1_000_000, runSpawn},
