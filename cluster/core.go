@@ -132,6 +132,8 @@ func (k *core) run(ctx actor.Context, effects []clustercore.Effect) {
 			k.c.markUp()
 		case clustercore.AskWelcome:
 			k.askWelcome(ctx, e.To)
+		case clustercore.AnnounceUp:
+			k.announceUp(ctx, e.To, e.Self)
 		case clustercore.SetTags:
 			tags, err := membership.EncodeTagsIn(e.Self, k.c.ClusterID())
 			if err == nil {
@@ -222,6 +224,12 @@ func (k *core) Receive(ctx actor.Context) {
 			return
 		}
 		k.run(ctx, k.cc.Welcomed(m.From, clustercore.Welcome{Counted: m.Counted, Unreachable: m.Unreachable}, now))
+	case upNotice:
+		if _, err := membership.EncodeTags(m.Member); err != nil {
+			k.drops.note(k.c.log, "up notice refused: not a member serf's tags could carry", err)
+			return
+		}
+		k.run(ctx, k.cc.AnnouncedUp(m.Member, now))
 	case reachGossip:
 		changed = k.onGossip(m)
 	case resolverTimer:
@@ -420,6 +428,9 @@ func (k *core) onMember(ctx actor.Context, t serf.EventType, sm serf.Member, now
 			k.c.log.Warn("member with malformed tags ignored", zap.String("node", sm.Name), zap.Error(err))
 		}
 		return
+	}
+	if !membership.SpeaksWelcome(sm.Tags) {
+		k.cc.Legacy(m.Unique) // Troupe v0.1.0: it neither answers a welcome request nor takes an Up notice
 	}
 	k.run(ctx, k.cc.MemberEvent(kind, sm.Name, m, id, k.c.ClusterID(), now))
 }

@@ -130,13 +130,16 @@
 //     refusal of its next connection by a member that applied the Down, and downs
 //     itself (logged as a warning naming that member).
 //   - Gossip this node cannot use (malformed or oversized reachability gossip, a
-//     malformed down notice, an oversized welcome answer, a member with malformed
-//     tags) is dropped, counted and logged the same way.
+//     malformed down notice, an oversized welcome answer, an Up notice of a member
+//     its tags could not carry, a member with malformed tags) is dropped, counted and logged the same way.
 //   - A joining member's welcome requests and their answers (docs/cluster.md, how a
 //     joining member moves itself Up): one that is lost (to a crashed or partitioned
 //     member, or before the answering member knows the joiner) is a dead letter,
 //     counted and not logged; the joining member asks again every heartbeat interval
 //     and stays Joining until every counted member has answered (WaitUp waits for it).
+//     Its notice that it moved Up is sent once; one that is lost leaves that member
+//     to learn it from serf's gossip, within a full state exchange (30 s). Members of
+//     Troupe v0.1.0 are neither asked nor told (they do not speak these messages).
 //   - A member of another cluster (another ClusterID in its tags) that reaches this
 //     node's serf: it is never admitted (a member this node knew under that name is
 //     downed), and the first time it is seen it is logged as an error naming both

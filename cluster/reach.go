@@ -45,6 +45,12 @@ type (
 		Counted     []member.UniqueAddress
 		Unreachable bool
 	}
+	// upNotice tells the members a joining member waited for that it moved itself
+	// Up: Member is that member as its serf tags now publish it, which gossip may bring
+	// to some member only at the next full exchange.
+	upNotice struct {
+		Member member.Member
+	}
 )
 
 // SuppressDeadLetterLog: members exchange these all the time, and those sent to a
@@ -70,6 +76,9 @@ func (welcomeReq) SuppressDeadLetterLog() {}
 // SuppressDeadLetterLog: as heartbeat's.
 func (welcomeAck) SuppressDeadLetterLog() {}
 
+// SuppressDeadLetterLog: as heartbeat's (serf's gossip brings the same news).
+func (upNotice) SuppressDeadLetterLog() {}
+
 func init() {
 	wiretypes.MustRegister[heartbeat]("troupe.cluster.Heartbeat")
 	wiretypes.MustRegister[heartbeatRsp]("troupe.cluster.HeartbeatRsp")
@@ -77,6 +86,7 @@ func init() {
 	wiretypes.MustRegister[downNotice]("troupe.cluster.Down")
 	wiretypes.MustRegister[welcomeReq]("troupe.cluster.WelcomeReq")
 	wiretypes.MustRegister[welcomeAck]("troupe.cluster.WelcomeAck")
+	wiretypes.MustRegister[upNotice]("troupe.cluster.UpNotice")
 }
 
 // Timer messages of the core.
@@ -167,6 +177,15 @@ func (k *core) askWelcome(ctx actor.Context, to []UniqueAddress) {
 	for _, u := range to {
 		if p, ok := k.peerOf(u); ok {
 			_ = ctx.Send(p.core, welcomeReq{From: k.c.self.Unique})
+		}
+	}
+}
+
+// announceUp tells each member of to that this member, self, moved itself Up.
+func (k *core) announceUp(ctx actor.Context, to []UniqueAddress, self Member) {
+	for _, u := range to {
+		if p, ok := k.peerOf(u); ok {
+			_ = ctx.Send(p.core, upNotice{Member: self})
 		}
 	}
 }

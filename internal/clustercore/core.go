@@ -68,6 +68,10 @@ type Core struct {
 	// asked holds the members asked for a welcome already: MaybeUp asks a member it
 	// waits for at once, once; AskWelcomes asks them all again at every tick.
 	asked map[member.UniqueAddress]bool
+	// legacy holds the members that do not speak the welcome exchange (Troupe v0.1.0,
+	// see Legacy): a joining member does not wait for their answer nor announce itself
+	// Up to them.
+	legacy map[member.UniqueAddress]bool
 	// foreign holds the node names of other clusters' members already logged.
 	foreign map[string]bool
 
@@ -286,6 +290,7 @@ func (c *Core) apply(evs []member.Event, err error) {
 				break
 			}
 			delete(c.serfFailed, u)
+			delete(c.legacy, u)
 			c.table.Remove(u)
 			c.out = append(c.out, Removed{Member: u, Harmless: e.PreviousStatus != member.Down})
 			follow = append(follow, c.margins.Removed(e, now)...)
@@ -361,11 +366,49 @@ func (c *Core) MaybeUp(now time.Time) []Effect {
 			return c.take()
 		}
 	}
+	var tell []member.UniqueAddress
+	if !c.founder {
+		tell, _ = c.awaitedWelcomes()
+	}
 	self.Status = member.Up
 	self.UpNumber = c.ms.NextUpNumber(now.UnixMilli())
 	c.apply(c.ms.Observe(self))
 	c.publishSelf()
+	if me, ok := c.ms.Member(c.self); ok && me.Status == member.Up && len(tell) > 0 {
+		// serf spreads the new tags by gossip, which now and then misses a member
+		// until the next full exchange (30 s later): until then that member would not
+		// count this one, nor take its regions or its replicas' messages.
+		c.out = append(c.out, AnnounceUp{To: tell, Self: me})
+	}
 	return c.take()
+}
+
+// AnnouncedUp takes in a joining member's notice that it moved itself Up (see
+// MaybeUp): the member m, as it publishes itself in its tags. A member this node
+// knows as Joining is Up from now on, as when serf brings the same tags; any other
+// notice (an unknown or removed member, a member past Joining here) changes nothing.
+func (c *Core) AnnouncedUp(m member.Member, now time.Time) []Effect {
+	c.now = now
+	if m.Status != member.Up || c.ms.WasRemoved(m.Unique) {
+		return nil
+	}
+	if cur, ok := c.ms.Member(m.Unique); !ok || cur.Status != member.Joining {
+		return nil
+	}
+	c.apply(c.ms.Observe(m))
+	return c.take()
+}
+
+// Legacy records that member u does not speak the welcome exchange (its tags lack
+// membership.TagWelcome, as Troupe v0.1.0's do): a joining member does not wait for
+// its answer, which would never come, nor announce itself Up to it. It keeps the
+// convergence rule among the members that speak it, and a cluster in a rolling
+// upgrade from v0.1.0 lets new members move Up.
+func (c *Core) Legacy(u member.UniqueAddress) {
+	if c.legacy == nil {
+		c.legacy = make(map[member.UniqueAddress]bool)
+	}
+	c.legacy[u] = true
 }
 
 // awaitedWelcomes returns the members whose welcome this joining member waits for
@@ -384,7 +427,7 @@ func (c *Core) awaitedWelcomes() ([]member.UniqueAddress, bool) {
 	var want []member.UniqueAddress
 	missing := false
 	for u := range set {
-		if m, ok := c.ms.Member(u); ok && m.Status == member.Down || c.ms.WasRemoved(u) {
+		if m, ok := c.ms.Member(u); ok && m.Status == member.Down || c.ms.WasRemoved(u) || c.legacy[u] {
 			continue
 		}
 		want = append(want, u)

@@ -5,7 +5,7 @@ import (
 )
 
 // Effect is what the shell must do after an input, in order: Publish, SetTags,
-// MarkUp, AskWelcome, Removed, Stop, Downed or Log.
+// MarkUp, AskWelcome, AnnounceUp, Removed, Stop, Downed or Log.
 type Effect interface{ effect() }
 
 // Publish says: make State the state subscribers read, then send them Events, in
@@ -25,6 +25,13 @@ type MarkUp struct{}
 // AskWelcome says: send a welcome request to each member of To; each that knows this
 // member answers, and the shell passes the answer to Welcomed.
 type AskWelcome struct{ To []member.UniqueAddress }
+
+// AnnounceUp says: tell each member of To that this member, Self, moved itself Up;
+// each passes the notice to AnnouncedUp.
+type AnnounceUp struct {
+	To   []member.UniqueAddress
+	Self member.Member
+}
 
 // Removed says a member other than this one was removed: forget it, and quarantine
 // its incarnation, Harmless when it left (it knows it is gone), for good when it was
@@ -69,6 +76,7 @@ func (Publish) effect()    {}
 func (SetTags) effect()    {}
 func (MarkUp) effect()     {}
 func (AskWelcome) effect() {}
+func (AnnounceUp) effect() {}
 func (Removed) effect()    {}
 func (Stop) effect()       {}
 func (Downed) effect()     {}

@@ -60,6 +60,13 @@ type sim struct {
 	resolver bool
 	next     uint64    // next uid
 	pending  []welcome // welcome answers on their way, delivered at the next tick
+	notices  []notice  // Up notices on their way, delivered at the next tick
+}
+
+// notice is a joining member's notice that it moved itself Up.
+type notice struct {
+	to   *simNode
+	self member.Member
 }
 
 // welcome is an answer to a joining member's welcome request.
@@ -126,6 +133,12 @@ func (s *sim) run(n *simNode, effects []Effect) {
 			for _, u := range e.To {
 				if o := s.find(u); o != nil && !o.stopped && connected(n, o) && o.core.Live(n.self.Unique) {
 					s.pending = append(s.pending, welcome{to: n, from: u, answer: o.core.Welcome()})
+				}
+			}
+		case AnnounceUp:
+			for _, u := range e.To {
+				if o := s.find(u); o != nil && !o.stopped && connected(n, o) {
+					s.notices = append(s.notices, notice{to: o, self: e.Self})
 				}
 			}
 		}
@@ -252,6 +265,13 @@ func (s *sim) tick(d time.Duration) {
 	for _, w := range pending {
 		if !w.to.stopped {
 			s.run(w.to, w.to.core.Welcomed(w.from, w.answer, s.now))
+		}
+	}
+	notices := s.notices
+	s.notices = nil
+	for _, m := range notices {
+		if !m.to.stopped {
+			s.run(m.to, m.to.core.AnnouncedUp(m.self, s.now))
 		}
 	}
 	for _, n := range s.live() {

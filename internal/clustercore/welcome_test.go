@@ -1,6 +1,7 @@
 package clustercore
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -61,5 +62,99 @@ func TestJoiningMemberWaitsForEveryCountedMember(t *testing.T) {
 	}
 	if got := c.AskWelcomes(); len(got) != 0 {
 		t.Fatalf("AskWelcomes after Up = %v, want nothing", got)
+	}
+}
+
+// A member that moves itself Up tells the members it waited for at once, since serf's
+// gossip of its new tags may miss one of them for up to a full exchange (30 s); a
+// member that takes the notice counts it Up as if serf had brought the tags.
+func TestJoiningMemberAnnouncesItselfUp(t *testing.T) {
+	now := time.Unix(1000, 0)
+	self := member.Member{Unique: addr(4, 40), Status: member.Joining}
+	c, err := New(simConfig(self), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.JoinedCluster(false)
+	seed := member.Member{Unique: addr(3, 30), Status: member.Up, UpNumber: 5}
+	c.MemberEvent(Join, "n3", seed, "", "", now)
+	c.MemberEvent(Join, "n4", self, "", "", now)
+	c.MaybeUp(now)
+	var notice *AnnounceUp
+	for _, e := range c.Welcomed(seed.Unique, Welcome{Counted: []member.UniqueAddress{seed.Unique}}, now) {
+		if a, ok := e.(AnnounceUp); ok {
+			notice = &a
+		}
+	}
+	if notice == nil || len(notice.To) != 1 || notice.To[0] != seed.Unique || notice.Self.Status != member.Up || notice.Self.Unique != self.Unique {
+		t.Fatalf("moving Up announced %+v, want this member Up told to %v", notice, seed.Unique)
+	}
+
+	// The seed knows the member as Joining; serf has not brought its new tags.
+	s, err := New(simConfig(seed), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.JoinedCluster(true)
+	s.MemberEvent(Join, "n3", seed, "", "", now)
+	s.MemberEvent(Join, "n4", self, "", "", now)
+	if up(s, self.Unique) {
+		t.Fatal("Up before the notice")
+	}
+	stale := notice.Self
+	stale.Status = member.Joining
+	s.AnnouncedUp(stale, now)
+	if up(s, self.Unique) {
+		t.Fatal("a notice that does not say Up moved the member Up")
+	}
+	s.AnnouncedUp(notice.Self, now)
+	if !up(s, self.Unique) {
+		t.Fatal("not Up after the member's notice")
+	}
+	// serf's tags, when they come, change nothing more.
+	if effects := s.MemberEvent(Update, "n4", notice.Self, "", "", now.Add(30*time.Second)); len(effects) != 0 {
+		t.Errorf("the tags after the notice gave %v, want nothing", effects)
+	}
+	// A notice from a member this node never knew is ignored.
+	s.AnnouncedUp(member.Member{Unique: addr(5, 50), Status: member.Up, UpNumber: 9}, now)
+	for _, m := range s.Snapshot().Members {
+		if m.Unique == addr(5, 50) {
+			t.Fatal("a notice from an unknown member added it")
+		}
+	}
+}
+
+// A member that does not speak the welcome exchange (Troupe v0.1.0, during a rolling
+// upgrade) is not waited for, and is not told: the joining member moves Up once the
+// members that speak it have answered.
+func TestJoiningMemberDoesNotWaitForLegacyMembers(t *testing.T) {
+	now := time.Unix(1000, 0)
+	self := member.Member{Unique: addr(4, 40), Status: member.Joining}
+	c, err := New(simConfig(self), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.JoinedCluster(false)
+	old := member.Member{Unique: addr(2, 20), Status: member.Up, UpNumber: 3}
+	seed := member.Member{Unique: addr(3, 30), Status: member.Up, UpNumber: 5}
+	c.Legacy(old.Unique)
+	c.MemberEvent(Join, "n2", old, "", "", now)
+	c.MemberEvent(Join, "n3", seed, "", "", now)
+	c.MemberEvent(Join, "n4", self, "", "", now)
+	c.MaybeUp(now)
+	for _, e := range c.AskWelcomes() {
+		for _, u := range e.(AskWelcome).To {
+			if u == old.Unique {
+				t.Fatal("asked a legacy member for a welcome")
+			}
+		}
+	}
+	for _, e := range c.Welcomed(seed.Unique, Welcome{Counted: []member.UniqueAddress{old.Unique, seed.Unique}}, now) {
+		if a, ok := e.(AnnounceUp); ok && slices.Contains(a.To, old.Unique) {
+			t.Fatal("announced Up to a legacy member")
+		}
+	}
+	if !up(c, self.Unique) {
+		t.Fatal("not Up once every member that speaks the welcome exchange answered")
 	}
 }

@@ -33,6 +33,12 @@ const (
 	// member that formed it. It is absent while the member still looks for a cluster
 	// to join; DecodeTags leaves it to ClusterOf.
 	TagCluster = "troupe.cluster"
+	// TagWelcome, present (with the value "1"), says the member takes part in the
+	// welcome exchange by which a joining member waits for convergence before it moves
+	// itself Up, and in the notice by which it then says it is Up. Members of Troupe
+	// v0.1.0 do not publish it and do not speak either message: a joining member does
+	// not wait for them nor send them the notice.
+	TagWelcome = "troupe.welcome"
 )
 
 // MaxClusterIDSize is the longest cluster identity EncodeTagsIn and ClusterOf accept.
@@ -98,12 +104,17 @@ func EncodeTags(m member.Member) (map[string]string, error) {
 		TagAge:        strconv.FormatInt(m.UpNumber, 10),
 		TagRoles:      strings.Join(m.Roles, ","),
 		TagAppVersion: m.AppVersion,
+		TagWelcome:    "1",
 	}
 	if n := encodedSize(tags); n > MaxTagsSize {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTagsTooLarge, n, MaxTagsSize)
 	}
 	return tags, nil
 }
+
+// SpeaksWelcome reports whether the member with these tags takes part in the welcome
+// exchange (see TagWelcome).
+func SpeaksWelcome(tags map[string]string) bool { return tags[TagWelcome] == "1" }
 
 // EncodeTagsIn is EncodeTags for a member of the cluster with identity cluster ("" for
 // a member that has not joined one yet).

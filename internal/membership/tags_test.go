@@ -168,9 +168,35 @@ func FuzzDecodeTags(f *testing.F) {
 			t.Fatalf("EncodeTags of a decoded member: %v", err)
 		}
 		for k, val := range again {
+			if k == TagWelcome {
+				continue // a capability of the encoder, not of the member
+			}
 			if tags[k] != val {
 				t.Fatalf("round trip changed %s: %q -> %q", k, tags[k], val)
 			}
 		}
 	})
+}
+
+// TestTagsSayTheWelcomeExchangeIsSpoken: what EncodeTags writes says the member speaks
+// the welcome exchange; tags of v0.1.0, without the key, say it does not.
+func TestTagsSayTheWelcomeExchangeIsSpoken(t *testing.T) {
+	m, err := DecodeTags(validTags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags, err := EncodeTags(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !SpeaksWelcome(tags) {
+		t.Errorf("EncodeTags wrote %v, without %s", tags, TagWelcome)
+	}
+	delete(tags, TagWelcome)
+	if SpeaksWelcome(tags) {
+		t.Error("tags without the key speak the welcome exchange")
+	}
+	if _, err := DecodeTags(tags); err != nil {
+		t.Errorf("tags without the key (v0.1.0's) do not decode: %v", err)
+	}
 }
