@@ -81,9 +81,13 @@ type view struct {
 
 // analyze keeps the members that are neither Down nor Removed and the observations
 // between two distinct such members, except those of observers across a broken link
-// from this node: observers it cannot reach, or that cannot reach it. Their
-// observations reached this node while the link was up, or through other members, and
-// what they see of this side says nothing the observations of this side do not.
+// from this node (observers it cannot reach, or that cannot reach it) that no member
+// bridges to this node's side. Such observations reached this node while the link was
+// up, or through other members, and what they see of this side says nothing the
+// observations of this side do not. A member bridges X when it is on this node's side
+// (neither observes the other unreachable with this node) and neither it nor X
+// observes the other unreachable: then X still talks to this side, the broken link is
+// a failed link and not a partition, and X's observations count (see Decide).
 func analyze(in Input) view {
 	live := make(map[member.UniqueAddress]member.Member, len(in.Members))
 	for _, m := range in.Members {
@@ -92,7 +96,9 @@ func analyze(in Input) view {
 		}
 	}
 	across := make(map[member.UniqueAddress]bool)
+	broken := make(map[[2]member.UniqueAddress]bool, len(in.Unreachable))
 	for _, r := range in.Unreachable {
+		broken[[2]member.UniqueAddress{r.Observer, r.Subject}] = true
 		switch in.Self {
 		case r.Observer:
 			across[r.Subject] = true
@@ -100,11 +106,21 @@ func analyze(in Input) view {
 			across[r.Observer] = true
 		}
 	}
+	bridged := make(map[member.UniqueAddress]bool)
+	for x := range across {
+		for y := range live {
+			if y != in.Self && y != x && !across[y] &&
+				!broken[[2]member.UniqueAddress{y, x}] && !broken[[2]member.UniqueAddress{x, y}] {
+				bridged[x] = true
+				break
+			}
+		}
+	}
 	var recs []Record
 	for _, r := range in.Unreachable {
 		_, o := live[r.Observer]
 		_, s := live[r.Subject]
-		if o && s && r.Observer != r.Subject && (r.Observer == in.Self || !across[r.Observer]) {
+		if o && s && r.Observer != r.Subject && (r.Observer == in.Self || !across[r.Observer] || bridged[r.Observer]) {
 			recs = append(recs, r)
 		}
 	}
@@ -152,7 +168,11 @@ func withRecords(self member.UniqueAddress, live map[member.UniqueAddress]member
 //   - Observations by members across a broken link from this node (it cannot reach
 //     them, or they cannot reach it) are left out: in a partition, rows of the other
 //     side reach this side while a flapping link is up, and would make both sides look
-//     indirectly connected. (Akka keeps them.)
+//     indirectly connected. (Akka keeps them.) They are kept when another member of
+//     this node's side still reaches that member both ways (a bridge): the broken
+//     link is then a failed link, not a partition, and its two ends must see
+//     themselves indirectly connected as every bystander does, so that all decide
+//     the same without hearing from each other.
 //   - The reachable side is every live member no observer reports unreachable; the
 //     unreachable side is the rest. Sides are counted over members that are Up,
 //     Leaving or Exiting (with Role when set); Joining members are not counted but go

@@ -127,8 +127,8 @@ func TestDecide(t *testing.T) {
 		// unreachable, but that is in their gossip, finds itself on the unreachable side.
 		{"one-way observation: the subject is downed, seen by the observer", majority,
 			observed(five, "a:1", "a>b"), DownUnreachable, "b:1"},
-		{"one-way observation: the subject sets the observer's row aside, and is downed by the others", majority,
-			observed(five, "b:1", "a>b"), NoAction, ""},
+		{"one-way observation: the bystanders bridge the two, so the subject keeps the row and downs itself", majority,
+			observed(five, "b:1", "a>b"), DownUnreachable, "b:1"},
 		{"one-way observation: seen by a bystander", majority,
 			observed(five, "e:1", "a>b"), DownUnreachable, "b:1"},
 	}
@@ -211,15 +211,40 @@ func TestDecideIndirectlyConnected(t *testing.T) {
 	}
 }
 
-// The two ends of a link cut both ways each set the other's observations aside and
-// down the other; the bystanders down both: together, both go.
+// The two ends of a link cut both ways, and a bystander, decide the same: the
+// bystanders still reach both ends, so each end keeps the other's observations and
+// sees both indirectly connected, as the bystander does. (Before, each end set the
+// other's observations aside and downed only the other, and relied on hearing the
+// bystander's decision; a partition that then cut the bystander off left both ends
+// running after the bystander had taken their shards: testkit/sim seed 1104.)
 func TestDecideOneLinkCutFromItsEnds(t *testing.T) {
 	five := upMembers(5, nil)
-	for _, tt := range []struct{ self, down string }{{"a:1", "b:1"}, {"b:1", "a:1"}, {"c:1", "a:1,b:1"}} {
-		d := Decide(Config{}, observed(five, tt.self, "a>b", "b>a"))
-		if addrs(d.Down) != tt.down {
-			t.Errorf("from %s: Decide = %s [%s], want [%s]", tt.self, d.Action, addrs(d.Down), tt.down)
+	for _, self := range []string{"a:1", "b:1", "c:1"} {
+		d := Decide(Config{}, observed(five, self, "a>b", "b>a"))
+		if d.Action != DownIndirectlyConnected || addrs(d.Down) != "a:1,b:1" {
+			t.Errorf("from %s: Decide = %s [%s], want down-indirectly-connected [a:1,b:1]", self, d.Action, addrs(d.Down))
 		}
+	}
+}
+
+// With no member left that reaches both ends (two members, or every other member
+// across a broken link too), each end sets the other's observations aside: the split
+// is then a partition, and the sides decide as mirror images.
+func TestDecideNoBridgeIsAPartition(t *testing.T) {
+	two := upMembers(2, nil)
+	a := Decide(Config{}, observed(two, "a:1", "a>b", "b>a"))
+	b := Decide(Config{}, observed(two, "b:1", "a>b", "b>a"))
+	if a.Action == DownIndirectlyConnected || b.Action == DownIndirectlyConnected {
+		t.Fatalf("two members: a %s, b %s; want a clean split", a.Action, b.Action)
+	}
+	if addrs(a.Down) != addrs(b.Down) || len(a.Down) != 1 {
+		t.Fatalf("two members: a downs [%s], b downs [%s]; want one and the same", addrs(a.Down), addrs(b.Down))
+	}
+	// c observes b unreachable too: it bridges nothing between a and b.
+	three := upMembers(3, nil)
+	d := Decide(Config{}, observed(three, "a:1", "a>b", "b>a", "c>b", "b>c"))
+	if d.Action != DownUnreachable || addrs(d.Down) != "b:1" {
+		t.Errorf("3 members, b cut from both: a decides %s [%s], want down-unreachable [b:1]", d.Action, addrs(d.Down))
 	}
 }
 

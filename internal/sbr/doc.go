@@ -6,7 +6,10 @@
 // The resolver runs on every node and there is no leader: a decision is a function of
 // the members and of the reachability observations, and of which node computes it only
 // through the observations of members across a broken link from that node (it cannot
-// reach them, or they cannot reach it), which it sets aside. In a clean partition each side decides on its own side's observations, and
+// reach them, or they cannot reach it), which it sets aside unless another member of
+// its side still reaches them both ways (then the link failed, not the network, and the
+// node decides as the bystanders do). In a clean partition each side decides on its
+// own side's observations, and
 // the strategies are mirror images (one side downs the other exactly when the other
 // downs itself). When observations cross the sides (some links work) the nodes that
 // reach each other converge on the same table and take the same decision, and a node

@@ -49,3 +49,24 @@ func TestJoinDuringUnreachabilityDownsOnlyTheIndirectlyConnected(t *testing.T) {
 		}
 	}
 }
+
+// TestBothEndsOfAFailedLinkGoWhenABystanderIsCutOff: two members' link fails one way
+// (each reports the other unreachable) while a third reaches both; a partition then
+// cuts the third off from them, one direction first. The bystander downed both ends
+// and took their shards over after the removal margin, but each end had set the
+// other's observations aside and downed only the other, and kept running until its
+// own resolver decided after the partition: two live instances of entities for half a
+// second. Each end now sees what the bystander sees, as the bystander bridges them,
+// and downs itself at once.
+func TestBothEndsOfAFailedLinkGoWhenABystanderIsCutOff(t *testing.T) {
+	ms := time.Millisecond
+	sim.Run(t, sim.Options{Seed: 1104, Schedule: []sim.Event{
+		{At: 30400 * ms, Kind: sim.Delay, From: 0, To: 4, Delay: 1143 * ms},
+		{At: 63700 * ms, Kind: sim.OneWay, From: 2, To: 1},
+		{At: 97200 * ms, Kind: sim.OneWay, From: 4, To: 3},
+		{At: 119 * time.Second, Kind: sim.Partition, Sides: [][]int{{4}, {1, 2, 3}, {0}}, Delay: 947 * ms},
+		{At: 153700 * ms, Kind: sim.Partition, Sides: [][]int{{0, 4, 2}, {3}, {1}}, Delay: 6435 * ms},
+		{At: 193400 * ms, Kind: sim.OneWay, From: 1, To: 0},
+		{At: 236300 * ms, Kind: sim.Heal},
+	}})
+}
