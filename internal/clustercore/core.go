@@ -405,6 +405,9 @@ func (c *Core) AnnouncedUp(m member.Member, now time.Time) []Effect {
 // convergence rule among the members that speak it, and a cluster in a rolling
 // upgrade from v0.1.0 lets new members move Up.
 func (c *Core) Legacy(u member.UniqueAddress) {
+	if c.ms.WasRemoved(u) {
+		return // serf still reports it; it is gone here, and kept no more
+	}
 	if c.legacy == nil {
 		c.legacy = make(map[member.UniqueAddress]bool)
 	}
