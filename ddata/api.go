@@ -563,3 +563,15 @@ func samePointer[T any](a, b T) bool {
 	}
 	return any(a) == any(b)
 }
+
+// SuppressDeadLetterLog: a replicator's answer that finds its requester stopped (an
+// actor that stopped while its read, update or deletion was on its way, as a sharding
+// coordinator handing over at shutdown) says nothing anyone can act on: the dead
+// letter is counted and published, not logged. The operation itself was carried out.
+func (ReadResponse[T]) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog: as ReadResponse's.
+func (UpdateResponse[T]) SuppressDeadLetterLog() {}
+
+// SuppressDeadLetterLog: as ReadResponse's.
+func (DeleteResponse[T]) SuppressDeadLetterLog() {}

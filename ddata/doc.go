@@ -163,7 +163,8 @@
 //     than its frame, peer gone) is counted in Stats.SendFailures and logged;
 //     gossip repeats what it carried. A single value larger than the transport's
 //     frame size cannot be replicated (Stats.TooLarge).
-//   - Replies to an actor that stopped become dead letters; requests queued when
+//   - Replies to an actor that stopped become dead letters, counted and published but
+//     not logged (the operation itself was carried out); requests queued when
 //     the replicator stops get no reply (blocking calls return ErrStopped).
 //   - A value that records more than 1024 operations between two propagation
 //     ticks drops its delta and travels as full state (nothing is lost, it costs
