@@ -21,17 +21,24 @@ func up(c *Core, self member.UniqueAddress) bool {
 	return false
 }
 
+// joinedCore returns the core of self, which has joined an existing cluster at now.
+func joinedCore(t *testing.T, self member.Member, now time.Time) *Core {
+	t.Helper()
+	c, err := New(simConfig(self), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.JoinedCluster(false)
+	return c
+}
+
 // A member that joined moves itself Up only once every member counted by it, and by
 // those that answered it, knows it: one that joined through one side of a partition
 // learns of the other side from the answer, and waits for it.
 func TestJoiningMemberWaitsForEveryCountedMember(t *testing.T) {
 	now := time.Unix(1000, 0)
 	self := member.Member{Unique: addr(4, 40), Status: member.Joining}
-	c, err := New(simConfig(self), now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.JoinedCluster(false)
+	c := joinedCore(t, self, now)
 	seed := member.Member{Unique: addr(3, 30), Status: member.Up, UpNumber: 5}
 	c.MemberEvent(Join, "n3", seed, "", "", now)
 	c.MemberEvent(Join, "n4", self, "", "", now)
@@ -71,11 +78,7 @@ func TestJoiningMemberWaitsForEveryCountedMember(t *testing.T) {
 func TestJoiningMemberAnnouncesItselfUp(t *testing.T) {
 	now := time.Unix(1000, 0)
 	self := member.Member{Unique: addr(4, 40), Status: member.Joining}
-	c, err := New(simConfig(self), now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.JoinedCluster(false)
+	c := joinedCore(t, self, now)
 	seed := member.Member{Unique: addr(3, 30), Status: member.Up, UpNumber: 5}
 	c.MemberEvent(Join, "n3", seed, "", "", now)
 	c.MemberEvent(Join, "n4", self, "", "", now)
@@ -130,11 +133,7 @@ func TestJoiningMemberAnnouncesItselfUp(t *testing.T) {
 func TestJoiningMemberDoesNotWaitForLegacyMembers(t *testing.T) {
 	now := time.Unix(1000, 0)
 	self := member.Member{Unique: addr(4, 40), Status: member.Joining}
-	c, err := New(simConfig(self), now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.JoinedCluster(false)
+	c := joinedCore(t, self, now)
 	old := member.Member{Unique: addr(2, 20), Status: member.Up, UpNumber: 3}
 	seed := member.Member{Unique: addr(3, 30), Status: member.Up, UpNumber: 5}
 	c.Legacy(old.Unique)
